@@ -1,0 +1,104 @@
+/**
+ * Shows a run on the console. On a terminal, a live status line (which step,
+ * elapsed time) stays under the step output; otherwise plain lines only.
+ * Step output goes to `out` prefixed with the step id; runner messages to `err`.
+ */
+import { formatDuration } from '../common/durations.js';
+import type { PullProgress } from '../container/runtime.js';
+import type { RunRecord } from '../run/record.js';
+import type { Reporter } from '../run/reporter.js';
+import { describeStatus, type StepResult } from '../run/step-result.js';
+
+interface Sink {
+  write(s: string): unknown;
+}
+
+export class ConsoleReporter implements Reporter {
+  private current?: { id: string; index: number; total: number; since: number };
+  private timer?: NodeJS.Timeout;
+  private statusShown = false;
+  private lastPull = 0;
+
+  constructor(
+    private readonly out: Sink,
+    private readonly err: Sink,
+    private readonly live: boolean,
+  ) {}
+
+  runStarted(r: RunRecord, stepIds: string[]): void {
+    this.say(`run ${r.runId}: pipeline ${r.pipeline}, ${stepIds.length} step${stepIds.length === 1 ? '' : 's'} on branch ${r.branch} (base ${r.baseSha.slice(0, 10)})`);
+  }
+
+  pullProgress(image: string, p: PullProgress): void {
+    const now = Date.now();
+    if (now - this.lastPull < 1000 && p.fraction !== 1) return;
+    this.lastPull = now;
+    const pct = p.fraction !== undefined ? ` ${Math.round(p.fraction * 100)}%` : '';
+    this.say(`pulling ${image}:${pct} ${p.status}`);
+  }
+
+  stepStarted(s: { id: string; index: number; total: number; image: string }): void {
+    this.current = { id: s.id, index: s.index, total: s.total, since: Date.now() };
+    this.say(`▶ step ${s.id} (${s.index + 1}/${s.total}) in ${s.image}`);
+    if (this.live) {
+      this.timer = setInterval(() => this.drawStatus(), 1000);
+      this.timer.unref();
+      this.drawStatus();
+    }
+  }
+
+  stepLine(stepId: string, _stream: 'stdout' | 'stderr', line: string): void {
+    this.clearStatus();
+    this.out.write(`[${stepId}] ${line}\n`);
+    this.drawStatus();
+  }
+
+  stepFinished(r: StepResult): void {
+    if (this.timer) clearInterval(this.timer);
+    this.current = undefined;
+    const mark = r.status === 'completed' ? '✓' : '✗';
+    const commit = r.commit ? `commit ${r.commit.slice(0, 10)}` : 'no changes';
+    const why = r.message ? `: ${r.message}` : '';
+    this.say(`${mark} step ${r.id} ${describeStatus(r.status, r.exitCode)} in ${formatDuration(r.durationMs)} (${commit})${why}`);
+  }
+
+  info(message: string): void {
+    this.say(message);
+  }
+
+  warn(message: string): void {
+    this.say(`warning: ${message}`);
+  }
+
+  runFinished(r: RunRecord): void {
+    const took = r.durationMs !== null ? ` in ${formatDuration(r.durationMs)}` : '';
+    const pushed = r.pushed ? `, pushed to ${r.push?.remote}` : '';
+    const err = r.error ? `: ${r.error.message}` : '';
+    this.say(`run ${r.runId} ${r.status}${took}; branch ${r.branch}${pushed}${err}`);
+  }
+
+  /** Clears the status line; called before the process exits. */
+  close(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.clearStatus();
+  }
+
+  private say(line: string): void {
+    this.clearStatus();
+    this.err.write(`runner: ${line}\n`);
+    this.drawStatus();
+  }
+
+  private drawStatus(): void {
+    if (!this.live || !this.current) return;
+    const c = this.current;
+    this.err.write(`\r\x1b[K⏵ step ${c.id} (${c.index + 1}/${c.total}) · ${formatDuration(Date.now() - c.since)}`);
+    this.statusShown = true;
+  }
+
+  private clearStatus(): void {
+    if (!this.statusShown) return;
+    this.err.write('\r\x1b[K');
+    this.statusShown = false;
+  }
+}

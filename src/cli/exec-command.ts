@@ -1,0 +1,68 @@
+/** `runner exec FILE [--json] [--home DIR] [--keep-workspace]` */
+import { DockerRuntime } from '../container/docker.js';
+import { Git } from '../git/git.js';
+import { loadPipeline } from '../pipeline/load.js';
+import { executeRun } from '../run/orchestrator.js';
+import { summarize } from '../run/record.js';
+import { resolveHome } from '../workspace/home.js';
+import { parseFlags } from './args.js';
+import { ConsoleReporter } from './console-reporter.js';
+import { exitCodeForRun } from './exit-codes.js';
+
+export async function execCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseFlags(
+    'exec',
+    args,
+    {
+      json: { type: 'boolean', default: false },
+      home: { type: 'string' },
+      'keep-workspace': { type: 'boolean', default: false },
+    },
+    ['FILE'],
+  );
+  const loaded = await loadPipeline(positionals[0]!);
+
+  const json = values.json === true;
+  const stepOut = json ? process.stderr : process.stdout;
+  const live = !json && process.stderr.isTTY === true && !process.env.CI;
+  const reporter = new ConsoleReporter(stepOut, process.stderr, live);
+
+  const cancel = new AbortController();
+  const kill = new AbortController();
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (!cancel.signal.aborted) {
+      reporter.warn(`${sig}: canceling; the step is stopped, its work committed, the worktree removed (again to kill at once)`);
+      cancel.abort();
+    } else if (!kill.signal.aborted) {
+      reporter.warn(`${sig} again: killing the step's container now`);
+      kill.abort();
+    }
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    const record = await executeRun(
+      {
+        runtime: new DockerRuntime(),
+        makeGit: (who) => new Git(who),
+        clock: () => new Date(),
+        reporter,
+        signal: cancel.signal,
+        killSignal: kill.signal,
+      },
+      {
+        loaded,
+        home: resolveHome(values.home),
+        keepWorkspace: values['keep-workspace'] === true,
+        secretSource: process.env,
+      },
+    );
+    reporter.close();
+    if (json) process.stdout.write(`${JSON.stringify(summarize(record))}\n`);
+    return exitCodeForRun(record.status);
+  } finally {
+    reporter.close();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}

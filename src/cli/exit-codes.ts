@@ -1,0 +1,41 @@
+/** The exit codes of `runner`, and which errors map to which. */
+import { ContainerError, GitError, PipelineError, RunnerError, UsageError, WorkspaceError } from '../common/errors.js';
+import type { RunStatus } from '../run/record.js';
+
+export const EXIT = {
+  ok: 0,
+  stepFailed: 1,
+  badInput: 2,
+  infrastructure: 3,
+  interrupted: 130,
+} as const;
+
+const BAD_INPUT_CODES = new Set([
+  'project_missing',
+  'project_not_dir',
+  'not_a_repository',
+  'base_missing',
+  'secret_missing',
+  'unsafe_name',
+]);
+
+export function exitCodeForError(err: unknown): number {
+  if (err instanceof PipelineError || err instanceof UsageError) return EXIT.badInput;
+  if (err instanceof RunnerError && BAD_INPUT_CODES.has(err.code)) return EXIT.badInput;
+  if (err instanceof ContainerError || err instanceof GitError || err instanceof WorkspaceError) return EXIT.infrastructure;
+  if (err instanceof RunnerError && err.code === 'canceled') return EXIT.interrupted;
+  return EXIT.infrastructure;
+}
+
+export function exitCodeForRun(status: RunStatus): number {
+  switch (status) {
+    case 'succeeded':
+      return EXIT.ok;
+    case 'failed':
+      return EXIT.stepFailed;
+    case 'canceled':
+      return EXIT.interrupted;
+    default:
+      return EXIT.infrastructure;
+  }
+}

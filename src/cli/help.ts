@@ -1,0 +1,25 @@
+/** The help text. Kept apart so `runner --help` loads nothing else. */
+
+export const HELP = `runner: run a pipeline of steps, each in its own container, on its own git worktree.
+
+Usage:
+  runner exec FILE [--json] [--home DIR] [--keep-workspace]
+      Run the pipeline in FILE. Each run gets branch run/<runId> in the project,
+      one commit per step, pushed to the project's remote at the end.
+        --json             print one JSON summary on stdout at the end
+                           (step output goes to stderr)
+        --home DIR         the runner home (default: $RUNNER_HOME,
+                           else $XDG_STATE_HOME/runner, else ~/.local/state/runner)
+        --keep-workspace   keep the run's worktree and print its path
+  runner validate FILE
+      Check FILE and print every problem with its line and column.
+  runner --help | -h       this text
+  runner --version | -v    the version
+
+Exit codes:
+  0 success   1 a step failed   2 bad input (file, flags)
+  3 infrastructure (docker unreachable, git missing, push failed with push: always)
+  130 interrupted (Ctrl-C)
+
+Docs: README.md; the pipeline format: docs/pipeline-format.md
+`;

@@ -1,0 +1,48 @@
+#!/usr/bin/env node
+/**
+ * argv → a command. The only place that calls process.exit. Commands are
+ * imported on demand so `runner --help` loads no docker or logging library.
+ */
+
+import { HELP } from './help.js';
+
+type Command = (args: string[]) => Promise<number>;
+
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  exec: async () => (await import('./exec-command.js')).execCommand,
+  validate: async () => (await import('./validate-command.js')).validateCommand,
+};
+
+async function main(argv: string[]): Promise<number> {
+  const [first, ...rest] = argv;
+  if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
+    process.stdout.write(HELP);
+    return first === undefined ? 2 : 0;
+  }
+  if (first === '--version' || first === '-v') {
+    const { readFile } = await import('node:fs/promises');
+    const pkg = JSON.parse(await readFile(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+    process.stdout.write(`runner ${pkg.version}\n`);
+    return 0;
+  }
+  const load = COMMANDS[first];
+  if (!load) {
+    process.stderr.write(`runner: unknown command "${first}"; commands: ${Object.keys(COMMANDS).join(', ')} (runner --help)\n`);
+    return 2;
+  }
+  const command = await load();
+  return command(rest);
+}
+
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  async (err: unknown) => {
+    const { exitCodeForError } = await import('./exit-codes.js');
+    process.stderr.write(`runner: ${err instanceof Error ? err.message : String(err)}\n`);
+    if (process.env.RUNNER_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
+    process.exit(exitCodeForError(err));
+  },
+);

@@ -1,0 +1,204 @@
+/** The ContainerRuntime on a Docker engine, through dockerode. The only file that imports dockerode. */
+import Docker from 'dockerode';
+import { PassThrough } from 'node:stream';
+import { ContainerError, errorMessage } from '../common/errors.js';
+import type { ContainerHandle, ContainerRuntime, ContainerSpec, ExitState, PullProgress } from './runtime.js';
+
+interface HttpError {
+  statusCode?: number;
+  code?: string;
+  message?: string;
+}
+
+const status = (err: unknown): number | undefined => (err as HttpError)?.statusCode;
+
+export function describeEndpoint(): string {
+  return process.env.DOCKER_HOST ?? '/var/run/docker.sock';
+}
+
+export class DockerRuntime implements ContainerRuntime {
+  private readonly docker: Docker;
+
+  constructor(docker?: Docker) {
+    this.docker = docker ?? new Docker();
+  }
+
+  async ping(): Promise<void> {
+    try {
+      await this.docker.ping();
+    } catch (err) {
+      const code = (err as HttpError).code ?? (err as HttpError).statusCode ?? errorMessage(err);
+      throw new ContainerError(
+        'docker_unreachable',
+        `docker is not reachable at ${describeEndpoint()} (${code}): start the engine (make docker) or set DOCKER_HOST`,
+        { cause: err },
+      );
+    }
+  }
+
+  async ensureImage(image: string, onProgress: (p: PullProgress) => void): Promise<void> {
+    try {
+      await this.docker.getImage(image).inspect();
+      return;
+    } catch (err) {
+      if (status(err) !== 404) throw engineError(`inspecting image ${image}`, err);
+    }
+    try {
+      const stream = await this.docker.pull(image);
+      await new Promise<void>((resolve, reject) => {
+        const totals = new Map<string, { current: number; total: number }>();
+        this.docker.modem.followProgress(
+          stream,
+          (err: Error | null, out: Array<{ error?: string }>) => {
+            const failed = err ?? out.find((o) => o.error)?.error;
+            if (failed) reject(failed instanceof Error ? failed : new Error(failed));
+            else resolve();
+          },
+          (ev: { id?: string; status?: string; progressDetail?: { current?: number; total?: number } }) => {
+            if (ev.id && ev.progressDetail?.total) totals.set(ev.id, { current: ev.progressDetail.current ?? 0, total: ev.progressDetail.total });
+            let cur = 0;
+            let tot = 0;
+            for (const t of totals.values()) {
+              cur += t.current;
+              tot += t.total;
+            }
+            onProgress({ status: ev.status ?? '', ...(tot > 0 ? { fraction: cur / tot } : {}) });
+          },
+        );
+      });
+    } catch (err) {
+      const hint = image.startsWith('runner/')
+        ? 'build it with `make images`'
+        : `build it locally (docker build -t ${image} ...) or pull it on a machine that can reach its registry`;
+      throw new ContainerError(
+        'image_missing',
+        `image ${image} is not present locally and could not be pulled (${firstLine(errorMessage(err))}): ${hint}`,
+        { cause: err },
+      );
+    }
+  }
+
+  async create(spec: ContainerSpec): Promise<ContainerHandle> {
+    try {
+      const c = await this.docker.createContainer({
+        name: spec.name,
+        Image: spec.image,
+        Cmd: spec.cmd,
+        Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
+        WorkingDir: spec.workingDir,
+        User: spec.user,
+        Labels: spec.labels,
+        AttachStdout: true,
+        AttachStderr: true,
+        Tty: false,
+        OpenStdin: false,
+        NetworkDisabled: spec.network === 'none',
+        HostConfig: {
+          Binds: spec.mounts.map((m) => `${m.source}:${m.target}:${m.readOnly ? 'ro' : 'rw'}`),
+          Memory: spec.memoryBytes,
+          MemorySwap: spec.memoryBytes,
+          NanoCpus: Math.round(spec.cpus * 1e9),
+          PidsLimit: spec.pids,
+          NetworkMode: spec.network,
+          Init: true,
+          CapDrop: ['ALL'],
+          SecurityOpt: ['no-new-privileges'],
+          Ulimits: [{ Name: 'nofile', Soft: 4096, Hard: 4096 }],
+          AutoRemove: false,
+          Privileged: false,
+        },
+      });
+      return new DockerContainer(c);
+    } catch (err) {
+      throw engineError(`creating the container for image ${spec.image}`, err);
+    }
+  }
+
+  async removeByLabels(labels: Record<string, string>): Promise<number> {
+    const list = await this.docker.listContainers({
+      all: true,
+      filters: { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) },
+    });
+    await Promise.all(list.map((c) => new DockerContainer(this.docker.getContainer(c.Id)).remove()));
+    return list.length;
+  }
+}
+
+class DockerContainer implements ContainerHandle {
+  constructor(private readonly c: Docker.Container) {}
+
+  get id(): string {
+    return this.c.id;
+  }
+
+  async attach(onStdout: (chunk: Buffer) => void, onStderr: (chunk: Buffer) => void): Promise<{ ended: Promise<void> }> {
+    const stream = (await this.c.attach({ stream: true, stdout: true, stderr: true })) as NodeJS.ReadableStream;
+    const out = new PassThrough();
+    const err = new PassThrough();
+    out.on('data', onStdout);
+    err.on('data', onStderr);
+    this.c.modem.demuxStream(stream, out, err);
+    const ended = new Promise<void>((resolve) => {
+      const done = () => {
+        out.end();
+        err.end();
+        resolve();
+      };
+      stream.on('end', done);
+      stream.on('close', done);
+      stream.on('error', done);
+    });
+    return { ended };
+  }
+
+  async start(): Promise<void> {
+    try {
+      await this.c.start();
+    } catch (err) {
+      throw engineError('starting the container', err);
+    }
+  }
+
+  async wait(): Promise<void> {
+    // next-exit: called before start, a plain wait would return at once for a created container.
+    await this.c.wait({ condition: 'next-exit' });
+  }
+
+  async inspect(): Promise<ExitState> {
+    const info = await this.c.inspect();
+    return { exitCode: info.State.ExitCode, oomKilled: info.State.OOMKilled };
+  }
+
+  async stop(graceSeconds: number): Promise<void> {
+    try {
+      await this.c.stop({ t: graceSeconds });
+    } catch (err) {
+      if (status(err) !== 304 && status(err) !== 404) throw engineError('stopping the container', err);
+    }
+  }
+
+  async kill(): Promise<void> {
+    try {
+      await this.c.kill();
+    } catch (err) {
+      if (status(err) !== 409 && status(err) !== 404 && status(err) !== 304) throw engineError('killing the container', err);
+    }
+  }
+
+  async remove(): Promise<void> {
+    try {
+      await this.c.remove({ force: true, v: true });
+    } catch (err) {
+      // 404: already gone; 409: removal already in progress.
+      if (status(err) !== 404 && status(err) !== 409) throw engineError('removing the container', err);
+    }
+  }
+}
+
+function engineError(what: string, err: unknown): ContainerError {
+  return new ContainerError('docker_failed', `docker failed ${what}: ${firstLine(errorMessage(err))}`, { cause: err });
+}
+
+function firstLine(s: string): string {
+  return s.split('\n')[0] ?? s;
+}

@@ -1,0 +1,71 @@
+/**
+ * Our interface to a container engine, in our own types. No dockerode type
+ * crosses this file: docker.ts implements it; tests may stand a fake in.
+ */
+
+export interface Mount {
+  source: string;
+  target: string;
+  readOnly: boolean;
+}
+
+export interface ContainerSpec {
+  name: string;
+  image: string;
+  cmd: string[];
+  env: Record<string, string>;
+  workingDir: string;
+  /** `uid:gid` */
+  user: string;
+  mounts: Mount[];
+  memoryBytes: number;
+  cpus: number;
+  pids: number;
+  /** `none`, `bridge` or a named network */
+  network: string;
+  labels: Record<string, string>;
+}
+
+export interface ExitState {
+  exitCode: number;
+  oomKilled: boolean;
+}
+
+export interface ContainerHandle {
+  readonly id: string;
+  /** Attaches to stdout and stderr (call before start); resolves once attached, `ended` when the streams end. */
+  attach(onStdout: (chunk: Buffer) => void, onStderr: (chunk: Buffer) => void): Promise<{ ended: Promise<void> }>;
+  start(): Promise<void>;
+  /** Resolves at the container's next exit: call it before start. */
+  wait(): Promise<void>;
+  inspect(): Promise<ExitState>;
+  /** SIGTERM, then SIGKILL after `graceSeconds`. Already stopped is success. */
+  stop(graceSeconds: number): Promise<void>;
+  /** SIGKILL now. Not running is success. */
+  kill(): Promise<void>;
+  /** Force-removes. Already gone is success. */
+  remove(): Promise<void>;
+}
+
+export interface PullProgress {
+  status: string;
+  /** 0..1 when the engine reports sizes */
+  fraction?: number;
+}
+
+export interface ContainerRuntime {
+  /** Throws a ContainerError that says how to reach the engine when it does not answer. */
+  ping(): Promise<void>;
+  /** Pulls the image when it is not present locally, reporting progress. */
+  ensureImage(image: string, onProgress: (p: PullProgress) => void): Promise<void>;
+  create(spec: ContainerSpec): Promise<ContainerHandle>;
+  /** Force-removes every container whose labels include all of `labels`; returns how many. */
+  removeByLabels(labels: Record<string, string>): Promise<number>;
+}
+
+export const LABELS = {
+  runId: 'dev.runner.run-id',
+  stepId: 'dev.runner.step-id',
+  home: 'dev.runner.home',
+  pipeline: 'dev.runner.pipeline',
+} as const;

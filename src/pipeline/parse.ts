@@ -1,0 +1,83 @@
+/**
+ * Text → validated pipeline, in three phases: YAML (with positions), the zod
+ * schema, then the named rules. Every problem is reported at once, each with
+ * its line, column and path. Pure: reading the file is load.ts's job.
+ */
+import { LineCounter, parseDocument } from 'yaml';
+import type { z } from 'zod';
+import { didYouMean } from '../common/did-you-mean.js';
+import { PipelineError, type PipelineIssue } from '../common/errors.js';
+import { formatPath, positionOf, type DocPath } from './positions.js';
+import { checkRules } from './rules.js';
+import { KNOWN_KEYS, pipelineSchema, type PipelineFile } from './schema.js';
+
+export function parsePipeline(text: string, file: string): PipelineFile {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+
+  if (doc.errors.length > 0) {
+    throw new PipelineError(
+      file,
+      doc.errors.map((e) => {
+        const pos = lines.linePos(e.pos[0]);
+        return { path: '', message: `YAML: ${firstLine(e.message)}`, line: pos.line, col: pos.col };
+      }),
+    );
+  }
+
+  const at = (path: DocPath, message: string, atKey = false): PipelineIssue => {
+    const pos = positionOf(doc, lines, path, atKey);
+    return { path: formatPath(path), message, ...(pos ? { line: pos.line, col: pos.col } : {}) };
+  };
+
+  const data: unknown = doc.toJS();
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) {
+    throw new PipelineError(file, [{ path: '', message: 'expected a mapping with version, name and steps', line: 1, col: 1 }]);
+  }
+
+  const parsed = pipelineSchema.safeParse(data);
+  if (!parsed.success) {
+    throw new PipelineError(file, sortIssues(parsed.error.issues.flatMap((i) => schemaIssue(i, at))));
+  }
+
+  const ruleIssues = checkRules(parsed.data);
+  if (ruleIssues.length > 0) {
+    throw new PipelineError(file, sortIssues(ruleIssues.map((r) => at(r.path, r.message, r.atKey))));
+  }
+  return parsed.data;
+}
+
+type At = (path: DocPath, message: string, atKey?: boolean) => PipelineIssue;
+
+function schemaIssue(issue: z.core.$ZodIssue, at: At): PipelineIssue[] {
+  const path = issue.path.filter((s): s is string | number => typeof s !== 'symbol');
+  if (issue.code === 'unrecognized_keys') {
+    const known = knownKeysAt(path);
+    return issue.keys.map((key) => at([...path, key], `unknown key "${key}"${didYouMean(key, known)}`, true));
+  }
+  if (issue.code === 'invalid_type' && issue.input === undefined) {
+    const key = path[path.length - 1];
+    return [at(path.slice(0, -1), `missing required key "${String(key)}"`)];
+  }
+  return [at(path, issue.message)];
+}
+
+function knownKeysAt(path: DocPath): readonly string[] {
+  const [a, , c, d] = path;
+  if (path.length === 0) return KNOWN_KEYS.root;
+  if (a === 'project') return KNOWN_KEYS.project;
+  if (a === 'hooks') return KNOWN_KEYS.hooks;
+  if (a === 'schedule') return KNOWN_KEYS.schedule;
+  if (a === 'defaults') return path.length === 1 ? ['image', 'resources', 'network', 'timeout', 'user'] : KNOWN_KEYS.resources;
+  if (a === 'steps') return c === 'resources' ? KNOWN_KEYS.resources : KNOWN_KEYS.step;
+  if (a === 'agents') return d === 'resources' ? KNOWN_KEYS.resources : KNOWN_KEYS.agent;
+  return [];
+}
+
+function sortIssues(issues: PipelineIssue[]): PipelineIssue[] {
+  return issues.sort((x, y) => (x.line ?? 0) - (y.line ?? 0) || (x.col ?? 0) - (y.col ?? 0));
+}
+
+function firstLine(s: string): string {
+  return s.split('\n')[0] ?? s;
+}

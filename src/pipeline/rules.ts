@@ -1,0 +1,133 @@
+/**
+ * Phase 3 of validation: named rules across the whole file (unique ids,
+ * references to agents, steps, outputs and secrets that exist). Pure.
+ */
+import { didYouMean } from '../common/did-you-mean.js';
+import type { DocPath } from './positions.js';
+import type { PipelineFile, StepFile } from './schema.js';
+import { describeExpression, findExpressions } from './template.js';
+
+export interface RuleIssue {
+  path: DocPath;
+  message: string;
+  /** point at the key rather than the value */
+  atKey?: boolean;
+}
+
+export function checkRules(p: PipelineFile): RuleIssue[] {
+  const issues: RuleIssue[] = [];
+  const agents = p.agents ?? {};
+  const declaredSecrets = new Set(p.secrets ?? []);
+  const seen = new Map<string, number>();
+
+  if (p.hooks) {
+    issues.push({ path: ['hooks'], atKey: true, message: 'hooks are not supported by this version of runner yet; remove the section' });
+  }
+  if (p.project.workspace === 'persistent_directory') {
+    issues.push({
+      path: ['project', 'workspace'],
+      message: 'persistent_directory workspaces are not supported by this version of runner yet; use git_worktree on a git repository',
+    });
+  }
+  for (const [name, value] of Object.entries(p.env ?? {})) {
+    if (findExpressions(value).length > 0) {
+      issues.push({ path: ['env', name], message: '${{ }} expressions are only allowed in a step\'s env, run and command' });
+    }
+  }
+  for (const [name, agent] of Object.entries(agents)) {
+    agent.secrets?.forEach((s, j) => {
+      if (!declaredSecrets.has(s)) issues.push({ path: ['agents', name, 'secrets', j], message: undeclaredSecret(s) });
+    });
+  }
+
+  p.steps.forEach((step, i) => {
+    const at = (...rest: (string | number)[]): DocPath => ['steps', i, ...rest];
+
+    const first = seen.get(step.id);
+    if (first !== undefined) {
+      issues.push({ path: at('id'), message: `duplicate step id "${step.id}" (first used by steps[${first}])` });
+    } else {
+      seen.set(step.id, i);
+    }
+
+    const agent = step.agent !== undefined ? agents[step.agent] : undefined;
+    if (step.agent !== undefined && !agent) {
+      const known = Object.keys(agents);
+      issues.push({
+        path: at('agent'),
+        message: `unknown agent "${step.agent}"${didYouMean(step.agent, known)}; known agents: ${known.join(', ') || 'none (add an agents: section)'}`,
+      });
+    }
+
+    if (step.run !== undefined && step.command !== undefined) {
+      issues.push({ path: at('command'), atKey: true, message: 'a step has either run or command, not both' });
+    }
+    const hasCommand = step.run !== undefined || step.command !== undefined || agent?.run !== undefined || agent?.command !== undefined;
+    if (!hasCommand && (step.agent === undefined || agent)) {
+      issues.push({ path: at(), message: `step "${step.id}" has nothing to run: give it run: (a script) or command: (an argv list)` });
+    }
+    if (!step.image && !agent?.image && !p.defaults?.image) {
+      issues.push({ path: at(), message: `step "${step.id}" has no image: set image: on the step, its agent or defaults` });
+    }
+
+    step.secrets?.forEach((s, j) => {
+      if (!declaredSecrets.has(s)) issues.push({ path: at('secrets', j), message: undeclaredSecret(s) });
+    });
+
+    for (const { path, value } of templatedFields(step, i, p)) {
+      for (const found of findExpressions(value)) {
+        const problem = checkExpression(found, step, i, p);
+        if (problem) issues.push({ path, message: problem });
+      }
+    }
+  });
+  return issues;
+}
+
+function undeclaredSecret(name: string): string {
+  return `secret ${name} is not declared in the top-level secrets: list`;
+}
+
+/** Every string of the step (and of its agent, as this step uses it) that may hold expressions. */
+function templatedFields(step: StepFile, i: number, p: PipelineFile): { path: DocPath; value: string }[] {
+  const fields: { path: DocPath; value: string }[] = [];
+  const agent = step.agent !== undefined ? p.agents?.[step.agent] : undefined;
+  if (step.run !== undefined) fields.push({ path: ['steps', i, 'run'], value: step.run });
+  step.command?.forEach((arg, j) => fields.push({ path: ['steps', i, 'command', j], value: arg }));
+  for (const [k, v] of Object.entries(step.env ?? {})) fields.push({ path: ['steps', i, 'env', k], value: v });
+  if (agent && step.run === undefined && step.command === undefined) {
+    if (agent.run !== undefined) fields.push({ path: ['agents', step.agent!, 'run'], value: agent.run });
+    agent.command?.forEach((arg, j) => fields.push({ path: ['agents', step.agent!, 'command', j], value: arg }));
+  }
+  if (agent) {
+    for (const [k, v] of Object.entries(agent.env ?? {})) fields.push({ path: ['agents', step.agent!, 'env', k], value: v });
+  }
+  return fields;
+}
+
+function checkExpression(
+  found: ReturnType<typeof findExpressions>[number],
+  step: StepFile,
+  i: number,
+  p: PipelineFile,
+): string | undefined {
+  const expr = found.expr;
+  if (!expr) {
+    return `unknown expression ${found.raw}: expected \${{ prompt }} or \${{ steps.<id>.outputs.<key> }}`;
+  }
+  if (expr.kind === 'prompt') {
+    return step.prompt === undefined ? `step "${step.id}" uses \${{ prompt }} but has no prompt:` : undefined;
+  }
+  const j = p.steps.findIndex((s) => s.id === expr.step);
+  if (j < 0) {
+    return `\${{ ${describeExpression(expr)} }} names step "${expr.step}", which does not exist${didYouMean(expr.step, p.steps.map((s) => s.id))}`;
+  }
+  if (j >= i) {
+    return `\${{ ${describeExpression(expr)} }} names step "${expr.step}", which does not run before step "${step.id}"`;
+  }
+  const outputs = p.steps[j]!.outputs ?? [];
+  if (!outputs.includes(expr.key)) {
+    return `\${{ ${describeExpression(expr)} }}: step "${expr.step}" declares no output "${expr.key}"${didYouMean(expr.key, outputs)} (add it to its outputs: list)`;
+  }
+  return undefined;
+}

@@ -1,0 +1,129 @@
+/**
+ * The zod schema of a pipeline file (see docs in README and
+ * shared/design/pipeline-format.md). Pure: no I/O.
+ * Phase 1 of validation; cross-references are checked in rules.ts.
+ */
+import { z } from 'zod';
+import { parseDuration, parseSize } from '../common/durations.js';
+
+export const NAME_RE = /^[A-Za-z0-9._-]+$/;
+export const STEP_ID_RE = /^[a-z0-9_-]+$/;
+export const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+const duration = z.unknown().transform((v, ctx) => {
+  const ms = typeof v === 'string' ? parseDuration(v) : undefined;
+  if (ms === undefined) {
+    ctx.addIssue({ code: 'custom', message: `expected a duration like 90s, 30m or 1h, got ${JSON.stringify(v)}` });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+const size = z.unknown().transform((v, ctx) => {
+  const bytes = typeof v === 'number' ? (v > 0 ? v : undefined) : typeof v === 'string' ? parseSize(v) : undefined;
+  if (bytes === undefined) {
+    ctx.addIssue({ code: 'custom', message: `expected a size like 512m or 2g, got ${JSON.stringify(v)}` });
+    return z.NEVER;
+  }
+  return bytes;
+});
+
+const envName = z.string().regex(ENV_NAME_RE, 'expected an environment variable name like MY_VAR');
+const envMap = z.record(envName, z.union([z.string(), z.number(), z.boolean()]).transform(String));
+
+const resources = z.strictObject({
+  memory: size.optional(),
+  cpus: z.number().positive('expected a positive number of CPUs, like 1.5').optional(),
+  pids: z.number().int().positive('expected a positive whole number of processes').optional(),
+});
+
+const network = z.string().min(1, 'expected none, bridge or a docker network name');
+const user = z
+  .string()
+  .regex(/^(auto|\d+(:\d+)?)$/, 'expected auto, or a numeric uid or uid:gid like 1000:1000');
+
+/** Settings a step, an agent profile or `defaults` may carry. */
+const stepSettings = {
+  image: z.string().min(1).optional(),
+  resources: resources.optional(),
+  network: network.optional(),
+  timeout: duration.optional(),
+  user: user.optional(),
+};
+
+const command = z.array(z.string()).min(1, 'expected a non-empty list of arguments');
+
+export const agentSchema = z.strictObject({
+  ...stepSettings,
+  command: command.optional(),
+  run: z.string().optional(),
+  env: envMap.optional(),
+  secrets: z.array(envName).optional(),
+});
+
+export const stepSchema = z.strictObject({
+  id: z.string().regex(STEP_ID_RE, 'expected a step id of lowercase letters, digits, _ and -'),
+  name: z.string().optional(),
+  agent: z.string().optional(),
+  ...stepSettings,
+  run: z.string().optional(),
+  command: command.optional(),
+  prompt: z.string().optional(),
+  outputs: z.array(envName).optional(),
+  env: envMap.optional(),
+  secrets: z.array(envName).optional(),
+  continue_on_error: z.boolean().optional(),
+});
+
+export const projectSchema = z.strictObject({
+  path: z.string().min(1).default('.'),
+  workspace: z.enum(['git_worktree', 'persistent_directory']).optional(),
+  base: z.string().min(1).optional(),
+  remote: z.string().min(1).default('origin'),
+  push: z.enum(['auto', 'always', 'never']).default('auto'),
+});
+
+export const scheduleSchema = z.strictObject({
+  cron: z.string().regex(/^\S+(\s+\S+){4}$/, 'expected a 5-field cron expression like "0 6 * * 1-5"'),
+  timezone: z.string().optional(),
+  overlap: z.enum(['skip', 'queue', 'allow']).default('skip'),
+});
+
+export const hooksSchema = z.strictObject({
+  after_create: z.string().optional(),
+  before_run: z.string().optional(),
+  after_run: z.string().optional(),
+  before_remove: z.string().optional(),
+});
+
+export const pipelineSchema = z.strictObject({
+  version: z.literal(1, 'expected version: 1'),
+  name: z
+    .string()
+    .regex(NAME_RE, 'expected a name of letters, digits, ".", "_" and "-"')
+    .refine((n) => n !== '.' && n !== '..', 'a name cannot be "." or ".."'),
+  description: z.string().optional(),
+  project: projectSchema.default({ path: '.', remote: 'origin', push: 'auto' }),
+  defaults: z.strictObject(stepSettings).optional(),
+  env: envMap.optional(),
+  secrets: z.array(envName).optional(),
+  agents: z.record(z.string().regex(NAME_RE, 'expected an agent name of letters, digits, ".", "_" and "-"'), agentSchema).optional(),
+  steps: z.array(stepSchema).min(1, 'a pipeline needs at least one step'),
+  schedule: z.array(scheduleSchema).optional(),
+  hooks: hooksSchema.optional(),
+});
+
+export type PipelineFile = z.output<typeof pipelineSchema>;
+export type StepFile = z.output<typeof stepSchema>;
+export type AgentFile = z.output<typeof agentSchema>;
+
+/** Every key the schema knows at each level, for "did you mean" hints. */
+export const KNOWN_KEYS = {
+  root: Object.keys(pipelineSchema.shape),
+  project: Object.keys(projectSchema.shape),
+  step: Object.keys(stepSchema.shape),
+  agent: Object.keys(agentSchema.shape),
+  resources: Object.keys(resources.shape),
+  schedule: Object.keys(scheduleSchema.shape),
+  hooks: Object.keys(hooksSchema.shape),
+};

@@ -1,0 +1,68 @@
+/**
+ * A StepPlan and what is known at run time (outputs of earlier steps, the
+ * run's identity) → the argv and environment of the step's container. Pure.
+ */
+import { renderScript, renderTemplate, type Expression } from '../pipeline/template.js';
+import type { StepPlan } from './step-plan.js';
+
+export interface RunIdentity {
+  runId: string;
+  pipeline: string;
+  branch: string;
+  baseSha: string;
+  attempt: number;
+}
+
+export interface RenderedStep {
+  cmd: string[];
+  env: Record<string, string>;
+}
+
+export const CONTAINER_PATHS = {
+  workspace: '/home/agent/run-workspace',
+  project: '/home/agent/project-workspace',
+  io: '/home/agent/.runner',
+  output: '/home/agent/.runner/output',
+  home: '/home/agent',
+} as const;
+
+export function renderStep(
+  plan: StepPlan,
+  outputs: ReadonlyMap<string, Record<string, string>>,
+  id: RunIdentity,
+  secretValues: Readonly<Record<string, string>>,
+): RenderedStep {
+  const resolve = (expr: Expression): string => {
+    if (expr.kind === 'prompt') return plan.prompt ?? '';
+    return outputs.get(expr.step)?.[expr.key] ?? '';
+  };
+
+  let cmd: string[];
+  let scriptEnv: Record<string, string> = {};
+  if (plan.run !== undefined) {
+    const r = renderScript(plan.run, resolve);
+    cmd = ['sh', '-e', '-c', r.script];
+    scriptEnv = r.env;
+  } else {
+    cmd = (plan.command ?? []).map((arg) => renderTemplate(arg, resolve));
+  }
+
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(plan.env)) env[k] = renderTemplate(v, resolve);
+  for (const name of plan.secrets) {
+    const value = secretValues[name];
+    if (value !== undefined) env[name] = value;
+  }
+  Object.assign(env, scriptEnv, {
+    HOME: CONTAINER_PATHS.home,
+    RUNNER_RUN_ID: id.runId,
+    RUNNER_STEP_ID: plan.id,
+    RUNNER_PIPELINE: id.pipeline,
+    RUNNER_BRANCH: id.branch,
+    RUNNER_BASE_SHA: id.baseSha,
+    RUNNER_ATTEMPT: String(id.attempt),
+    RUNNER_OUTPUT: CONTAINER_PATHS.output,
+  });
+  if (plan.prompt !== undefined) env.RUNNER_PROMPT = plan.prompt;
+  return { cmd, env };
+}

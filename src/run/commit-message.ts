@@ -1,0 +1,29 @@
+/** The commit message of a step's work (see the pipeline format's "Commits"). Pure. */
+import { describeStatus, type StepStatus } from './step-result.js';
+
+export interface CommitFacts {
+  runId: string;
+  stepId: string;
+  /** the agent's name, else the image */
+  actor: string;
+  status: StepStatus;
+  exitCode: number | null;
+  summary?: string;
+}
+
+const MAX_SUBJECT_SUMMARY = 72;
+
+export function commitMessage(f: CommitFacts): string {
+  const statusText = describeStatus(f.status, f.exitCode);
+  const firstLine = (f.summary ?? '').split('\n').map((l) => l.trim()).find((l) => l !== '') ?? '';
+  let summary = firstLine || statusText;
+  if (summary.length > MAX_SUBJECT_SUMMARY) summary = `${summary.slice(0, MAX_SUBJECT_SUMMARY - 1)}…`;
+  return [
+    `step/${f.stepId} (${f.actor}): ${summary}`,
+    '',
+    `Runner-Run: ${f.runId}`,
+    `Runner-Step: ${f.stepId}`,
+    `Runner-Status: ${statusText}`,
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,27 @@
+/** What the orchestrator tells whoever shows a run to a person (the console, later the dashboard). */
+import type { PullProgress } from '../container/runtime.js';
+import type { RunRecord } from './record.js';
+import type { StepResult } from './step-result.js';
+
+export interface Reporter {
+  runStarted(r: RunRecord, stepIds: string[]): void;
+  pullProgress(image: string, p: PullProgress): void;
+  stepStarted(step: { id: string; index: number; total: number; image: string }): void;
+  stepLine(stepId: string, stream: 'stdout' | 'stderr', line: string): void;
+  stepFinished(result: StepResult): void;
+  info(message: string): void;
+  warn(message: string): void;
+  runFinished(r: RunRecord): void;
+}
+
+/** A reporter that shows nothing (for tests and --quiet uses). */
+export const silentReporter: Reporter = {
+  runStarted() {},
+  pullProgress() {},
+  stepStarted() {},
+  stepLine() {},
+  stepFinished() {},
+  info() {},
+  warn() {},
+  runFinished() {},
+};

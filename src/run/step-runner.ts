@@ -1,0 +1,76 @@
+/**
+ * Runs one container to its end and says why it ended. Races the step's
+ * failure sources (its exit, its timeout, a cancel) and records the first
+ * cause once. The container is always removed, its logs drained first.
+ */
+import type { ContainerRuntime, ContainerSpec } from '../container/runtime.js';
+import { errorMessage } from '../common/errors.js';
+import type { EndReason } from './step-result.js';
+
+export interface ContainerRunOptions {
+  timeoutMs: number;
+  /** polite cancel: stop with a grace period */
+  signal: AbortSignal;
+  /** impatient cancel (a second Ctrl-C): kill now */
+  killSignal: AbortSignal;
+  graceSeconds: number;
+  onStdout: (chunk: Buffer) => void;
+  onStderr: (chunk: Buffer) => void;
+  onCleanupError: (message: string) => void;
+}
+
+export interface ContainerEnd {
+  reason: EndReason;
+  exitCode: number | null;
+  oomKilled: boolean;
+  durationMs: number;
+}
+
+export async function runContainer(
+  runtime: ContainerRuntime,
+  spec: ContainerSpec,
+  o: ContainerRunOptions,
+): Promise<ContainerEnd> {
+  const handle = await runtime.create(spec);
+  const t0 = performance.now();
+  let reason: EndReason | undefined;
+  const cleanups: Array<() => void> = [];
+  try {
+    const { ended: streamsEnded } = await handle.attach(o.onStdout, o.onStderr);
+    const waited = handle.wait();
+    waited.catch(() => undefined);
+    if (o.signal.aborted) return { reason: 'canceled', exitCode: null, oomKilled: false, durationMs: 0 };
+    await handle.start();
+
+    const end = (r: EndReason) => {
+      if (reason) return;
+      reason = r;
+      handle.stop(o.graceSeconds).catch((err) => o.onCleanupError(`stopping container: ${errorMessage(err)}`));
+    };
+    const kill = () => {
+      reason ??= 'canceled';
+      handle.kill().catch((err) => o.onCleanupError(`killing container: ${errorMessage(err)}`));
+    };
+    const timer = setTimeout(() => end('timeout'), o.timeoutMs);
+    const onCancel = () => end('canceled');
+    o.signal.addEventListener('abort', onCancel);
+    o.killSignal.addEventListener('abort', kill);
+    cleanups.push(() => {
+      clearTimeout(timer);
+      o.signal.removeEventListener('abort', onCancel);
+      o.killSignal.removeEventListener('abort', kill);
+    });
+    if (o.signal.aborted) onCancel();
+
+    await waited;
+    reason ??= 'exit';
+    const durationMs = Math.round(performance.now() - t0);
+    // Drain what the step printed before the container goes.
+    await Promise.race([streamsEnded, new Promise((r) => setTimeout(r, 5000))]);
+    const state = await handle.inspect();
+    return { reason, exitCode: state.exitCode, oomKilled: state.oomKilled, durationMs };
+  } finally {
+    for (const c of cleanups) c();
+    await handle.remove().catch((err) => o.onCleanupError(`removing container ${handle.id}: ${errorMessage(err)}`));
+  }
+}

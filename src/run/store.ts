@@ -1,0 +1,69 @@
+/**
+ * The files of one run in the runner home: `runs/<runId>/run.json` (written
+ * atomically), `events.jsonl` (structured events, through winston) and
+ * `steps/<id>.log` (each step's output, masked).
+ */
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { chown, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import winston from 'winston';
+import { writeFileAtomic } from '../common/atomic-write.js';
+import type { Masker } from '../common/mask.js';
+import { childPath } from '../workspace/names.js';
+import type { RunRecord } from './record.js';
+
+export class RunStore {
+  private readonly events: winston.Logger;
+  private readonly eventsFile: winston.transport;
+
+  private constructor(
+    readonly dir: string,
+    private readonly masker: Masker,
+  ) {
+    this.eventsFile = new winston.transports.File({ filename: path.join(dir, 'events.jsonl') });
+    this.events = winston.createLogger({
+      level: 'debug',
+      format: winston.format.combine(winston.format.timestamp(), winston.format.json()),
+      transports: [this.eventsFile],
+    });
+  }
+
+  static async create(runsRoot: string, runId: string, masker: Masker): Promise<RunStore> {
+    const dir = await childPath(runsRoot, runId, 'run id');
+    await mkdir(dir, { mode: 0o755 });
+    await mkdir(path.join(dir, 'steps'));
+    await mkdir(path.join(dir, 'io'));
+    return new RunStore(dir, masker);
+  }
+
+  event(type: string, data: Record<string, unknown> = {}, level: 'info' | 'warn' | 'error' = 'info'): void {
+    this.events.log(level, type, JSON.parse(this.masker.mask(JSON.stringify(data))));
+  }
+
+  async writeRecord(record: RunRecord): Promise<void> {
+    await writeFileAtomic(path.join(this.dir, 'run.json'), this.masker.mask(JSON.stringify(record, null, 2)) + '\n');
+  }
+
+  stepLog(stepId: string): WriteStream {
+    return createWriteStream(path.join(this.dir, 'steps', `${stepId}.log`), { flags: 'a' });
+  }
+
+  /** A directory only this step's container sees, owned by the step's user, for `$RUNNER_OUTPUT`. */
+  async stepIoDir(stepId: string, uid: number, gid: number): Promise<string> {
+    const dir = path.join(this.dir, 'io', stepId);
+    await mkdir(dir, { mode: 0o700 });
+    await chown(dir, uid, gid);
+    return dir;
+  }
+
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 2000);
+      this.eventsFile.on('finish', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      this.events.end();
+    });
+  }
+}
