@@ -35,7 +35,7 @@ export function parsePipeline(text: string, file: string): PipelineFile {
     throw new PipelineError(file, [{ path: '', message: 'expected a mapping with version, name and steps', line: 1, col: 1 }]);
   }
 
-  const parsed = pipelineSchema.safeParse(data);
+  const parsed = pipelineSchema.safeParse(data, { reportInput: true });
   if (!parsed.success) {
     throw new PipelineError(file, sortIssues(parsed.error.issues.flatMap((i) => schemaIssue(i, at))));
   }
@@ -55,7 +55,7 @@ function schemaIssue(issue: z.core.$ZodIssue, at: At): PipelineIssue[] {
     const known = knownKeysAt(path);
     return issue.keys.map((key) => at([...path, key], `unknown key "${key}"${didYouMean(key, known)}`, true));
   }
-  if (issue.code === 'invalid_type' && issue.input === undefined) {
+  if (issue.input === undefined && path.length > 0) {
     const key = path[path.length - 1];
     return [at(path.slice(0, -1), `missing required key "${String(key)}"`)];
   }

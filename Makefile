@@ -1,0 +1,51 @@
+# The two commands a new user needs:
+#   make demo   set everything up and run pipelines/hello.yaml on a demo project
+#   make test   set everything up and run the whole test suite (unit + integration)
+# Both install what they need on a fresh Debian machine (root, Node 20).
+
+SHELL := /bin/bash
+RUNNER := node dist/src/cli/main.js
+DEMO_HOME := .demo/home
+
+.PHONY: all deps build docker images demo test test-unit bench clean
+
+all: build
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+deps: node_modules/.installed
+
+build: deps
+	npx tsc -p tsconfig.json
+	@chmod +x dist/src/cli/main.js
+
+# Starts a Docker engine when none answers (installs Debian's docker.io if needed).
+docker:
+	@bash scripts/ensure-docker.sh
+
+# runner/base:latest, built without any registry (debootstrap + docker import).
+images: docker
+	@bash images/base/build.sh
+
+demo: build images
+	@bash scripts/demo-repo.sh
+	$(RUNNER) exec pipelines/hello.yaml --home $(DEMO_HOME)
+	@echo
+	@echo "The run's branch in the demo project, one commit per step:"
+	@git -C .demo/project log --format='  %h %s' --max-count=4 "$$(git -C .demo/project for-each-ref --sort=-refname --format='%(refname:short)' refs/heads/run/ | head -n1)"
+	@echo "Pushed to the demo remote:"; git -C .demo/remote.git branch --list 'run/*' | sed 's/^/ /'
+	@echo "Worktrees left in $(DEMO_HOME)/worktrees: $$(ls $(DEMO_HOME)/worktrees | wc -l)"
+
+test: build images
+	node --test --test-reporter=spec dist/test/
+
+test-unit: build
+	node --test --test-reporter=spec $$(find dist/test -name '*.test.js' -not -path '*/integration/*')
+
+bench: build images
+	node dist/bench/overhead.js
+
+clean:
+	rm -rf dist .demo

@@ -1,0 +1,129 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { PipelineError, formatPipelineIssue } from '../../src/common/errors.js';
+import { parsePipeline } from '../../src/pipeline/parse.js';
+
+const VALID = `version: 1
+name: implement-feature
+project:
+  path: ../my-app
+  base: main
+defaults:
+  image: runner/base:latest
+  resources: { memory: 2g, cpus: 1.5, pids: 512 }
+  timeout: 30m
+env:
+  LANG: C.UTF-8
+secrets: [ANTHROPIC_API_KEY]
+agents:
+  finn:
+    image: runner/claude-code:latest
+    command: ["claude", "-p", "\${{ prompt }}"]
+    secrets: [ANTHROPIC_API_KEY]
+    network: bridge
+steps:
+  - id: design
+    agent: finn
+    prompt: Write DESIGN.md
+    outputs: [summary]
+  - id: test
+    run: npm test
+    timeout: 10m
+    resources: { memory: 4g }
+    env: { CI: "true", DESIGN: "\${{ steps.design.outputs.summary }}" }
+`;
+
+function problems(text: string): string[] {
+  try {
+    parsePipeline(text, 'x.yaml');
+  } catch (err) {
+    assert.ok(err instanceof PipelineError, String(err));
+    return err.issues.map((i) => formatPipelineIssue('x.yaml', i));
+  }
+  assert.fail('expected the file to be refused');
+}
+
+test('a valid file parses, with durations and sizes converted', () => {
+  const p = parsePipeline(VALID, 'x.yaml');
+  assert.equal(p.name, 'implement-feature');
+  assert.equal(p.defaults?.timeout, 30 * 60_000);
+  assert.equal(p.defaults?.resources?.memory, 2 * 1024 ** 3);
+  assert.equal(p.steps[1]?.resources?.memory, 4 * 1024 ** 3);
+  assert.equal(p.project.push, 'auto');
+  assert.equal(p.project.remote, 'origin');
+});
+
+test('every problem is reported at once with its line, column and path', () => {
+  const text = `version: 1
+name: bad
+defaults:
+  imgae: runner/base
+steps:
+  - id: one
+    image: runner/base:latest
+    run: echo
+    resources:
+      memory: lots
+    timeout: soon
+  - id: one
+    image: runner/base:latest
+    command: []
+`;
+  assert.deepEqual(problems(text), [
+    'x.yaml:4:3 defaults.imgae: unknown key "imgae" (did you mean "image"?)',
+    'x.yaml:10:15 steps[0].resources.memory: expected a size like 512m or 2g, got "lots"',
+    'x.yaml:11:14 steps[0].timeout: expected a duration like 90s, 30m or 1h, got "soon"',
+    'x.yaml:14:14 steps[1].command: expected a non-empty list of arguments',
+  ]);
+});
+
+test('rules: duplicate ids, unknown agents, references that do not exist', () => {
+  const text = `version: 1
+name: refs
+defaults: { image: img }
+agents:
+  finn: { command: ["x", "\${{ prompt }}"] }
+steps:
+  - id: a
+    run: echo \${{ steps.b.outputs.x }}
+  - id: a
+    agent: fin
+  - id: c
+    agent: finn
+  - id: d
+    run: echo \${{ steps.a.outputs.nope }} \${{ secrets.X }}
+    secrets: [TOKEN]
+`;
+  assert.deepEqual(problems(text), [
+    'x.yaml:5:26 agents.finn.command[1]: step "c" uses ${{ prompt }} but has no prompt:',
+    'x.yaml:8:10 steps[0].run: ${{ steps.b.outputs.x }} names step "b", which does not exist',
+    'x.yaml:9:9 steps[1].id: duplicate step id "a" (first used by steps[0])',
+    'x.yaml:10:12 steps[1].agent: unknown agent "fin" (did you mean "finn"?); known agents: finn',
+    'x.yaml:14:10 steps[3].run: ${{ steps.a.outputs.nope }}: step "a" declares no output "nope" (add it to its outputs: list)',
+    'x.yaml:14:10 steps[3].run: unknown expression ${{ secrets.X }}: expected ${{ prompt }} or ${{ steps.<id>.outputs.<key> }}',
+    'x.yaml:15:15 steps[3].secrets[0]: secret TOKEN is not declared in the top-level secrets: list',
+  ]);
+});
+
+test('missing keys, a bad name, a step without image or command', () => {
+  const text = `name: "../../etc"
+steps:
+  - id: Bad Id
+  - id: ok
+`;
+  assert.deepEqual(problems(text), [
+    'x.yaml:1:1 missing required key "version"',
+    'x.yaml:1:7 name: expected a name of letters, digits, ".", "_" and "-"',
+    'x.yaml:3:9 steps[0].id: expected a step id of lowercase letters, digits, _ and -',
+  ]);
+  assert.deepEqual(problems('version: 1\nname: n\nsteps:\n  - id: ok\n'), [
+    'x.yaml:4:5 steps[0]: step "ok" has nothing to run: give it run: (a script) or command: (an argv list)',
+    'x.yaml:4:5 steps[0]: step "ok" has no image: set image: on the step, its agent or defaults',
+  ]);
+});
+
+test('YAML syntax errors carry their position', () => {
+  const out = problems('version: 1\nname: [unclosed\n');
+  assert.equal(out.length >= 1, true);
+  assert.match(out[0]!, /^x\.yaml:\d+:\d+ YAML: /);
+});

@@ -1,0 +1,65 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { parsePipeline } from '../../src/pipeline/parse.js';
+import { renderStep } from '../../src/plan/render.js';
+import { BUILTIN_DEFAULTS, planSteps, resolveUser, secretsNeeded } from '../../src/plan/step-plan.js';
+
+const FILE = `version: 1
+name: p
+defaults: { image: base, resources: { cpus: 1 }, timeout: 5m }
+env: { LANG: C.UTF-8, SHARED: top }
+secrets: [KEY, OTHER]
+agents:
+  finn: { image: agent, command: ["claude", "-p", "\${{ prompt }}"], secrets: [KEY], network: bridge, env: { SHARED: agent } }
+steps:
+  - id: design
+    agent: finn
+    prompt: do it
+    outputs: [topic]
+  - id: test
+    run: echo "\${{ steps.design.outputs.topic }}"
+    resources: { memory: 4g }
+    env: { T: "\${{ steps.design.outputs.topic }}!" }
+`;
+
+test('settings resolve step, then agent, then defaults, then built-ins', () => {
+  const [design, t] = planSteps(parsePipeline(FILE, 'p.yaml'));
+  assert.equal(design!.image, 'agent');
+  assert.equal(design!.network, 'bridge');
+  assert.deepEqual(design!.command, ['claude', '-p', '${{ prompt }}']);
+  assert.deepEqual(design!.secrets, ['KEY']);
+  assert.equal(design!.env.SHARED, 'agent');
+  assert.equal(t!.image, 'base');
+  assert.equal(t!.network, 'none');
+  assert.equal(t!.memoryBytes, 4 * 1024 ** 3);
+  assert.equal(t!.cpus, 1);
+  assert.equal(t!.pids, BUILTIN_DEFAULTS.pids);
+  assert.equal(t!.timeoutMs, 5 * 60_000);
+  assert.deepEqual(t!.secrets, []);
+  assert.deepEqual(secretsNeeded([design!, t!]), ['KEY']);
+});
+
+test('render: prompt into argv, outputs into env, RUNNER_* identity, secrets only where named', () => {
+  const [design, t] = planSteps(parsePipeline(FILE, 'p.yaml'));
+  const id = { runId: 'r1', pipeline: 'p', branch: 'run/r1', baseSha: 'abc', attempt: 1 };
+  const d = renderStep(design!, new Map(), id, { KEY: 'k-value', OTHER: 'o' });
+  assert.deepEqual(d.cmd, ['claude', '-p', 'do it']);
+  assert.equal(d.env.KEY, 'k-value');
+  assert.equal(d.env.OTHER, undefined);
+  assert.equal(d.env.RUNNER_PROMPT, 'do it');
+  assert.equal(d.env.RUNNER_RUN_ID, 'r1');
+  assert.equal(d.env.RUNNER_OUTPUT, '/home/agent/.runner/output');
+
+  const r = renderStep(t!, new Map([['design', { topic: '$(id)' }]]), id, { KEY: 'k-value' });
+  assert.deepEqual(r.cmd, ['sh', '-e', '-c', 'echo "${RUNNER_EXPR_0}"']);
+  assert.equal(r.env.RUNNER_EXPR_0, '$(id)');
+  assert.equal(r.env.T, '$(id)!');
+  assert.equal(r.env.KEY, undefined);
+  assert.equal(r.env.LANG, 'C.UTF-8');
+});
+
+test('user auto is the project owner', () => {
+  assert.equal(resolveUser('auto', { uid: 1000, gid: 100 }), '1000:100');
+  assert.equal(resolveUser('0', { uid: 1000, gid: 100 }), '0:0');
+  assert.equal(resolveUser('5:6', { uid: 1000, gid: 100 }), '5:6');
+});
