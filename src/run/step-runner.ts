@@ -66,11 +66,20 @@ export async function runContainer(
     reason ??= 'exit';
     const durationMs = Math.round(performance.now() - t0);
     // Drain what the step printed before the container goes.
-    await Promise.race([streamsEnded, new Promise((r) => setTimeout(r, 5000))]);
+    await withDeadline(streamsEnded, 5000);
     const state = await handle.inspect();
     return { reason, exitCode: state.exitCode, oomKilled: state.oomKilled, durationMs };
   } finally {
     for (const c of cleanups) c();
     await handle.remove().catch((err) => o.onCleanupError(`removing container ${handle.id}: ${errorMessage(err)}`));
   }
+}
+
+/** Waits for `p`, but no longer than `ms`; the timer does not keep the process alive. */
+function withDeadline(p: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  return Promise.race([p, deadline]).finally(() => clearTimeout(timer));
 }

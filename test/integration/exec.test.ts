@@ -1,0 +1,115 @@
+/** runner exec end to end: real git, real Docker engine. */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import {
+  commitsOn,
+  containersOfRun,
+  execPipeline,
+  git,
+  makeProject,
+  pipelineYaml,
+  writePipeline,
+  type Fixture,
+} from '../fixtures/project.js';
+
+const fixtures: Fixture[] = [];
+after(() => Promise.all(fixtures.map((f) => f.cleanup())));
+
+async function fixture(opts?: Parameters<typeof makeProject>[0]): Promise<Fixture> {
+  const f = await makeProject(opts);
+  fixtures.push(f);
+  return f;
+}
+
+test('happy path: one commit per changing step with trailers, pushed, no worktree or container left', async () => {
+  const f = await fixture();
+  const file = await writePipeline(
+    f,
+    pipelineYaml(`  - id: write
+    run: |
+      echo "hello from write"
+      echo first > first.txt
+      echo "summary=wrote first.txt" >> "$RUNNER_OUTPUT"
+      echo "word=pears" >> "$RUNNER_OUTPUT"
+    outputs: [word]
+  - id: nothing
+    run: echo "changes nothing"
+  - id: use
+    env: { WORD: "\${{ steps.write.outputs.word }}" }
+    run: |
+      echo "$WORD and \${{ steps.write.outputs.word }}" > second.txt
+      test -r /home/agent/project-workspace/README.md
+`),
+  );
+  const r = await execPipeline(f, file);
+  assert.equal(r.code, 0, r.stderr);
+  const s = r.json;
+  assert.equal(s.status, 'succeeded');
+  assert.equal(s.pushed, true);
+  assert.equal(s.branch, `run/${s.runId}`);
+  assert.match(s.runId, /^\d{8}-\d{6}-[a-z0-9]{6}$/);
+  assert.deepEqual(Object.keys(s.steps), ['write', 'nothing', 'use']);
+  assert.equal(s.steps.nothing.commit, null, 'a step that changed nothing makes no commit');
+
+  const commits = commitsOn(f.project, s.branch, s.baseSha);
+  assert.deepEqual(
+    commits.map((c) => c.subject),
+    ['step/use (runner/base:latest): completed', 'step/write (runner/base:latest): wrote first.txt'],
+  );
+  assert.equal(commits[1]!.sha, s.steps.write.commit);
+  assert.equal(commits[0]!.sha, s.headSha);
+  assert.match(commits[1]!.body, new RegExp(`Runner-Run: ${s.runId}\nRunner-Step: write\nRunner-Status: completed`));
+  assert.equal(git(f.project, 'show', `${s.branch}:second.txt`), 'pears and pears');
+
+  assert.equal(git(f.remote, 'rev-parse', `refs/heads/${s.branch}`), s.headSha, 'the remote has the branch');
+  assert.deepEqual(await readdir(path.join(f.home, 'worktrees')), [], 'no worktree left');
+  assert.equal(git(f.project, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).length, 1);
+  assert.deepEqual(containersOfRun(s.runId), []);
+  assert.equal(git(f.project, 'status', '--porcelain'), '', 'the project checkout is untouched');
+
+  const runDir = path.join(f.home, 'runs', s.runId);
+  const record = JSON.parse(await readFile(path.join(runDir, 'run.json'), 'utf8'));
+  assert.equal(record.status, 'succeeded');
+  assert.equal(record.steps.length, 3);
+  assert.match(await readFile(path.join(runDir, 'steps', 'write.log'), 'utf8'), /hello from write/);
+  const events = (await readFile(path.join(runDir, 'events.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(
+    events.map((e) => e.message),
+    ['run_started', 'step_started', 'step_finished', 'step_started', 'step_finished', 'step_started', 'step_finished', 'push', 'worktree_removed', 'run_finished'],
+  );
+  assert.match(r.stderr, /\[write\] hello from write/, 'step output is streamed with the step id (to stderr under --json)');
+});
+
+test('steps run as the project owner: no file in the worktree or the repository ends up owned by root', async () => {
+  const f = await fixture({ owner: 1000 });
+  const file = await writePipeline(
+    f,
+    pipelineYaml(`  - id: make
+    run: |
+      test "$(id -u):$(id -g)" = "1000:1000"
+      mkdir -p sub/dir && echo x > sub/dir/file.txt && echo y > top.txt
+`),
+  );
+  const r = await execPipeline(f, file, ['--keep-workspace']);
+  assert.equal(r.code, 0, r.stderr);
+  const wt = r.json.worktree as string;
+  assert.ok(wt && existsSync(wt), 'the kept worktree exists');
+  for (const rel of ['sub/dir/file.txt', 'top.txt', 'sub', 'README.md', '.']) {
+    assert.equal((await stat(path.join(wt, rel))).uid, 1000, rel);
+  }
+  const rootOwned = await findNotOwnedBy(path.join(f.project, '.git'), 1000);
+  assert.deepEqual(rootOwned, [], 'every file git wrote in the project belongs to its owner');
+  assert.match(r.stderr, /workspace kept at /);
+});
+
+async function findNotOwnedBy(dir: string, uid: number): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    const p = path.join(e.parentPath ?? (e as any).path, e.name);
+    if ((await stat(p).catch(() => undefined))?.uid !== uid && !e.isSymbolicLink()) out.push(p);
+  }
+  return out;
+}
