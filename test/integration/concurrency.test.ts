@@ -1,0 +1,24 @@
+/** Two runs on one repository at the same moment both succeed: git is serialized across processes. */
+import assert from 'node:assert/strict';
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { commitsOn, execPipeline, git, makeProject, pipelineYaml, writePipeline, type Fixture } from '../fixtures/project.js';
+
+let f: Fixture | undefined;
+after(() => f?.cleanup());
+
+test('two runner exec on one repository at once: both succeed, no lock error', async () => {
+  f = await makeProject();
+  const steps = [1, 2, 3].map((i) => `  - id: s${i}\n    run: echo $RUNNER_RUN_ID-${i} > f${i}.txt\n`).join('');
+  const file = await writePipeline(f, pipelineYaml(steps));
+  const runs = await Promise.all([execPipeline(f, file), execPipeline(f, file), execPipeline(f, file)]);
+  for (const r of runs) {
+    assert.equal(r.code, 0, r.stderr);
+    assert.doesNotMatch(r.stderr, /index\.lock|\.lock': File exists/);
+    assert.equal(commitsOn(f.project, r.json.branch, r.json.baseSha).length, 3);
+    assert.equal(git(f.remote, 'rev-parse', r.json.branch), r.json.headSha);
+  }
+  assert.equal(new Set(runs.map((r) => r.json.runId)).size, 3);
+  assert.deepEqual(await readdir(path.join(f.home, 'worktrees')), []);
+});
