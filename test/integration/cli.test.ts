@@ -1,0 +1,115 @@
+/** The CLI's contract: help, version, validation, and exit codes for bad input and broken infrastructure. */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { makeProject, pipelineYaml, runCli, writePipeline, type Fixture } from '../fixtures/project.js';
+
+const fixtures: Fixture[] = [];
+after(() => Promise.all(fixtures.map((f) => f.cleanup())));
+async function fixture(opts?: Parameters<typeof makeProject>[0]): Promise<Fixture> {
+  const f = await makeProject(opts);
+  fixtures.push(f);
+  return f;
+}
+
+test('--help, --version, unknown commands and flags', async () => {
+  const help = await runCli(['--help']);
+  assert.equal(help.code, 0);
+  assert.match(help.stdout, /runner exec FILE \[--json\] \[--home DIR\] \[--keep-workspace\]/);
+  const version = await runCli(['--version']);
+  assert.equal(version.code, 0);
+  assert.match(version.stdout, /^runner \d+\.\d+\.\d+\n$/);
+  const unknown = await runCli(['frobnicate']);
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /unknown command "frobnicate"/);
+  const badFlag = await runCli(['exec', 'x.yaml', '--nope']);
+  assert.equal(badFlag.code, 2);
+  assert.match(badFlag.stderr, /Unknown option '--nope'/);
+  const noFile = await runCli(['exec']);
+  assert.equal(noFile.code, 2);
+  assert.match(noFile.stderr, /expected FILE/);
+});
+
+test('validate reports every problem with file:line:col and exits 2; a good file exits 0', async () => {
+  const f = await fixture();
+  const bad = await writePipeline(
+    f,
+    `version: 1
+name: bad
+steps:
+  - id: a
+    image: img
+    run: echo \${{ steps.zz.outputs.k }}
+    timeout: forever
+  - id: a
+    imagee: img
+`,
+    'bad.yaml',
+  );
+  const r = await runCli(['validate', bad]);
+  assert.equal(r.code, 2);
+  const lines = r.stderr.trim().split('\n');
+  assert.match(lines[0]!, /bad\.yaml: 2 problems/);
+  assert.match(r.stderr, /bad\.yaml:7:14 steps\[0\]\.timeout: expected a duration/);
+  assert.match(r.stderr, /bad\.yaml:9:5 steps\[1\]\.imagee: unknown key "imagee" \(did you mean "image"\?\)/);
+
+  const good = await writePipeline(f, pipelineYaml('  - id: ok\n    run: "true"\n'), 'good.yaml');
+  const ok = await runCli(['validate', good]);
+  assert.equal(ok.code, 0, ok.stderr);
+  assert.match(ok.stdout, /good\.yaml: ok \(pipeline it, 1 step\)/);
+
+  const missing = await runCli(['validate', path.join(f.root, 'nope.yaml')]);
+  assert.equal(missing.code, 2);
+  assert.match(missing.stderr, /cannot read the pipeline file: no such file/);
+});
+
+test('exec on an invalid file exits 2 and creates nothing', async () => {
+  const f = await fixture();
+  const file = await writePipeline(f, 'version: 2\nname: x\nsteps: []\n');
+  const r = await runCli(['exec', file, '--home', f.home]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /version: expected version: 1/);
+  assert.equal(existsSync(f.home), false);
+});
+
+test('a named secret that is not set is an error before anything starts (exit 2)', async () => {
+  const f = await fixture();
+  const file = await writePipeline(
+    f,
+    pipelineYaml('  - id: a\n    run: "true"\n    secrets: [RUNNER_TEST_UNSET_SECRET]\n').replace('steps:', 'secrets: [RUNNER_TEST_UNSET_SECRET]\nsteps:'),
+  );
+  const r = await runCli(['exec', file, '--home', f.home], { env: { RUNNER_TEST_UNSET_SECRET: '' } });
+  assert.equal(r.code, 2, r.stderr);
+  assert.match(r.stderr, /secret RUNNER_TEST_UNSET_SECRET named by the pipeline is not set/);
+  assert.equal(existsSync(f.home), false);
+});
+
+test('a project that is not a git repository exits 2 and says what to do', async () => {
+  const f = await fixture();
+  const plain = path.join(f.root, 'plain');
+  await mkdir(plain);
+  await writeFile(path.join(plain, 'x'), 'x');
+  const file = await writePipeline(f, pipelineYaml('  - id: a\n    run: "true"\n').replace('path: project', 'path: plain'));
+  const r = await runCli(['exec', file, '--home', f.home]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /is not a git repository .*run `git init` there/);
+});
+
+test('an unreachable engine exits 3 with how to fix it', async () => {
+  const f = await fixture();
+  const file = await writePipeline(f, pipelineYaml('  - id: a\n    run: "true"\n'));
+  const r = await runCli(['exec', file, '--home', f.home], { env: { DOCKER_HOST: 'unix:///nonexistent/docker.sock' } });
+  assert.equal(r.code, 3);
+  assert.match(r.stderr, /docker is not reachable at unix:\/\/\/nonexistent\/docker\.sock .*start the engine/);
+  assert.equal(existsSync(path.join(f.home, 'worktrees')), false, 'nothing was created');
+});
+
+test('an image that is not present and cannot be pulled exits 3, naming the image and how to build it', async () => {
+  const f = await fixture();
+  const file = await writePipeline(f, pipelineYaml('  - id: a\n    image: runner/not-built-here:latest\n    run: "true"\n'));
+  const r = await runCli(['exec', file, '--home', f.home]);
+  assert.equal(r.code, 3);
+  assert.match(r.stderr, /image runner\/not-built-here:latest is not present locally and could not be pulled .*build it with `make images`/);
+});
