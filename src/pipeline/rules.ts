@@ -126,7 +126,7 @@ function checkExpression(
     return `\${{ ${describeExpression(expr)} }} names step "${expr.step}", which does not run before step "${step.id}"`;
   }
   const outputs = p.steps[j]!.outputs ?? [];
-  if (!outputs.includes(expr.key)) {
+  if (!outputs.includes(expr.key) && expr.key !== 'summary') {
     return `\${{ ${describeExpression(expr)} }}: step "${expr.step}" declares no output "${expr.key}"${didYouMean(expr.key, outputs)} (add it to its outputs: list)`;
   }
   return undefined;
