@@ -2,14 +2,13 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { after, test } from 'node:test';
-import { commitsOn, containersOfRun, execPipeline, git, makeProject, pipelineYaml, writePipeline, type Fixture } from '../fixtures/project.js';
+import { test } from 'node:test';
+import { commitsOn, containersOfRun, execPipeline, git, pipelineYaml, projectsForThisFile, writePipeline } from '../fixtures/project.js';
 
-let f: Fixture | undefined;
-after(() => f?.cleanup());
+const fixture = projectsForThisFile();
 
 test('SIGINT during a step cancels the run cleanly', async () => {
-  f = await makeProject();
+  const f = await fixture();
   const file = await writePipeline(
     f,
     pipelineYaml(`  - id: long

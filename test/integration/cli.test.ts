@@ -3,16 +3,10 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { after, test } from 'node:test';
-import { makeProject, pipelineYaml, runCli, writePipeline, type Fixture } from '../fixtures/project.js';
+import { test } from 'node:test';
+import { projectsForThisFile, pipelineYaml, runCli, writePipeline } from '../fixtures/project.js';
 
-const fixtures: Fixture[] = [];
-after(() => Promise.all(fixtures.map((f) => f.cleanup())));
-async function fixture(opts?: Parameters<typeof makeProject>[0]): Promise<Fixture> {
-  const f = await makeProject(opts);
-  fixtures.push(f);
-  return f;
-}
+const fixture = projectsForThisFile();
 
 test('--help, --version, unknown commands and flags', async () => {
   const help = await runCli(['--help']);

@@ -2,14 +2,13 @@
 import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { after, test } from 'node:test';
-import { commitsOn, execPipeline, git, makeProject, pipelineYaml, writePipeline, type Fixture } from '../fixtures/project.js';
+import { test } from 'node:test';
+import { commitsOn, execPipeline, git, pipelineYaml, projectsForThisFile, writePipeline } from '../fixtures/project.js';
 
-let f: Fixture | undefined;
-after(() => f?.cleanup());
+const fixture = projectsForThisFile();
 
 test('two runner exec on one repository at once: both succeed, no lock error', async () => {
-  f = await makeProject();
+  const f = await fixture();
   const steps = [1, 2, 3].map((i) => `  - id: s${i}\n    run: echo $RUNNER_RUN_ID-${i} > f${i}.txt\n`).join('');
   const file = await writePipeline(f, pipelineYaml(steps));
   const runs = await Promise.all([execPipeline(f, file), execPipeline(f, file), execPipeline(f, file)]);

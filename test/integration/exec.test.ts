@@ -3,26 +3,18 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import {
   commitsOn,
   containersOfRun,
   execPipeline,
   git,
-  makeProject,
+  projectsForThisFile,
   pipelineYaml,
   writePipeline,
-  type Fixture,
 } from '../fixtures/project.js';
 
-const fixtures: Fixture[] = [];
-after(() => Promise.all(fixtures.map((f) => f.cleanup())));
-
-async function fixture(opts?: Parameters<typeof makeProject>[0]): Promise<Fixture> {
-  const f = await makeProject(opts);
-  fixtures.push(f);
-  return f;
-}
+const fixture = projectsForThisFile();
 
 test('happy path: one commit per changing step with trailers, pushed, no worktree or container left', async () => {
   const f = await fixture();

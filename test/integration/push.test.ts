@@ -1,21 +1,15 @@
 /** push: auto | always | never against a real local remote. */
 import assert from 'node:assert/strict';
-import { after, test } from 'node:test';
-import { execPipeline, git, makeProject, pipelineYaml, writePipeline, type Fixture } from '../fixtures/project.js';
+import { test } from 'node:test';
+import { execPipeline, git, projectsForThisFile, pipelineYaml, writePipeline } from '../fixtures/project.js';
 
-const fixtures: Fixture[] = [];
-after(() => Promise.all(fixtures.map((f) => f.cleanup())));
-async function fixture(opts?: Parameters<typeof makeProject>[0]): Promise<Fixture> {
-  const f = await makeProject(opts);
-  fixtures.push(f);
-  return f;
-}
+const fixture = projectsForThisFile();
 
 const STEP = `  - id: touch
     run: date > stamp.txt
 `;
 
-function remoteHas(f: Fixture, branch: string): boolean {
+function remoteHas(f: { remote: string }, branch: string): boolean {
   try {
     git(f.remote, 'rev-parse', '--verify', `refs/heads/${branch}`);
     return true;

@@ -3,16 +3,10 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { after, test } from 'node:test';
-import { commitsOn, containersOfRun, execPipeline, git, makeProject, pipelineYaml, writePipeline, type Fixture } from '../fixtures/project.js';
+import { test } from 'node:test';
+import { commitsOn, containersOfRun, execPipeline, git, projectsForThisFile, pipelineYaml, writePipeline } from '../fixtures/project.js';
 
-const fixtures: Fixture[] = [];
-after(() => Promise.all(fixtures.map((f) => f.cleanup())));
-async function fixture(): Promise<Fixture> {
-  const f = await makeProject();
-  fixtures.push(f);
-  return f;
-}
+const fixture = projectsForThisFile();
 
 test('a failing step: its work is committed, later steps do not run, exit 1', async () => {
   const f = await fixture();
