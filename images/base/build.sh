@@ -11,8 +11,11 @@ set -euo pipefail
 TAG="${1:-runner/base:latest}"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 
-if [[ "${FORCE:-0}" != 1 ]] && docker image inspect "$TAG" >/dev/null 2>&1; then
-  echo "images: $TAG already present (FORCE=1 to rebuild)"
+# The image carries the hash of this script: an edit here rebuilds it.
+RECIPE="$(sha256sum "$0" | cut -c1-16)"
+if [[ "${FORCE:-0}" != 1 ]] &&
+  [[ "$(docker image inspect -f '{{index .Config.Labels "dev.runner.recipe"}}' "$TAG" 2>/dev/null)" == "$RECIPE" ]]; then
+  echo "images: $TAG is up to date (FORCE=1 to rebuild)"
   exit 0
 fi
 
@@ -37,6 +40,9 @@ rm -f "$ROOTFS.log"
 # Any uid the runner maps a step to can use /home/agent as its HOME.
 mkdir -p "$ROOTFS/home/agent"
 chmod 1777 "$ROOTFS/home/agent"
+# git inside a step reads the worktree, which may belong to another uid than
+# the step's: the repository is mounted read-only, so trusting it is safe.
+printf '[safe]\n\tdirectory = *\n' > "$ROOTFS/etc/gitconfig"
 # Keep the image small: apt caches and docs are of no use to a step.
 rm -rf "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/lib/apt/lists/* \
   "$ROOTFS"/usr/share/doc/* "$ROOTFS"/usr/share/man/*
@@ -48,5 +54,6 @@ tar -C "$ROOTFS" -c . | docker import \
   --change 'ENV LANG=C.UTF-8' \
   --change 'WORKDIR /home/agent' \
   --change 'CMD ["bash"]' \
+  --change "LABEL dev.runner.recipe=$RECIPE" \
   - "$TAG" >/dev/null
 echo "images: built $TAG ($(docker image inspect -f '{{.Size}}' "$TAG" | awk '{printf "%.0f MB", $1/1e6}'))"

@@ -1,9 +1,11 @@
 /** `runner exec FILE [--json] [--home DIR] [--keep-workspace]` */
+import { errorMessage, RunnerError } from '../common/errors.js';
 import { DockerRuntime } from '../container/docker.js';
 import { Git } from '../git/git.js';
 import { loadPipeline } from '../pipeline/load.js';
 import { executeRun } from '../run/orchestrator.js';
 import { summarize } from '../run/record.js';
+import { readSecretsFile } from '../run/secrets-file.js';
 import { resolveHome } from '../workspace/home.js';
 import { parseFlags } from './args.js';
 import { ConsoleReporter } from './console-reporter.js';
@@ -17,10 +19,12 @@ export async function execCommand(args: string[]): Promise<number> {
       json: { type: 'boolean', default: false },
       home: { type: 'string' },
       'keep-workspace': { type: 'boolean', default: false },
+      'secrets-file': { type: 'string' },
     },
     ['FILE'],
   );
   const loaded = await loadPipeline(positionals[0]!);
+  const fromFile = values['secrets-file'] ? await readSecretsFile(values['secrets-file']) : {};
 
   const json = values.json === true;
   const stepOut = json ? process.stderr : process.stdout;
@@ -38,10 +42,10 @@ export async function execCommand(args: string[]): Promise<number> {
       kill.abort();
     }
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+  for (const sig of signals) process.on(sig, onSignal);
   try {
-    const record = await executeRun(
+    const record = await executeRunOrReport(json, () => executeRun(
       {
         runtime: new DockerRuntime(),
         makeGit: (who) => new Git(who),
@@ -54,15 +58,28 @@ export async function execCommand(args: string[]): Promise<number> {
         loaded,
         home: resolveHome(values.home),
         keepWorkspace: values['keep-workspace'] === true,
-        secretSource: process.env,
+        // The file wins over the environment; only the names the pipeline declares are read.
+        secretSource: { ...process.env, ...fromFile },
       },
-    );
+    ));
     reporter.close();
     if (json) process.stdout.write(`${JSON.stringify(summarize(record))}\n`);
     return exitCodeForRun(record.status);
   } finally {
     reporter.close();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    for (const sig of signals) process.off(sig, onSignal);
+  }
+}
+
+/** With --json, a run that cannot start still prints one object: its error. */
+async function executeRunOrReport<T>(json: boolean, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (json) {
+      const code = err instanceof RunnerError ? err.code : 'internal';
+      process.stdout.write(`${JSON.stringify({ runId: null, status: 'error', error: { code, message: errorMessage(err) } })}\n`);
+    }
+    throw err;
   }
 }

@@ -3,7 +3,7 @@
 export const HELP = `runner: run a pipeline of steps, each in its own container, on its own git worktree.
 
 Usage:
-  runner exec FILE [--json] [--home DIR] [--keep-workspace]
+  runner exec FILE [--json] [--home DIR] [--keep-workspace] [--secrets-file F]
       Run the pipeline in FILE. Each run gets branch run/<runId> in the project,
       one commit per step, pushed to the project's remote at the end.
         --json             print one JSON summary on stdout at the end
@@ -11,6 +11,8 @@ Usage:
         --home DIR         the runner home (default: $RUNNER_HOME,
                            else $XDG_STATE_HOME/runner, else ~/.local/state/runner)
         --keep-workspace   keep the run's worktree and print its path
+        --secrets-file F   read the pipeline's secrets from F (KEY=value lines,
+                           dotenv format) rather than the environment
   runner validate FILE
       Check FILE and print every problem with its line and column.
   runner --help | -h       this text

@@ -1,5 +1,7 @@
 /** The ContainerRuntime on a Docker engine, through dockerode. The only file that imports dockerode. */
 import Docker from 'dockerode';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { ContainerError, errorMessage } from '../common/errors.js';
 import type { ContainerHandle, ContainerRuntime, ContainerSpec, ExitState, PullProgress } from './runtime.js';
@@ -102,9 +104,17 @@ export class DockerRuntime implements ContainerRuntime {
           NetworkMode: spec.network,
           Init: true,
           CapDrop: ['ALL'],
+          ...(spec.capAdd.length ? { CapAdd: spec.capAdd } : {}),
           SecurityOpt: ['no-new-privileges'],
-          Ulimits: [{ Name: 'nofile', Soft: 4096, Hard: 4096 }],
+          Ulimits: [
+            { Name: 'nofile', Soft: spec.openFiles, Hard: spec.openFiles },
+            { Name: 'fsize', Soft: spec.fileSizeBytes, Hard: spec.fileSizeBytes },
+          ],
+          ReadonlyRootfs: spec.readOnlyRoot,
+          ...(spec.readOnlyRoot ? { Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=256m,mode=1777' } } : {}),
           AutoRemove: false,
+          // The runner reads the output through attach; the engine keeps no second copy on disk.
+          LogConfig: { Type: 'none', Config: {} },
           Privileged: false,
         },
       });
@@ -164,9 +174,23 @@ class DockerContainer implements ContainerHandle {
     await this.c.wait({ condition: 'next-exit' });
   }
 
+  async waitNotRunning(): Promise<void> {
+    await this.c.wait({ condition: 'not-running' });
+  }
+
   async inspect(): Promise<ExitState> {
     const info = await this.c.inspect();
     return { exitCode: info.State.ExitCode, oomKilled: info.State.OOMKilled };
+  }
+
+  private pidsEventsFile?: string | null;
+
+  async pidsLimitHits(): Promise<number | undefined> {
+    if (this.pidsEventsFile === undefined) this.pidsEventsFile = await findPidsEvents(this.c).catch(() => null);
+    if (!this.pidsEventsFile) return undefined;
+    const text = await readFile(this.pidsEventsFile, 'utf8').catch(() => undefined);
+    const m = text ? /^max (\d+)/m.exec(text) : null;
+    return m ? Number(m[1]) : undefined;
   }
 
   async stop(graceSeconds: number): Promise<void> {
@@ -193,6 +217,17 @@ class DockerContainer implements ContainerHandle {
       if (status(err) !== 404 && status(err) !== 409) throw engineError('removing the container', err);
     }
   }
+}
+
+/** The container's pids cgroup `pids.events`, found through its init process (cgroup v1 and v2). */
+async function findPidsEvents(c: Docker.Container): Promise<string | null> {
+  const pid = (await c.inspect()).State.Pid;
+  if (!pid) return null;
+  const lines = (await readFile(`/proc/${pid}/cgroup`, 'utf8')).split('\n');
+  const v1 = lines.find((l) => /^\d+:([^:]*,)?pids(,[^:]*)?:/.test(l));
+  if (v1) return path.join('/sys/fs/cgroup/pids', v1.slice(v1.lastIndexOf(':') + 1), 'pids.events');
+  const v2 = lines.find((l) => l.startsWith('0::'));
+  return v2 ? path.join('/sys/fs/cgroup', v2.slice(3), 'pids.events') : null;
 }
 
 function engineError(what: string, err: unknown): ContainerError {

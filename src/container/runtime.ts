@@ -21,6 +21,14 @@ export interface ContainerSpec {
   memoryBytes: number;
   cpus: number;
   pids: number;
+  /** RLIMIT_NOFILE */
+  openFiles: number;
+  /** RLIMIT_FSIZE: the largest file a process may write */
+  fileSizeBytes: number;
+  /** a read-only root filesystem, with a tmpfs at /tmp */
+  readOnlyRoot: boolean;
+  /** capabilities added back after all are dropped */
+  capAdd: string[];
   /** `none`, `bridge` or a named network */
   network: string;
   labels: Record<string, string>;
@@ -38,7 +46,11 @@ export interface ContainerHandle {
   start(): Promise<void>;
   /** Resolves at the container's next exit: call it before start. */
   wait(): Promise<void>;
+  /** Resolves once the container is not running (at once if it has already exited): call it after start. */
+  waitNotRunning(): Promise<void>;
   inspect(): Promise<ExitState>;
+  /** How many times a fork failed at the pids limit, when the engine's cgroup can be read; undefined when it cannot. */
+  pidsLimitHits(): Promise<number | undefined>;
   /** SIGTERM, then SIGKILL after `graceSeconds`. Already stopped is success. */
   stop(graceSeconds: number): Promise<void>;
   /** SIGKILL now. Not running is success. */

@@ -4,7 +4,7 @@
  * fsmonitor off, a fixed identity, and an explicit git directory where the
  * caller pins one. Messages and other data go through stdin, never argv.
  */
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { GitError } from '../common/errors.js';
 
 export interface GitIdentity {
@@ -19,6 +19,14 @@ export interface GitCall {
   gitDir?: string;
   /** with gitDir: `--work-tree` */
   workTree?: string;
+  /** pins the common git directory (GIT_COMMON_DIR), rather than reading the `commondir` file */
+  commonDir?: string;
+  /** an index other than the git directory's own (GIT_INDEX_FILE) */
+  indexFile?: string;
+  /** more `-c key=value` settings for this call */
+  config?: readonly string[];
+  /** read no global or system config nor system attributes: for calls on a worktree a step has written */
+  isolated?: boolean;
   /** sent on stdin */
   input?: string;
   /** resolve with the exit code rather than throw on a non-zero exit */
@@ -52,7 +60,7 @@ export class Git {
   constructor(private readonly who: GitIdentity = {}) {}
 
   async run(args: readonly string[], call: GitCall): Promise<GitResult> {
-    const argv = [...HARDENING.flatMap((c) => ['-c', c])];
+    const argv = [...HARDENING, ...(call.config ?? [])].flatMap((c) => ['-c', c]);
     if (call.gitDir) argv.push(`--git-dir=${call.gitDir}`);
     if (call.workTree) argv.push(`--work-tree=${call.workTree}`);
     argv.push(...args);
@@ -72,7 +80,16 @@ export class Git {
   }
 }
 
-function gitEnv(who: GitIdentity): NodeJS.ProcessEnv {
+/**
+ * `-c` settings that switch off the filter drivers the repository's config
+ * defines: a step controls `.gitattributes` in its worktree and could select
+ * one to run a command on the host during `git add`.
+ */
+export function filtersOff(names: readonly string[]): string[] {
+  return names.flatMap((n) => [`filter.${n}.clean=`, `filter.${n}.smudge=`, `filter.${n}.process=`, `filter.${n}.required=false`]);
+}
+
+function gitEnv(who: GitIdentity, call: GitCall): NodeJS.ProcessEnv {
   const switched = who.uid !== undefined && who.uid !== process.getuid?.();
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
@@ -86,37 +103,61 @@ function gitEnv(who: GitIdentity): NodeJS.ProcessEnv {
     GIT_COMMITTER_NAME: RUNNER_IDENTITY.name,
     GIT_COMMITTER_EMAIL: RUNNER_IDENTITY.email,
   };
+  if (call.commonDir) env.GIT_COMMON_DIR = call.commonDir;
+  if (call.isolated) {
+    env.GIT_CONFIG_GLOBAL = '/dev/null';
+    env.GIT_ATTR_NOSYSTEM = '1';
+  }
+  if (call.indexFile) env.GIT_INDEX_FILE = call.indexFile;
   // Push authentication the user has already set up (an ssh agent) keeps working.
   if (process.env.SSH_AUTH_SOCK && !switched) env.SSH_AUTH_SOCK = process.env.SSH_AUTH_SOCK;
   return env;
 }
 
+/** No git call the runner makes should take this long; a hung one is killed. */
+export const GIT_TIMEOUT_MS = 10 * 60_000;
+const MAX_OUTPUT = 256 * 1024 * 1024;
+
 function spawnGit(argv: string[], call: GitCall, who: GitIdentity): Promise<GitResult> {
   return new Promise((resolve, reject) => {
-    const child = execFile(
-      'git',
-      argv,
-      {
-        cwd: call.cwd,
-        env: gitEnv(who),
-        maxBuffer: 64 * 1024 * 1024,
-        ...(who.uid !== undefined && who.uid !== process.getuid?.() ? { uid: who.uid, gid: who.gid ?? who.uid } : {}),
-      },
-      (err, stdout, stderr) => {
-        if (err && typeof err.code !== 'number') {
-          const code = (err as NodeJS.ErrnoException).code;
-          reject(
-            code === 'ENOENT'
-              ? new GitError('git_missing', 'git is not installed or not on PATH: install it (apt-get install git)', { cause: err })
-              : new GitError('git_failed', `git could not be run in ${call.cwd}: ${err.message}`, { cause: err }),
-          );
-          return;
-        }
-        resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
-      },
-    );
+    // Its own process group: a Ctrl-C at the terminal reaches the runner,
+    // which finishes the commit it is making rather than lose it.
+    const child = spawn('git', argv, {
+      cwd: call.cwd,
+      env: gitEnv(who, call),
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      ...(who.uid !== undefined && who.uid !== process.getuid?.() ? { uid: who.uid, gid: who.gid ?? who.uid } : {}),
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let size = 0;
+    const collect = (into: Buffer[]) => (b: Buffer) => {
+      size += b.length;
+      if (size <= MAX_OUTPUT) into.push(b);
+    };
+    child.stdout.on('data', collect(out));
+    child.stderr.on('data', collect(err));
+    const timer = setTimeout(() => child.kill('SIGKILL'), GIT_TIMEOUT_MS);
+    child.on('error', (e: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      reject(
+        e.code === 'ENOENT'
+          ? new GitError('git_missing', 'git is not installed or not on PATH: install it (apt-get install git)', { cause: e })
+          : new GitError('git_failed', `git could not be run in ${call.cwd}: ${e.message}`, { cause: e }),
+      );
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      const stderr = Buffer.concat(err).toString('utf8');
+      resolve({
+        code: code ?? 128,
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: signal ? `${stderr}git was killed by ${signal}${signal === 'SIGKILL' ? ` after ${GIT_TIMEOUT_MS / 1000}s` : ''}` : stderr,
+      });
+    });
     // git may exit before reading stdin (EPIPE): its exit code tells what happened.
-    child.stdin?.on('error', () => undefined);
-    child.stdin?.end(call.input ?? '');
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(call.input ?? '');
   });
 }

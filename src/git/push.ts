@@ -5,7 +5,6 @@
  */
 import type { ProjectFacts } from '../workspace/project.js';
 import type { Git } from './git.js';
-import { withRepoLock } from './repo-lock.js';
 
 export type PushPolicy = 'auto' | 'always' | 'never';
 
@@ -32,13 +31,12 @@ export async function pushBranch(
     return { pushed: false, reason: 'push_failed', remote, error: `the project has no remote named "${remote}"` };
   }
   const ref = `refs/heads/${branch}`;
-  const r = await withRepoLock(project.commonDir, () =>
-    git.run(['push', '--quiet', '--no-verify', remote, `${ref}:${ref}`], {
-      cwd: project.root,
-      gitDir: project.commonDir,
-      allowFail: true,
-    }),
-  );
+  // Not under the repository lock: a slow remote must not stall other runs.
+  const r = await git.run(['push', '--quiet', '--no-verify', remote, `${ref}:${ref}`], {
+    cwd: project.root,
+    gitDir: project.commonDir,
+    allowFail: true,
+  });
   if (r.code === 0) return { pushed: true, remote };
   return { pushed: false, reason: 'push_failed', remote, error: r.stderr.trim() || `git push exited ${r.code}` };
 }

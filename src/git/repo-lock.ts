@@ -18,6 +18,8 @@ export async function withRepoLock<T>(commonDir: string, fn: () => Promise<T>): 
       stale: 15_000,
       update: 5_000,
       retries: { retries: 600, factor: 1, minTimeout: 50, maxTimeout: 200, randomize: true },
+      // The default throws from a timer and would crash the run before its cleanup.
+      onCompromised: (err) => process.emitWarning(`runner: the git lock on ${commonDir} was compromised: ${err.message}`),
     });
   } catch (err) {
     throw new GitError(

@@ -68,7 +68,7 @@ function knownKeysAt(path: DocPath): readonly string[] {
   if (a === 'project') return KNOWN_KEYS.project;
   if (a === 'hooks') return KNOWN_KEYS.hooks;
   if (a === 'schedule') return KNOWN_KEYS.schedule;
-  if (a === 'defaults') return path.length === 1 ? ['image', 'resources', 'network', 'timeout', 'user'] : KNOWN_KEYS.resources;
+  if (a === 'defaults') return path.length === 1 ? KNOWN_KEYS.defaults : KNOWN_KEYS.resources;
   if (a === 'steps') return c === 'resources' ? KNOWN_KEYS.resources : KNOWN_KEYS.step;
   if (a === 'agents') return d === 'resources' ? KNOWN_KEYS.resources : KNOWN_KEYS.agent;
   return [];

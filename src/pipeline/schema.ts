@@ -10,10 +10,17 @@ export const NAME_RE = /^[A-Za-z0-9._-]+$/;
 export const STEP_ID_RE = /^[a-z0-9_-]+$/;
 export const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+/** Node's timers hold at most 2^31-1 ms (24.8 days). */
+export const MAX_DURATION_MS = 24 * 86_400_000;
+
 const duration = z.unknown().transform((v, ctx) => {
   const ms = typeof v === 'string' ? parseDuration(v) : undefined;
   if (ms === undefined) {
     ctx.addIssue({ code: 'custom', message: `expected a duration like 90s, 30m or 1h, got ${JSON.stringify(v)}` });
+    return z.NEVER;
+  }
+  if (ms > MAX_DURATION_MS) {
+    ctx.addIssue({ code: 'custom', message: `expected a duration of at most 24d, got ${JSON.stringify(v)}` });
     return z.NEVER;
   }
   return ms;
@@ -35,6 +42,8 @@ const resources = z.strictObject({
   memory: size.optional(),
   cpus: z.number().positive('expected a positive number of CPUs, like 1.5').optional(),
   pids: z.number().int().positive('expected a positive whole number of processes').optional(),
+  open_files: z.number().int().min(16, 'expected a whole number of open files, at least 16').optional(),
+  file_size: size.optional(),
 });
 
 const network = z.string().min(1, 'expected none, bridge or a docker network name');
@@ -49,6 +58,8 @@ const stepSettings = {
   network: network.optional(),
   timeout: duration.optional(),
   user: user.optional(),
+  read_only: z.boolean().optional(),
+  cap_add: z.array(z.string().regex(/^(CAP_)?[A-Z_]+$/, 'expected a capability name like NET_BIND_SERVICE')).optional(),
 };
 
 const command = z.array(z.string()).min(1, 'expected a non-empty list of arguments');
@@ -126,4 +137,5 @@ export const KNOWN_KEYS = {
   resources: Object.keys(resources.shape),
   schedule: Object.keys(scheduleSchema.shape),
   hooks: Object.keys(hooksSchema.shape),
+  defaults: Object.keys(stepSettings),
 };

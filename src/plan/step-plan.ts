@@ -10,6 +10,8 @@ export const BUILTIN_DEFAULTS = {
   memoryBytes: 2 * 1024 ** 3,
   cpus: 1.5,
   pids: 512,
+  openFiles: 4096,
+  fileSizeBytes: 8 * 1024 ** 3,
   network: 'none',
   timeoutMs: 60 * 60_000,
   user: 'auto',
@@ -32,6 +34,10 @@ export interface StepPlan {
   memoryBytes: number;
   cpus: number;
   pids: number;
+  openFiles: number;
+  fileSizeBytes: number;
+  readOnlyRoot: boolean;
+  capAdd: string[];
   network: string;
   timeoutMs: number;
   /** `auto` or `uid[:gid]` */
@@ -56,6 +62,10 @@ export function planSteps(p: PipelineFile): StepPlan[] {
       memoryBytes: s.resources?.memory ?? a.resources?.memory ?? d.resources?.memory ?? BUILTIN_DEFAULTS.memoryBytes,
       cpus: s.resources?.cpus ?? a.resources?.cpus ?? d.resources?.cpus ?? BUILTIN_DEFAULTS.cpus,
       pids: s.resources?.pids ?? a.resources?.pids ?? d.resources?.pids ?? BUILTIN_DEFAULTS.pids,
+      openFiles: s.resources?.open_files ?? a.resources?.open_files ?? d.resources?.open_files ?? BUILTIN_DEFAULTS.openFiles,
+      fileSizeBytes: s.resources?.file_size ?? a.resources?.file_size ?? d.resources?.file_size ?? BUILTIN_DEFAULTS.fileSizeBytes,
+      readOnlyRoot: s.read_only ?? a.read_only ?? d.read_only ?? false,
+      capAdd: s.cap_add ?? a.cap_add ?? d.cap_add ?? [],
       network: s.network ?? a.network ?? d.network ?? BUILTIN_DEFAULTS.network,
       timeoutMs: s.timeout ?? a.timeout ?? d.timeout ?? BUILTIN_DEFAULTS.timeoutMs,
       user: s.user ?? a.user ?? d.user ?? BUILTIN_DEFAULTS.user,
@@ -74,8 +84,12 @@ export function secretsNeeded(plans: readonly StepPlan[]): string[] {
   return [...new Set(plans.flatMap((p) => p.secrets))].sort();
 }
 
-/** `1000:1000` from `auto` and the project's owner, or the explicit setting. */
-export function resolveUser(setting: string, owner: { uid: number; gid: number }): string {
-  if (setting === 'auto') return `${owner.uid}:${owner.gid}`;
-  return setting.includes(':') ? setting : `${setting}:${setting}`;
+/** Who a step runs as when the project belongs to root: a step never runs as root unless the file says `user: "0:0"`. */
+export const NONROOT_USER = { uid: 65532, gid: 65532 };
+
+/** `auto` is the project's owner (or NONROOT_USER when that is root); else the explicit `uid[:gid]`. */
+export function resolveUser(setting: string, owner: { uid: number; gid: number }): { uid: number; gid: number } {
+  if (setting === 'auto') return owner.uid === 0 ? NONROOT_USER : owner;
+  const [uid, gid] = setting.split(':').map(Number) as [number, number | undefined];
+  return { uid, gid: gid ?? uid };
 }

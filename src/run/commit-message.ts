@@ -9,6 +9,8 @@ export interface CommitFacts {
   status: StepStatus;
   exitCode: number | null;
   summary?: string;
+  /** what a person should know about the limits that fired, one line each */
+  limits?: string[];
 }
 
 const MAX_SUBJECT_SUMMARY = 72;
@@ -24,6 +26,7 @@ export function commitMessage(f: CommitFacts): string {
     `Runner-Run: ${f.runId}`,
     `Runner-Step: ${f.stepId}`,
     `Runner-Status: ${statusText}`,
+    ...(f.limits ?? []).map((l) => `Runner-Limit: ${l}`),
     '',
   ].join('\n');
 }

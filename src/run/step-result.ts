@@ -13,8 +13,27 @@ export interface StepResult {
   finishedAt?: string;
   commit: string | null;
   outputs: Record<string, string>;
+  /** the limits that fired, each reported as itself */
+  limits: LimitHit[];
+  /** a code when the runner refused the step's work (workspace_tampered) */
+  error?: string;
+  /** where the step's work was saved when it could not be committed */
+  patch?: string;
   /** what a person should know: the limit that fired, an outputs problem */
   message?: string;
+}
+
+export type LimitHit = 'memory' | 'timeout' | 'pids' | 'file_size';
+
+/** The limits that fired, from what the engine and the cgroup said. Pure. */
+export function limitsHit(s: { status: StepStatus; pidsLimitHits?: number; exitCode: number | null }): LimitHit[] {
+  const out: LimitHit[] = [];
+  if (s.status === 'oom') out.push('memory');
+  if (s.status === 'timed_out') out.push('timeout');
+  if ((s.pidsLimitHits ?? 0) > 0) out.push('pids');
+  // 128 + SIGXFSZ (25): the step's main process wrote past the file-size limit.
+  if (s.status === 'failed' && s.exitCode === 153) out.push('file_size');
+  return out;
 }
 
 /** The first cause that ended the step wins. */

@@ -24,6 +24,8 @@ export interface ContainerEnd {
   exitCode: number | null;
   oomKilled: boolean;
   durationMs: number;
+  /** forks refused at the pids limit, when the cgroup could be read */
+  pidsLimitHits?: number;
 }
 
 export async function runContainer(
@@ -37,15 +39,29 @@ export async function runContainer(
   const cleanups: Array<() => void> = [];
   try {
     const { ended: streamsEnded } = await handle.attach(o.onStdout, o.onStderr);
-    const waited = handle.wait();
-    waited.catch(() => undefined);
+    const preStart = handle.wait();
+    preStart.catch(() => undefined);
     if (o.signal.aborted) return { reason: 'canceled', exitCode: null, oomKilled: false, durationMs: 0 };
     await handle.start();
+    // The engine may register the first wait only after a fast step has
+    // already exited; a second one, sent after start, cannot miss it.
+    const waited = Promise.race([preStart, handle.waitNotRunning()]);
+
+    // The cgroup goes with the container: read its pids events while it runs.
+    let pidsLimitHits: number | undefined;
+    const pollPids = async () => {
+      const n = await handle.pidsLimitHits().catch(() => undefined);
+      if (n !== undefined) pidsLimitHits = Math.max(pidsLimitHits ?? 0, n);
+    };
+    const poller = setInterval(() => void pollPids(), 1000);
+    cleanups.push(() => clearInterval(poller));
 
     const end = (r: EndReason) => {
       if (reason) return;
       reason = r;
-      handle.stop(o.graceSeconds).catch((err) => o.onCleanupError(`stopping container: ${errorMessage(err)}`));
+      void pollPids().finally(() =>
+        handle.stop(o.graceSeconds).catch((err) => o.onCleanupError(`stopping container: ${errorMessage(err)}`)),
+      );
     };
     const kill = () => {
       reason ??= 'canceled';
@@ -68,7 +84,13 @@ export async function runContainer(
     // Drain what the step printed before the container goes.
     await withDeadline(streamsEnded, 5000);
     const state = await handle.inspect();
-    return { reason, exitCode: state.exitCode, oomKilled: state.oomKilled, durationMs };
+    return {
+      reason,
+      exitCode: state.exitCode,
+      oomKilled: state.oomKilled,
+      durationMs,
+      ...(pidsLimitHits !== undefined ? { pidsLimitHits } : {}),
+    };
   } finally {
     for (const c of cleanups) c();
     await handle.remove().catch((err) => o.onCleanupError(`removing container ${handle.id}: ${errorMessage(err)}`));

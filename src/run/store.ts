@@ -3,7 +3,6 @@
  * atomically), `events.jsonl` (structured events, through winston) and
  * `steps/<id>.log` (each step's output, masked).
  */
-import { createWriteStream, type WriteStream } from 'node:fs';
 import { chown, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import winston from 'winston';
@@ -11,6 +10,7 @@ import { writeFileAtomic } from '../common/atomic-write.js';
 import type { Masker } from '../common/mask.js';
 import { childPath } from '../workspace/names.js';
 import type { RunRecord } from './record.js';
+import { StepLog } from './step-log.js';
 
 export class RunStore {
   private readonly events: winston.Logger;
@@ -44,8 +44,13 @@ export class RunStore {
     await writeFileAtomic(path.join(this.dir, 'run.json'), this.masker.mask(JSON.stringify(record, null, 2)) + '\n');
   }
 
-  stepLog(stepId: string): WriteStream {
-    return createWriteStream(path.join(this.dir, 'steps', `${stepId}.log`), { flags: 'a' });
+  stepLog(stepId: string): StepLog {
+    return new StepLog(path.join(this.dir, 'steps', `${stepId}.log`));
+  }
+
+  /** Where a step's work is saved when it cannot be committed. */
+  stepPatchPath(stepId: string): string {
+    return path.join(this.dir, 'steps', `${stepId}.patch`);
   }
 
   /** A directory only this step's container sees, owned by the step's user, for `$RUNNER_OUTPUT`. */

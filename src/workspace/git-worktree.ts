@@ -1,15 +1,17 @@
 /**
  * The per-run workspace: a git worktree on branch `run/<runId>` in
- * `<home>/worktrees/<runId>`. Every git call after a step ran pins the git
- * directory to the admin directory the runner created and first checks that
- * the worktree's `.git` file is still exactly what git wrote.
+ * `<home>/worktrees/<runId>`. Host git never trusts what a step could have
+ * written: every call after a step pins the git directory, the common
+ * directory and the work tree, switches off the repository's filter drivers,
+ * and first checks that the git link files are exactly what git wrote.
  */
-import { chown, lstat, mkdir, readFile, rm } from 'node:fs/promises';
+import { lstat, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { WorkspaceError } from '../common/errors.js';
-import type { Git } from '../git/git.js';
+import { filtersOff, type Git, type GitCall } from '../git/git.js';
 import { withRepoLock } from '../git/repo-lock.js';
 import { childPath } from './names.js';
+import { handOver } from './ownership.js';
 import type { ProjectFacts } from './project.js';
 
 export interface GitWorktree {
@@ -19,8 +21,12 @@ export interface GitWorktree {
   baseSha: string;
   /** the worktree's admin directory inside the common git directory */
   gitDir: string;
-  /** the exact content of `<path>/.git` as git wrote it */
-  gitFile: string;
+  /** the exact content of the link files as git wrote them */
+  links: { dotGit: string; gitdir: string; commondir: string };
+  /** the worktree directory's identity, to tell it was not swapped */
+  dirId: { dev: number; ino: number };
+  /** filter drivers the repository's config defines, switched off after a step ran */
+  filterNames: string[];
   project: ProjectFacts;
 }
 
@@ -47,52 +53,126 @@ export async function createWorktree(
 ): Promise<GitWorktree> {
   const branch = `run/${runId}`;
   const target = await childPath(worktreesRoot, runId, 'run id');
-  // Created here (atomically: mkdir fails if anything is there) and given to
-  // the project's owner, so git and the steps, running as that owner, can write it.
+  // Created here, atomically (mkdir fails if anything, a symlink included, is
+  // there), and given to the project's owner, as whom git runs.
   await mkdir(target, { mode: 0o755 }).catch((err: NodeJS.ErrnoException) => {
-    throw new WorkspaceError('worktree_exists', `cannot create worktree ${target} (${err.code}): remove it, it is not in use by a live run`);
+    throw new WorkspaceError('worktree_exists', `cannot create worktree ${target} (${err.code}): something is already there`);
   });
-  await chown(target, project.uid, project.gid);
-
-  await withRepoLock(project.commonDir, () =>
-    git.run(['worktree', 'add', '--quiet', '-b', branch, target, baseSha], {
-      cwd: project.root,
-      gitDir: project.commonDir,
-    }),
-  );
-  const gitFile = await readFile(path.join(target, '.git'), 'utf8');
-  const m = /^gitdir: (.+)\n?$/.exec(gitFile);
+  try {
+    await handOver(target, project.uid, project.gid, { recursive: false });
+    await withRepoLock(project.commonDir, () =>
+      git.run(['worktree', 'add', '--quiet', '-b', branch, target, baseSha], {
+        cwd: project.root,
+        gitDir: project.commonDir,
+      }),
+    );
+  } catch (err) {
+    await rm(target, { recursive: true, force: true }).catch(() => undefined);
+    throw err;
+  }
+  const dotGit = await readFile(path.join(target, '.git'), 'utf8');
+  const m = /^gitdir: (.+)\n?$/.exec(dotGit);
   const gitDir = m ? path.resolve(target, m[1]!) : '';
   if (!m || path.dirname(gitDir) !== path.join(project.commonDir, 'worktrees')) {
-    throw new WorkspaceError('worktree_unexpected', `git wrote an unexpected ${target}/.git (${JSON.stringify(gitFile)})`);
+    throw new WorkspaceError('worktree_unexpected', `git wrote an unexpected ${target}/.git (${JSON.stringify(dotGit)})`);
   }
-  return { runId, path: target, branch, baseSha, gitDir, gitFile, project };
+  const links = {
+    dotGit,
+    gitdir: await readFile(path.join(gitDir, 'gitdir'), 'utf8'),
+    commondir: await readFile(path.join(gitDir, 'commondir'), 'utf8'),
+  };
+  const st = await stat(target);
+  const filters = await git.run(['config', '--name-only', '--get-regexp', '^filter\\.'], {
+    cwd: project.root,
+    gitDir: project.commonDir,
+    allowFail: true,
+  });
+  const filterNames = [
+    ...new Set(
+      filters.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((k) => k.slice('filter.'.length, k.lastIndexOf('.'))),
+    ),
+  ];
+  return { runId, path: target, branch, baseSha, gitDir, links, dirId: { dev: st.dev, ino: st.ino }, filterNames, project };
 }
 
-/** Throws `workspace_tampered` when a step replaced or rewrote the worktree's `.git` file. */
-export async function verifyGitLink(wt: GitWorktree): Promise<void> {
-  const link = path.join(wt.path, '.git');
-  const st = await lstat(link).catch(() => undefined);
-  const content = st?.isFile() ? await readFile(link, 'utf8').catch(() => undefined) : undefined;
-  if (content !== wt.gitFile) {
-    throw new WorkspaceError(
-      'workspace_tampered',
-      `the worktree's .git at ${link} is no longer the file the runner wrote (a step replaced or changed it); its work is not committed from a tampered worktree`,
-    );
+/** The pinned call for git commands on the worktree: nothing is read from the worktree's `.git`. */
+function workCall(wt: GitWorktree): GitCall {
+  return {
+    cwd: wt.project.root,
+    gitDir: wt.gitDir,
+    commonDir: wt.project.commonDir,
+    workTree: wt.path,
+    config: filtersOff(wt.filterNames),
+    isolated: true,
+  };
+}
+
+/** Throws `workspace_tampered` when a step replaced or rewrote any git link file, or swapped the worktree directory. */
+export async function verifyGitLinks(wt: GitWorktree): Promise<void> {
+  await verifyWorktreeDir(wt);
+  const checks: Array<[string, string]> = [
+    [path.join(wt.path, '.git'), wt.links.dotGit],
+    [path.join(wt.gitDir, 'gitdir'), wt.links.gitdir],
+    [path.join(wt.gitDir, 'commondir'), wt.links.commondir],
+  ];
+  for (const [file, expected] of checks) {
+    const st = await lstat(file).catch(() => undefined);
+    const content = st?.isFile() ? await readFile(file, 'utf8').catch(() => undefined) : undefined;
+    if (content !== expected) {
+      throw new WorkspaceError(
+        'workspace_tampered',
+        `${file} is no longer the file git wrote (a step replaced or changed it): the worktree is not trusted, its work is saved as a patch only`,
+      );
+    }
+  }
+}
+
+/** The worktree path is still the directory the runner created (not a symlink, not another directory). */
+export async function verifyWorktreeDir(wt: GitWorktree): Promise<void> {
+  const st = await lstat(wt.path).catch(() => undefined);
+  if (!st?.isDirectory() || st.dev !== wt.dirId.dev || st.ino !== wt.dirId.ino) {
+    throw new WorkspaceError('workspace_tampered', `${wt.path} is no longer the directory the runner created`);
   }
 }
 
 /** `git add -A` and a commit with `message` (sent on stdin). Returns the commit, or undefined when nothing changed. */
 export async function commitAll(git: Git, wt: GitWorktree, message: string): Promise<string | undefined> {
-  await verifyGitLink(wt);
-  const call = { cwd: wt.path, gitDir: wt.gitDir, workTree: wt.path };
+  await verifyGitLinks(wt);
+  await handOver(wt.path, wt.project.uid, wt.project.gid, { recursive: true, skip: ['.git'], removeSpecial: true });
+  const call = workCall(wt);
   return withRepoLock(wt.project.commonDir, async () => {
     await git.run(['add', '--all', '--', '.'], call);
-    const staged = await git.run(['diff', '--cached', '--quiet'], { ...call, allowFail: true });
+    const staged = await git.run(['diff', '--cached', '--quiet', '--no-ext-diff', '--no-textconv'], { ...call, allowFail: true });
     if (staged.code === 0) return undefined;
     await git.run(['commit', '--quiet', '--no-verify', '--file=-'], { ...call, input: message });
     return git.out(['rev-parse', 'HEAD'], call);
   });
+}
+
+/**
+ * Saves what the worktree holds, against the run branch's last commit, as a
+ * binary patch in `file`, without trusting any git file in the worktree: a
+ * temporary index and the pinned directories. Returns false when nothing changed.
+ */
+export async function savePatch(git: Git, wt: GitWorktree, file: string): Promise<boolean> {
+  await verifyWorktreeDir(wt);
+  await handOver(wt.path, wt.project.uid, wt.project.gid, { recursive: true, skip: ['.git'], removeSpecial: true });
+  const indexFile = `${file}.index`;
+  const call = { ...workCall(wt), indexFile };
+  try {
+    const head = await git.out(['rev-parse', `refs/heads/${wt.branch}`], call);
+    await git.run(['read-tree', head], call);
+    await git.run(['add', '--all', '--', '.'], call);
+    const diff = await git.run(['diff', '--cached', '--binary', '--no-ext-diff', '--no-textconv', head], call);
+    if (diff.stdout === '') return false;
+    await writeFile(file, diff.stdout);
+    return true;
+  } finally {
+    await rm(indexFile, { force: true });
+  }
 }
 
 export async function headOf(git: Git, wt: GitWorktree): Promise<string> {
@@ -101,6 +181,8 @@ export async function headOf(git: Git, wt: GitWorktree): Promise<string> {
 
 /** Removes the worktree and prunes its admin directory; the branch stays. */
 export async function removeWorktree(git: Git, wt: GitWorktree): Promise<void> {
+  // A step may have left directories without write permission: give them back first.
+  await handOver(wt.path, wt.project.uid, wt.project.gid, { recursive: true });
   await withRepoLock(wt.project.commonDir, async () => {
     await rm(wt.path, { recursive: true, force: true });
     await git.run(['worktree', 'prune'], { cwd: wt.project.root, gitDir: wt.project.commonDir });

@@ -2,7 +2,7 @@
  * Names that reach a path or a ref (run id, step id, pipeline name) and the
  * containment of computed paths. Pure, apart from realpath in childPath.
  */
-import { realpath } from 'node:fs/promises';
+import { lstat, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { WorkspaceError } from '../common/errors.js';
 
@@ -31,4 +31,12 @@ export async function childPath(root: string, name: string, what: string): Promi
     throw new WorkspaceError('path_escape', `${what} ${JSON.stringify(name)} resolves outside ${realRoot}`);
   }
   return child;
+}
+
+/** Throws unless `dir` is a real directory (not a symlink to one). */
+export async function verifyDirectory(dir: string): Promise<void> {
+  const st = await lstat(dir).catch(() => undefined);
+  if (!st?.isDirectory()) {
+    throw new WorkspaceError('workspace_tampered', `${dir} is no longer the directory the runner created`);
+  }
 }

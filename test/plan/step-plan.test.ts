@@ -58,8 +58,9 @@ test('render: prompt into argv, outputs into env, RUNNER_* identity, secrets onl
   assert.equal(r.env.LANG, 'C.UTF-8');
 });
 
-test('user auto is the project owner', () => {
-  assert.equal(resolveUser('auto', { uid: 1000, gid: 100 }), '1000:100');
-  assert.equal(resolveUser('0', { uid: 1000, gid: 100 }), '0:0');
-  assert.equal(resolveUser('5:6', { uid: 1000, gid: 100 }), '5:6');
+test('user auto is the project owner, never root unless asked', () => {
+  assert.deepEqual(resolveUser('auto', { uid: 1000, gid: 100 }), { uid: 1000, gid: 100 });
+  assert.deepEqual(resolveUser('auto', { uid: 0, gid: 0 }), { uid: 65532, gid: 65532 });
+  assert.deepEqual(resolveUser('0', { uid: 1000, gid: 100 }), { uid: 0, gid: 0 });
+  assert.deepEqual(resolveUser('5:6', { uid: 1000, gid: 100 }), { uid: 5, gid: 6 });
 });
