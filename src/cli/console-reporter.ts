@@ -11,7 +11,12 @@ import { describeStatus, type StepResult } from '../run/step-result.js';
 
 interface Sink {
   write(s: string): unknown;
+  writableLength?: number;
+  once?(event: 'drain', fn: () => void): unknown;
 }
+
+/** Above this much unwritten console output, a step's output waits. */
+const HIGH_WATER = 1024 * 1024;
 
 export class ConsoleReporter implements Reporter {
   private current?: { id: string; index: number; total: number; since: number };
@@ -75,6 +80,11 @@ export class ConsoleReporter implements Reporter {
     const pushed = r.pushed ? `, pushed to ${r.push?.remote}` : '';
     const err = r.error ? `: ${r.error.message}` : '';
     this.say(`run ${r.runId} ${r.status}${took}; branch ${r.branch}${pushed}${err}`);
+  }
+
+  backpressure(): Promise<void> | undefined {
+    const full = [this.out, this.err].find((s) => (s.writableLength ?? 0) > HIGH_WATER && s.once);
+    return full ? new Promise<void>((resolve) => full.once!('drain', resolve)) : undefined;
   }
 
   /** Clears the status line; called before the process exits. */

@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { ContainerError, errorMessage } from '../common/errors.js';
-import type { ContainerHandle, ContainerRuntime, ContainerSpec, ExitState, PullProgress } from './runtime.js';
+import type { ContainerHandle, ContainerRuntime, ContainerSpec, ExitState, OutputHandler, PullProgress } from './runtime.js';
 
 interface HttpError {
   statusCode?: number;
@@ -141,12 +141,21 @@ class DockerContainer implements ContainerHandle {
     return this.c.id;
   }
 
-  async attach(onStdout: (chunk: Buffer) => void, onStderr: (chunk: Buffer) => void): Promise<{ ended: Promise<void> }> {
+  async attach(onStdout: OutputHandler, onStderr: OutputHandler): Promise<{ ended: Promise<void> }> {
     const stream = (await this.c.attach({ stream: true, stdout: true, stderr: true })) as NodeJS.ReadableStream;
     const out = new PassThrough();
     const err = new PassThrough();
-    out.on('data', onStdout);
-    err.on('data', onStderr);
+    let waiting = 0;
+    const handle = (fn: OutputHandler) => (chunk: Buffer) => {
+      const slow = fn(chunk);
+      if (!slow) return;
+      if (waiting++ === 0) stream.pause();
+      void slow.finally(() => {
+        if (--waiting === 0) stream.resume();
+      });
+    };
+    out.on('data', handle(onStdout));
+    err.on('data', handle(onStderr));
     this.c.modem.demuxStream(stream, out, err);
     const ended = new Promise<void>((resolve) => {
       const done = () => {

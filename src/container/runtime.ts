@@ -34,6 +34,8 @@ export interface ContainerSpec {
   labels: Record<string, string>;
 }
 
+export type OutputHandler = (chunk: Buffer) => void | Promise<void>;
+
 export interface ExitState {
   exitCode: number;
   oomKilled: boolean;
@@ -41,8 +43,12 @@ export interface ExitState {
 
 export interface ContainerHandle {
   readonly id: string;
-  /** Attaches to stdout and stderr (call before start); resolves once attached, `ended` when the streams end. */
-  attach(onStdout: (chunk: Buffer) => void, onStderr: (chunk: Buffer) => void): Promise<{ ended: Promise<void> }>;
+  /**
+   * Attaches to stdout and stderr (call before start); resolves once attached,
+   * `ended` when the streams end. A handler that returns a promise pauses the
+   * container's output until it settles (backpressure from a slow console).
+   */
+  attach(onStdout: OutputHandler, onStderr: OutputHandler): Promise<{ ended: Promise<void> }>;
   start(): Promise<void>;
   /** Resolves at the container's next exit: call it before start. */
   wait(): Promise<void>;

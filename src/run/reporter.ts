@@ -12,6 +12,8 @@ export interface Reporter {
   info(message: string): void;
   warn(message: string): void;
   runFinished(r: RunRecord): void;
+  /** A promise while the reporter's output is backed up: the step's output waits for it. */
+  backpressure?(): Promise<void> | undefined;
 }
 
 /** A reporter that shows nothing (for tests and --quiet uses). */

@@ -75,8 +75,14 @@ export async function runStep(c: StepContext): Promise<StepResult> {
       signal: deps.signal,
       killSignal: deps.killSignal,
       graceSeconds: c.graceSeconds,
-      onStdout: (b) => out.push(b),
-      onStderr: (b) => err.push(b),
+      onStdout: (b) => {
+        out.push(b);
+        return deps.reporter.backpressure?.();
+      },
+      onStderr: (b) => {
+        err.push(b);
+        return deps.reporter.backpressure?.();
+      },
       onCleanupError: (m) => deps.reporter.warn(m),
     });
   } finally {

@@ -3,7 +3,7 @@
  * failure sources (its exit, its timeout, a cancel) and records the first
  * cause once. The container is always removed, its logs drained first.
  */
-import type { ContainerRuntime, ContainerSpec } from '../container/runtime.js';
+import type { ContainerRuntime, ContainerSpec, OutputHandler } from '../container/runtime.js';
 import { errorMessage } from '../common/errors.js';
 import type { EndReason } from './step-result.js';
 
@@ -14,8 +14,8 @@ export interface ContainerRunOptions {
   /** impatient cancel (a second Ctrl-C): kill now */
   killSignal: AbortSignal;
   graceSeconds: number;
-  onStdout: (chunk: Buffer) => void;
-  onStderr: (chunk: Buffer) => void;
+  onStdout: OutputHandler;
+  onStderr: OutputHandler;
   onCleanupError: (message: string) => void;
 }
 

@@ -1,0 +1,118 @@
+/** A step cannot take the host down: each limit fires and is reported as itself. Real hostile containers. */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { test } from 'node:test';
+import { containersOfRun, execPipeline, pipelineYaml, projectsForThisFile, watchPeakMemory, writePipeline } from '../fixtures/project.js';
+
+const fixture = projectsForThisFile();
+
+async function record(home: string, runId: string): Promise<any> {
+  return JSON.parse(await readFile(path.join(home, 'runs', runId, 'run.json'), 'utf8'));
+}
+
+test('a fork bomb hits the pids limit, is reported as such, and is killed at its timeout', async () => {
+  const f = await fixture();
+  const file = await writePipeline(
+    f,
+    pipelineYaml(`  - id: bomb
+    timeout: 8s
+    resources: { pids: 64 }
+    run: |
+      echo lit > fuse.txt
+      bomb() { bomb | bomb & }
+      bomb
+      sleep 300
+`),
+  );
+  const r = await execPipeline(f, file, [], { tailOnly: true });
+  assert.equal(r.code, 1, r.stderr);
+  assert.ok(['timed_out', 'failed'].includes(r.json.steps.bomb.status), r.json.steps.bomb.status);
+  const rec = await record(f.home, r.json.runId);
+  assert.ok(rec.steps[0].limits.includes('pids'), `limits: ${rec.steps[0].limits}`);
+  assert.match(r.stderr, /pids limit reached: forks were refused at 64 processes/);
+  assert.deepEqual(containersOfRun(r.json.runId), [], 'every process of the bomb is gone with its container');
+});
+
+test('a background process left behind dies with the step', async () => {
+  const f = await fixture();
+  const marker = String(900000 + Math.floor(Math.random() * 99999));
+  const file = await writePipeline(
+    f,
+    pipelineYaml(`  - id: daemon
+    run: |
+      nohup sleep ${marker} >/dev/null 2>&1 &
+      echo "left sleep ${marker} running"
+`),
+  );
+  const r = await execPipeline(f, file);
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(containersOfRun(r.json.runId), []);
+  const left = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(`sleep ${marker}`));
+  assert.deepEqual(left, [], 'no process of the step survives it');
+});
+
+test('a write past the file-size limit is refused and reported', async () => {
+  const f = await fixture();
+  const file = await writePipeline(
+    f,
+    pipelineYaml(`  - id: filler
+    resources: { file_size: 8m }
+    run: |
+      dd if=/dev/zero of=big.bin bs=1M count=64
+`),
+  );
+  const r = await execPipeline(f, file);
+  assert.equal(r.code, 1, r.stderr);
+  assert.equal(r.json.steps.filler.exitCode, 153);
+  const rec = await record(f.home, r.json.runId);
+  assert.deepEqual(rec.steps[0].limits, ['file_size']);
+  assert.match(r.stderr, /file size limit reached/);
+});
+
+test('a 100 MB line does not grow the runner: it is cut in the console and the log', async () => {
+  const f = await fixture();
+  const file = await writePipeline(
+    f,
+    pipelineYaml(`  - id: longline
+    run: |
+      head -c 100000000 /dev/zero | tr '\\0' x
+      echo
+      echo after the long line
+`),
+  );
+  let mem: ReturnType<typeof watchPeakMemory> | undefined;
+  const r = await execPipeline(f, file, [], { tailOnly: true, onSpawn: (c) => (mem = watchPeakMemory(c.pid!)) });
+  mem!.stop();
+  assert.equal(r.code, 0, r.stderr);
+  const peakMb = mem!.peak() / 1024 ** 2;
+  assert.ok(peakMb > 0 && peakMb < 256, `runner peak memory ${peakMb.toFixed(0)} MB`);
+  const log = path.join(f.home, 'runs', r.json.runId, 'steps', 'longline.log');
+  assert.ok((await stat(log)).size < 1024 * 1024, 'the log holds the cut line, not 100 MB');
+  const text = await readFile(log, 'utf8');
+  assert.ok(/^x{1000}x* \[… line cut by runner\]\nafter the long line\n$/.test(text), `log: ${text.slice(0, 80)}…${text.slice(-80)}`);
+  console.log(`# 100 MB line: runner peak RSS ${peakMb.toFixed(0)} MB`);
+});
+
+test('1 GB of output keeps the runner bounded and the log capped', async () => {
+  const f = await fixture();
+  const file = await writePipeline(
+    f,
+    pipelineYaml(`  - id: flood
+    run: |
+      yes 'a line of output that repeats and repeats' | head -c 1000000000
+`),
+  );
+  let mem: ReturnType<typeof watchPeakMemory> | undefined;
+  const r = await execPipeline(f, file, [], { tailOnly: true, onSpawn: (c) => (mem = watchPeakMemory(c.pid!)) });
+  mem!.stop();
+  assert.equal(r.code, 0, r.stderr.slice(-2000));
+  const peakMb = mem!.peak() / 1024 ** 2;
+  assert.ok(peakMb > 0 && peakMb < 256, `runner peak memory ${peakMb.toFixed(0)} MB`);
+  const log = path.join(f.home, 'runs', r.json.runId, 'steps', 'flood.log');
+  const size = (await stat(log)).size;
+  assert.ok(size <= 101 * 1024 * 1024, `log size ${size}`);
+  assert.match((await readFile(log, 'utf8')).slice(-300), /\[runner: log cut at \d+ bytes/);
+  console.log(`# 1 GB of output: runner peak RSS ${peakMb.toFixed(0)} MB, log ${(size / 1024 ** 2).toFixed(0)} MB`);
+});
