@@ -3,6 +3,7 @@
  * sources, run the container, read its outputs, and commit what it left
  * (or, when it tampered with the worktree's git files, save it as a patch).
  */
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { formatSize } from '../common/durations.js';
 import { errorMessage, WorkspaceError } from '../common/errors.js';
@@ -97,6 +98,8 @@ export async function runStep(c: StepContext): Promise<StepResult> {
   const messages = [...limitText];
 
   const read = await readOutputsFile(path.join(ioDir, 'output'));
+  // The raw file may hold secrets; only the masked values are kept, in run.json.
+  await rm(ioDir, { recursive: true, force: true });
   const parsed = read.text !== undefined ? parseOutputs(read.text) : { values: {}, problems: [] };
   if (read.problem) messages.push(read.problem);
   for (const p of parsed.problems) messages.push(`outputs: ${p}`);
