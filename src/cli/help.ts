@@ -19,7 +19,7 @@ Usage:
   runner --version | -v    the version
 
 Exit codes:
-  0 success   1 a step failed   2 bad input (file, flags)
+  0 success   1 a step failed (or tampered with its worktree)   2 bad input (file, flags)
   3 infrastructure (docker unreachable, git missing, push failed with push: always)
   130 interrupted (Ctrl-C)
 
