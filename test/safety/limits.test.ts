@@ -87,7 +87,7 @@ test('a 100 MB line does not grow the runner: it is cut in the console and the l
   mem!.stop();
   assert.equal(r.code, 0, r.stderr);
   const peakMb = mem!.peak() / 1024 ** 2;
-  assert.ok(peakMb > 0 && peakMb < 256, `runner peak memory ${peakMb.toFixed(0)} MB`);
+  assert.ok(peakMb > 0 && peakMb < 320, `runner peak memory ${peakMb.toFixed(0)} MB`);
   const log = path.join(f.home, 'runs', r.json.runId, 'steps', 'longline.log');
   assert.ok((await stat(log)).size < 1024 * 1024, 'the log holds the cut line, not 100 MB');
   const text = await readFile(log, 'utf8');
@@ -109,7 +109,7 @@ test('1 GB of output keeps the runner bounded and the log capped', async () => {
   mem!.stop();
   assert.equal(r.code, 0, r.stderr.slice(-2000));
   const peakMb = mem!.peak() / 1024 ** 2;
-  assert.ok(peakMb > 0 && peakMb < 256, `runner peak memory ${peakMb.toFixed(0)} MB`);
+  assert.ok(peakMb > 0 && peakMb < 320, `runner peak memory ${peakMb.toFixed(0)} MB`);
   const log = path.join(f.home, 'runs', r.json.runId, 'steps', 'flood.log');
   const size = (await stat(log)).size;
   assert.ok(size <= 101 * 1024 * 1024, `log size ${size}`);
