@@ -31,7 +31,9 @@ export class ConsoleReporter implements Reporter {
   ) {}
 
   runStarted(r: RunRecord, stepIds: string[]): void {
-    this.say(`run ${r.runId}: pipeline ${r.pipeline}, ${stepIds.length} step${stepIds.length === 1 ? '' : 's'} on branch ${r.branch} (base ${r.baseSha.slice(0, 10)})`);
+    const where = r.branch ? `on branch ${r.branch} (base ${r.baseSha?.slice(0, 10)})` : `in ${r.worktree}`;
+    const task = r.taskId ? ` for task ${r.taskId}` : '';
+    this.say(`run ${r.runId}: pipeline ${r.pipeline}, ${stepIds.length} step${stepIds.length === 1 ? '' : 's'}${task} ${where}`);
   }
 
   pullProgress(image: string, p: PullProgress): void {
@@ -79,7 +81,8 @@ export class ConsoleReporter implements Reporter {
     const took = r.durationMs !== null ? ` in ${formatDuration(r.durationMs)}` : '';
     const pushed = r.pushed ? `, pushed to ${r.push?.remote}` : '';
     const err = r.error ? `: ${r.error.message}` : '';
-    this.say(`run ${r.runId} ${r.status}${took}; branch ${r.branch}${pushed}${err}`);
+    const where = r.branch ? `; branch ${r.branch}` : '';
+    this.say(`run ${r.runId} ${r.status}${took}${where}${pushed}${err}`);
   }
 
   backpressure(): Promise<void> | undefined {

@@ -42,6 +42,6 @@ export async function pushBranch(
 }
 
 /** What a person types to push the branch later. */
-export function pushLaterHint(project: ProjectFacts, remote: string, branch: string): string {
-  return `git -C ${project.root} push ${remote} ${branch}`;
+export function pushLaterHint(projectRoot: string, remote: string, branch: string): string {
+  return `git -C ${projectRoot} push ${remote} ${branch}`;
 }

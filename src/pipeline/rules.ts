@@ -20,15 +20,6 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
   const declaredSecrets = new Set(p.secrets ?? []);
   const seen = new Map<string, number>();
 
-  if (p.hooks) {
-    issues.push({ path: ['hooks'], atKey: true, message: 'hooks are not supported by this version of runner yet; remove the section' });
-  }
-  if (p.project.workspace === 'persistent_directory') {
-    issues.push({
-      path: ['project', 'workspace'],
-      message: 'persistent_directory workspaces are not supported by this version of runner yet; use git_worktree on a git repository',
-    });
-  }
   for (const [name, value] of Object.entries(p.env ?? {})) {
     if (findExpressions(value).length > 0) {
       issues.push({ path: ['env', name], message: '${{ }} expressions are only allowed in a step\'s env, run and command' });

@@ -101,6 +101,7 @@ export const scheduleSchema = z.strictObject({
 });
 
 export const hooksSchema = z.strictObject({
+  timeout: duration.optional(),
   after_create: z.string().optional(),
   before_run: z.string().optional(),
   after_run: z.string().optional(),

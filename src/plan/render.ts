@@ -11,6 +11,8 @@ export interface RunIdentity {
   branch: string;
   baseSha: string;
   attempt: number;
+  /** empty outside a task */
+  taskId: string;
 }
 
 export interface RenderedStep {
@@ -61,6 +63,7 @@ export function renderStep(
     RUNNER_BRANCH: id.branch,
     RUNNER_BASE_SHA: id.baseSha,
     RUNNER_ATTEMPT: String(id.attempt),
+    RUNNER_TASK_ID: id.taskId,
     RUNNER_OUTPUT: CONTAINER_PATHS.output,
   });
   if (plan.prompt !== undefined) env.RUNNER_PROMPT = plan.prompt;

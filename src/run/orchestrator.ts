@@ -1,25 +1,27 @@
 /**
- * One run of a pipeline, end to end: a worktree on `run/<runId>`, one
- * container per step, a commit after each step, a push, and cleanup that
- * always happens. Dependencies are injected; nothing here is global.
+ * One run of a pipeline, end to end: a workspace (a worktree on run/<runId>,
+ * a task worktree or a persistent directory), its hooks, one container per
+ * step, the step's work recorded after each, a push, and cleanup that always
+ * happens. Dependencies are injected; nothing here is global.
  */
 import path from 'node:path';
-import { errorMessage, RunnerError } from '../common/errors.js';
+import { CanceledError, errorMessage, RunnerError } from '../common/errors.js';
 import { Masker } from '../common/mask.js';
 import { LABELS, type ContainerRuntime } from '../container/runtime.js';
 import type { Git, GitIdentity } from '../git/git.js';
-import { pushBranch, pushLaterHint } from '../git/push.js';
+import { pushLaterHint } from '../git/push.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
 import type { RunIdentity } from '../plan/render.js';
 import { planSteps, secretsNeeded, type StepPlan } from '../plan/step-plan.js';
-import { createWorktree, headOf, removeWorktree, resolveBase, type GitWorktree } from '../workspace/git-worktree.js';
 import { RunnerHome } from '../workspace/home.js';
-import { inspectProject } from '../workspace/project.js';
+import { openWorkspace, prepareWorkspace, type TaskFlags } from '../workspace/open.js';
+import type { Workspace } from '../workspace/workspace.js';
+import { HookRunner } from './hook-runner.js';
 import type { RunRecord } from './record.js';
 import type { Reporter } from './reporter.js';
 import { newRunId } from './run-id.js';
-import { resolveSecrets } from './secrets.js';
 import { runStep } from './run-step.js';
+import { resolveSecrets } from './secrets.js';
 import type { StepResult } from './step-result.js';
 import { RunStore } from './store.js';
 
@@ -42,6 +44,10 @@ export interface ExecOptions {
   secretSource: Readonly<Record<string, string | undefined>>;
   /** seconds between SIGTERM and SIGKILL when a step is stopped */
   graceSeconds?: number;
+  /** run in a task worktree rather than a fresh one */
+  task?: TaskFlags;
+  /** fail at once, rather than wait, when the workspace is in use by another run */
+  noWait?: boolean;
 }
 
 export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<RunRecord> {
@@ -52,16 +58,13 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
   // bad project, a missing secret or an unreachable engine leaves nothing behind.
   const secrets = resolveSecrets(secretsNeeded(plans), opts.secretSource);
   const masker = new Masker(Object.values(secrets));
-  const { project, git, baseSha } = await maskErrors(masker, async () => {
-    const projectDir = path.resolve(opts.loaded.dir, pipeline.project.path);
-    const project = await inspectProject(deps.makeGit, projectDir);
-    const git = deps.makeGit({ uid: project.uid, gid: project.gid });
-    const baseSha = await resolveBase(git, project, pipeline.project.base);
+  const prepared = await maskErrors(masker, async () => {
+    const p = await prepareWorkspace(pipeline, opts.loaded.dir, opts.task, deps.makeGit);
     await deps.runtime.ping();
-    for (const image of new Set(plans.map((p) => p.image))) {
-      await deps.runtime.ensureImage(image, (p) => deps.reporter.pullProgress(image, p));
+    for (const image of new Set(plans.map((s) => s.image))) {
+      await deps.runtime.ensureImage(image, (pr) => deps.reporter.pullProgress(image, pr));
     }
-    return { project, git, baseSha };
+    return p;
   });
 
   const home = new RunnerHome(opts.home);
@@ -73,11 +76,12 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     runId,
     pipeline: pipeline.name,
     pipelineFile: path.resolve(opts.loaded.file),
-    project: project.root,
-    workspace: 'git_worktree',
-    worktree: path.join(home.worktrees, runId),
-    branch: `run/${runId}`,
-    baseSha,
+    project: prepared.kind === 'persistent_directory' ? prepared.dir : prepared.project.root,
+    workspace: prepared.kind,
+    taskId: opts.task?.id ?? null,
+    worktree: null,
+    branch: null,
+    baseSha: null,
     headSha: null,
     status: 'running',
     startedAt: startedAt.toISOString(),
@@ -85,66 +89,63 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     durationMs: null,
     pushed: false,
     push: null,
-    keptWorkspace: opts.keepWorkspace,
+    keptWorkspace: false,
     pid: process.pid,
+    hooks: [],
     steps: [],
     error: null,
   };
   await store.writeRecord(record);
-  store.event('run_started', { runId, pipeline: pipeline.name, project: project.root, baseSha });
+  store.event('run_started', { runId, pipeline: pipeline.name, project: record.project, workspace: record.workspace });
 
-  let wt: GitWorktree | undefined;
+  let ws: Workspace | undefined;
+  let hooks: HookRunner | undefined;
+  let removeWorkspace = false;
   try {
-    wt = await createWorktree(git, project, home.worktrees, runId, baseSha);
-    record.worktree = wt.path;
+    ws = await openWorkspace({
+      prepared,
+      pipeline,
+      pipelineFile: record.pipelineFile,
+      home,
+      runId,
+      now: startedAt,
+      task: opts.task,
+      userSettings: plans.map((p) => p.user),
+      wait: { noWait: opts.noWait === true, signal: deps.signal, onWait: (m) => deps.reporter.info(m) },
+      say: (m) => deps.reporter.info(m),
+    });
+    record.worktree = ws.path;
+    record.branch = ws.branch;
+    record.baseSha = ws.baseSha;
+    removeWorkspace = ws.disposable && !opts.keepWorkspace;
     await store.writeRecord(record);
     deps.reporter.runStarted(record, plans.map((p) => p.id));
 
-    const identity: RunIdentity = { runId, pipeline: pipeline.name, branch: wt.branch, baseSha, attempt: 1 };
-    const outputs = new Map<string, Record<string, string>>();
-    let stopped = false;
-    for (const plan of plans) {
-      if (stopped || deps.signal.aborted) {
-        record.steps.push(skipped(plan));
-        continue;
-      }
-      const result = await runStep({
-        deps,
-        home: opts.home,
-        graceSeconds: opts.graceSeconds ?? 5,
-        plan,
-        total: plans.length,
-        wt,
-        git,
-        store,
-        masker,
-        identity,
-        outputs,
-        secrets,
-      });
-      record.steps.push(result);
-      await store.writeRecord(record);
-      if (result.status === 'canceled' || result.error) stopped = true;
-      else if (result.status !== 'completed' && !plan.continueOnError) stopped = true;
+    hooks = new HookRunner(pipeline.hooks, ws, record, store, masker, deps.reporter);
+    if (ws.created && !(await hooks.run('after_create'))) {
+      removeWorkspace = true;
+      throw new RunnerError('hook_failed', 'the after_create hook failed: the new workspace is removed');
+    }
+    if (!(await hooks.run('before_run'))) {
+      removeWorkspace = false;
+      throw new RunnerError('hook_failed', `the before_run hook failed: the workspace is kept at ${ws.path}`);
     }
 
-    record.headSha = await headOf(git, wt);
-    const canceled = deps.signal.aborted || record.steps.some((s) => s.status === 'canceled');
-    const failed = record.steps.some((s, i) => s.status !== 'completed' && s.status !== 'skipped' && !plans[i]!.continueOnError);
-    record.status = canceled ? 'canceled' : failed ? 'failed' : 'succeeded';
-    const refused = record.steps.find((s) => s.error);
-    if (refused) {
-      record.status = 'failed';
-      record.error = { code: refused.error!, message: refused.message ?? refused.error! };
-    }
-
-    if (!canceled) await push(deps, pipeline.project, git, wt, record, store);
+    await runSteps(deps, opts, plans, ws, record, store, masker, secrets);
+    record.headSha = await ws.head();
+    if (!deps.signal.aborted && record.status !== 'canceled' && ws.branch) await push(deps, ws, pipeline.project, record, store);
   } catch (err) {
-    record.status = deps.signal.aborted ? 'canceled' : 'error';
-    record.error = { code: err instanceof RunnerError ? err.code : 'internal', message: masker.mask(errorMessage(err)) };
+    record.status = deps.signal.aborted || err instanceof CanceledError ? 'canceled' : 'error';
+    record.error ??= { code: err instanceof RunnerError ? err.code : 'internal', message: masker.mask(errorMessage(err)) };
     store.event('run_error', record.error, 'error');
   } finally {
-    await cleanup(deps, opts, record, wt, git, store);
+    // No container of this run may outlive it, whatever happened above.
+    try {
+      await deps.runtime.removeByLabels({ [LABELS.runId]: record.runId, [LABELS.home]: opts.home });
+    } catch (err) {
+      deps.reporter.warn(`could not check for leftover containers of run ${record.runId}: ${errorMessage(err)}`);
+    }
+    if (ws) await finishWorkspace(deps, ws, hooks, record, store, removeWorkspace);
     const finishedAt = deps.clock();
     record.finishedAt = finishedAt.toISOString();
     record.durationMs = finishedAt.getTime() - startedAt.getTime();
@@ -154,6 +155,92 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
   }
   deps.reporter.runFinished(record);
   return record;
+}
+
+async function runSteps(
+  deps: ExecDeps,
+  opts: ExecOptions,
+  plans: StepPlan[],
+  ws: Workspace,
+  record: RunRecord,
+  store: RunStore,
+  masker: Masker,
+  secrets: Record<string, string>,
+): Promise<void> {
+  const identity: RunIdentity = {
+    runId: record.runId,
+    pipeline: record.pipeline,
+    branch: ws.branch ?? '',
+    baseSha: ws.baseSha ?? '',
+    attempt: ws.attempt,
+    taskId: record.taskId ?? '',
+  };
+  const outputs = new Map<string, Record<string, string>>();
+  let stopped = false;
+  for (const plan of plans) {
+    if (stopped || deps.signal.aborted) {
+      record.steps.push(skipped(plan));
+      continue;
+    }
+    const result = await runStep({
+      deps,
+      home: opts.home,
+      graceSeconds: opts.graceSeconds ?? 5,
+      plan,
+      total: plans.length,
+      ws,
+      store,
+      masker,
+      identity,
+      outputs,
+      secrets,
+    });
+    record.steps.push(result);
+    await store.writeRecord(record);
+    if (result.status === 'canceled' || result.error) stopped = true;
+    else if (result.status !== 'completed' && !plan.continueOnError) stopped = true;
+  }
+  const canceled = deps.signal.aborted || record.steps.some((s) => s.status === 'canceled');
+  const failed = record.steps.some((s, i) => s.status !== 'completed' && s.status !== 'skipped' && !plans[i]!.continueOnError);
+  record.status = canceled ? 'canceled' : failed ? 'failed' : 'succeeded';
+  const refused = record.steps.find((s) => s.error);
+  if (refused) {
+    record.status = 'failed';
+    record.error = { code: refused.error!, message: refused.message ?? refused.error! };
+  }
+}
+
+/** after_run, then (for a workspace that goes) before_remove and removal; else release. Hooks run even after a cancel. */
+async function finishWorkspace(
+  deps: ExecDeps,
+  ws: Workspace,
+  hooks: HookRunner | undefined,
+  record: RunRecord,
+  store: RunStore,
+  remove: boolean,
+): Promise<void> {
+  const afterCreateFailed = record.error?.code === 'hook_failed' && record.hooks.some((h) => h.name === 'after_create' && !h.ok);
+  if (hooks && !afterCreateFailed) await hooks.run('after_run');
+  const unsaved = record.steps.find((s) => s.error === 'commit_failed' && !s.patch);
+  if (unsaved) {
+    remove = false;
+    deps.reporter.warn(`step ${unsaved.id}'s work could not be committed nor saved as a patch: the workspace is kept at ${ws.path}`);
+  }
+  try {
+    if (remove) {
+      if (hooks && !afterCreateFailed) await hooks.run('before_remove');
+      await ws.release(true);
+      store.event('workspace_removed', { path: ws.path });
+    } else {
+      await ws.release(false);
+      if (ws.disposable) {
+        record.keptWorkspace = true;
+        deps.reporter.info(`workspace kept at ${ws.path} (remove it with: git -C ${ws.project} worktree remove --force ${ws.path})`);
+      }
+    }
+  } catch (err) {
+    deps.reporter.warn(`could not ${remove ? 'remove' : 'release'} the workspace ${ws.path}: ${errorMessage(err)}`);
+  }
 }
 
 /** Runs `fn`; an error it throws leaves with every secret masked in its message. */
@@ -172,21 +259,21 @@ function skipped(plan: StepPlan): StepResult {
 
 async function push(
   deps: ExecDeps,
+  ws: Workspace,
   project: LoadedPipeline['pipeline']['project'],
-  git: Git,
-  wt: GitWorktree,
   record: RunRecord,
   store: RunStore,
 ): Promise<void> {
-  const outcome = await pushBranch(git, wt.project, project.remote, wt.branch, project.push);
+  const outcome = await ws.push();
+  if (!outcome || !ws.branch) return;
   if (outcome.pushed) {
     record.pushed = true;
     record.push = { remote: outcome.remote };
-    deps.reporter.info(`pushed ${wt.branch} to ${outcome.remote}`);
+    deps.reporter.info(`pushed ${ws.branch} to ${outcome.remote}`);
   } else if (outcome.reason === 'push_failed') {
-    const hint = pushLaterHint(wt.project, project.remote, wt.branch);
+    const hint = pushLaterHint(ws.project, project.remote, ws.branch);
     record.push = { remote: outcome.remote, reason: outcome.reason, error: outcome.error, hint };
-    const msg = `push of ${wt.branch} to ${project.remote} failed: ${outcome.error}. The branch is kept locally; push it later with: ${hint}`;
+    const msg = `push of ${ws.branch} to ${project.remote} failed: ${outcome.error}. The branch is kept locally; push it later with: ${hint}`;
     if (project.push === 'always') {
       if (record.status === 'succeeded') record.status = 'error';
       record.error ??= { code: 'push_failed', message: msg };
@@ -197,37 +284,4 @@ async function push(
     if (outcome.reason === 'no_remote') deps.reporter.info(`not pushed: the project has no remote "${project.remote}" (push: auto)`);
   }
   store.event('push', { ...record.push, pushed: record.pushed });
-}
-
-async function cleanup(
-  deps: ExecDeps,
-  opts: ExecOptions,
-  record: RunRecord,
-  wt: GitWorktree | undefined,
-  git: Git,
-  store: RunStore,
-): Promise<void> {
-  // No container of this run may outlive it, whatever happened above.
-  try {
-    await deps.runtime.removeByLabels({ [LABELS.runId]: record.runId, [LABELS.home]: opts.home });
-  } catch (err) {
-    deps.reporter.warn(`could not check for leftover containers of run ${record.runId}: ${errorMessage(err)}`);
-  }
-  if (!wt) return;
-  const unsaved = record.steps.find((s) => s.error === 'commit_failed' && !s.patch);
-  if (unsaved) {
-    record.keptWorkspace = true;
-    deps.reporter.warn(`step ${unsaved.id}'s work could not be committed nor saved as a patch: the worktree is kept at ${wt.path}`);
-    return;
-  }
-  if (opts.keepWorkspace) {
-    deps.reporter.info(`workspace kept at ${wt.path} (remove it with: git -C ${wt.project.root} worktree remove --force ${wt.path})`);
-    return;
-  }
-  try {
-    await removeWorktree(git, wt);
-    store.event('worktree_removed', { path: wt.path });
-  } catch (err) {
-    deps.reporter.warn(`could not remove the worktree ${wt.path}: ${errorMessage(err)}`);
-  }
 }

@@ -1,4 +1,5 @@
 /** The run record written to `runs/<runId>/run.json`. */
+import type { WorkspaceKind } from '../workspace/workspace.js';
 import type { StepResult } from './step-result.js';
 
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'canceled' | 'error';
@@ -8,10 +9,13 @@ export interface RunRecord {
   pipeline: string;
   pipelineFile: string;
   project: string;
-  workspace: 'git_worktree';
-  worktree: string;
-  branch: string;
-  baseSha: string;
+  workspace: WorkspaceKind;
+  taskId: string | null;
+  /** the directory steps worked in */
+  worktree: string | null;
+  /** null for a persistent directory */
+  branch: string | null;
+  baseSha: string | null;
   headSha: string | null;
   status: RunStatus;
   startedAt: string;
@@ -21,6 +25,7 @@ export interface RunRecord {
   push: { remote?: string; reason?: string; error?: string; hint?: string } | null;
   keptWorkspace: boolean;
   pid: number;
+  hooks: Array<{ name: string; ok: boolean; exitCode: number | null; timedOut: boolean; durationMs: number; outputCut: boolean }>;
   steps: StepResult[];
   error: { code: string; message: string } | null;
 }
@@ -30,6 +35,8 @@ export function summarize(r: RunRecord): Record<string, unknown> {
   return {
     runId: r.runId,
     status: r.status,
+    workspace: r.workspace,
+    taskId: r.taskId,
     branch: r.branch,
     baseSha: r.baseSha,
     headSha: r.headSha,
@@ -37,7 +44,10 @@ export function summarize(r: RunRecord): Record<string, unknown> {
     worktree: r.keptWorkspace ? r.worktree : null,
     error: r.error,
     steps: Object.fromEntries(
-      r.steps.map((s) => [s.id, { status: s.status, exitCode: s.exitCode, durationMs: s.durationMs, commit: s.commit }]),
+      r.steps.map((s) => [
+        s.id,
+        { status: s.status, exitCode: s.exitCode, durationMs: s.durationMs, commit: s.commit, ...(s.changes ? { changes: s.changes } : {}) },
+      ]),
     ),
   };
 }

@@ -1,21 +1,19 @@
 /**
- * One step of a run: hand the worktree to the step's user, check the mount
- * sources, run the container, read its outputs, and commit what it left
- * (or, when it tampered with the worktree's git files, save it as a patch).
+ * One step of a run: let the workspace check itself and give itself to the
+ * step's user, run the container, read its outputs, and let the workspace
+ * record what the step left (a commit, a patch, or a list of changes).
  */
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { formatSize } from '../common/durations.js';
-import { errorMessage, WorkspaceError } from '../common/errors.js';
 import { LineSplitter } from '../common/line-splitter.js';
 import type { Masker } from '../common/mask.js';
 import { LABELS, type ContainerSpec, type Mount } from '../container/runtime.js';
-import type { Git } from '../git/git.js';
 import { CONTAINER_PATHS, renderStep, type RunIdentity } from '../plan/render.js';
 import { resolveUser, type StepPlan } from '../plan/step-plan.js';
-import { commitAll, savePatch, verifyGitLinks, verifyWorktreeDir, type GitWorktree } from '../workspace/git-worktree.js';
 import { verifyDirectory } from '../workspace/names.js';
-import { handOver } from '../workspace/ownership.js';
+import { countChanges } from '../workspace/snapshot.js';
+import type { Workspace } from '../workspace/workspace.js';
 import { commitMessage } from './commit-message.js';
 import type { ExecDeps } from './orchestrator.js';
 import { parseOutputs, readOutputsFile } from './outputs.js';
@@ -29,8 +27,7 @@ export interface StepContext {
   graceSeconds: number;
   plan: StepPlan;
   total: number;
-  wt: GitWorktree;
-  git: Git;
+  ws: Workspace;
   store: RunStore;
   masker: Masker;
   identity: RunIdentity;
@@ -40,15 +37,9 @@ export interface StepContext {
 }
 
 export async function runStep(c: StepContext): Promise<StepResult> {
-  const { deps, plan, wt, store, masker } = c;
-  const user = resolveUser(plan.user, wt.project);
+  const { deps, plan, ws, store, masker } = c;
+  const user = resolveUser(plan.user, ws.owner);
   const ioDir = await store.stepIoDir(plan.id, user.uid, user.gid);
-  // A step running as someone other than the project's owner gets the worktree
-  // for its run; commitAll hands it back before host git reads it.
-  await verifyGitLinks(wt);
-  if (user.uid !== wt.project.uid || user.gid !== wt.project.gid) {
-    await handOver(wt.path, user.uid, user.gid, { recursive: true, skip: ['.git'] });
-  }
   const rendered = renderStep(plan, c.outputs, c.identity, c.secrets);
 
   deps.reporter.stepStarted({ id: plan.id, index: plan.index, total: c.total, image: plan.image });
@@ -65,9 +56,9 @@ export async function runStep(c: StepContext): Promise<StepResult> {
   const out = lineTo('stdout');
   const err = lineTo('stderr');
 
-  // The mount sources are checked again right before the container is made:
-  // still the directories the runner created, not swapped for a symlink.
-  await verifyWorktreeDir(wt);
+  // Right before the container is made, the workspace checks itself (still the
+  // directory the runner created, git links intact) and goes to the step's user.
+  await ws.prepareStep(user);
   await verifyDirectory(ioDir);
   let end;
   try {
@@ -120,33 +111,27 @@ export async function runStep(c: StepContext): Promise<StepResult> {
     limits,
   };
 
-  try {
-    const message = commitMessage({
-      runId: c.identity.runId,
-      stepId: plan.id,
-      actor: plan.agent ?? plan.image,
-      status,
-      exitCode: end.exitCode,
-      limits: limitText,
-      ...(kept.summary !== undefined ? { summary: kept.summary } : {}),
-    });
-    result.commit = (await commitAll(c.git, wt, masker.mask(message))) ?? null;
-  } catch (e) {
-    // The step's work could not be committed: it is saved as a patch, never lost.
-    const tampered = e instanceof WorkspaceError && e.code === 'workspace_tampered';
-    if (tampered) result.status = 'failed';
-    result.error = tampered ? 'workspace_tampered' : 'commit_failed';
-    messages.unshift(tampered ? errorMessage(e) : `its work could not be committed: ${errorMessage(e)}`);
-    const patch = store.stepPatchPath(plan.id);
-    try {
-      if (await savePatch(c.git, wt, patch)) {
-        result.patch = patch;
-        messages.push(`its work is saved in ${patch}`);
-      }
-    } catch (pe) {
-      messages.push(`its work could not be saved as a patch: ${errorMessage(pe)}`);
-    }
+  const message = commitMessage({
+    runId: c.identity.runId,
+    stepId: plan.id,
+    actor: plan.agent ?? plan.image,
+    status,
+    exitCode: end.exitCode,
+    limits: limitText,
+    ...(kept.summary !== undefined ? { summary: kept.summary } : {}),
+  });
+  const work = await ws.recordStep(masker.mask(message), store.stepPatchPath(plan.id));
+  result.commit = work.commit;
+  if (work.changes) {
+    result.changes = work.changes;
+    messages.push(`${countChanges(work.changes)} change${countChanges(work.changes) === 1 ? '' : 's'} in the directory`);
   }
+  if (work.error) {
+    result.error = work.error;
+    if (work.error === 'workspace_tampered') result.status = 'failed';
+  }
+  if (work.patch) result.patch = work.patch;
+  if (work.message) messages.unshift(work.message);
 
   if (messages.length) result.message = masker.mask(messages.join('; '));
   store.event('step_finished', {
@@ -168,18 +153,12 @@ function containerSpec(
   user: { uid: number; gid: number },
   ioDir: string,
 ): ContainerSpec {
-  const { plan, wt } = c;
+  const { plan, ws } = c;
   const mounts: Mount[] = [
-    { source: wt.path, target: CONTAINER_PATHS.workspace, readOnly: false },
-    { source: wt.project.root, target: CONTAINER_PATHS.project, readOnly: true },
+    { source: ws.path, target: CONTAINER_PATHS.workspace, readOnly: false },
     { source: ioDir, target: CONTAINER_PATHS.io, readOnly: false },
+    ...ws.mounts(),
   ];
-  // The worktree's .git names the project's git directory by its host path:
-  // mounted there read-only, `git status`, `git diff` and `git log` work in
-  // the step while nothing of the repository can be written.
-  if (gitDirMountable(wt.project.commonDir)) {
-    mounts.push({ source: wt.project.commonDir, target: wt.project.commonDir, readOnly: true });
-  }
   return {
     name: `runner-${c.identity.runId}-${plan.id}`,
     image: plan.image,
@@ -203,12 +182,6 @@ function containerSpec(
       [LABELS.pipeline]: c.identity.pipeline,
     },
   };
-}
-
-const SYSTEM_DIRS = ['/bin', '/dev', '/etc', '/lib', '/lib64', '/proc', '/sbin', '/sys', '/usr', '/home/agent'];
-
-function gitDirMountable(dir: string): boolean {
-  return path.isAbsolute(dir) && !SYSTEM_DIRS.some((s) => dir === s || dir.startsWith(`${s}/`));
 }
 
 function describeLimit(limit: ReturnType<typeof limitsHit>[number], plan: StepPlan): string {

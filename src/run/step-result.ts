@@ -1,4 +1,5 @@
 /** How a step ended, in one shape for success and failure. Pure. */
+import type { ChangeList } from '../workspace/snapshot.js';
 
 export type StepStatus = 'completed' | 'failed' | 'timed_out' | 'oom' | 'canceled' | 'skipped';
 
@@ -19,6 +20,8 @@ export interface StepResult {
   error?: string;
   /** where the step's work was saved when it could not be committed */
   patch?: string;
+  /** persistent_directory: what the step added, modified and deleted */
+  changes?: ChangeList;
   /** what a person should know: the limit that fired, an outputs problem */
   message?: string;
 }

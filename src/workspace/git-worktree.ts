@@ -1,6 +1,6 @@
 /**
- * The per-run workspace: a git worktree on branch `run/<runId>` in
- * `<home>/worktrees/<runId>`. Host git never trusts what a step could have
+ * Git worktrees for runs and tasks (`<home>/worktrees/<runId>`,
+ * `<home>/tasks/<taskId>`). Host git never trusts what a step could have
  * written: every call after a step pins the git directory, the common
  * directory and the work tree, switches off the repository's filter drivers,
  * and first checks that the git link files are exactly what git wrote.
@@ -15,7 +15,8 @@ import { handOver } from './ownership.js';
 import type { ProjectFacts } from './project.js';
 
 export interface GitWorktree {
-  runId: string;
+  /** the worktree's directory name (a run id or a task id) */
+  name: string;
   path: string;
   branch: string;
   baseSha: string;
@@ -44,32 +45,41 @@ export async function resolveBase(git: Git, project: ProjectFacts, base: string 
   return r.stdout.trim();
 }
 
+/**
+ * Creates a worktree at `<root>/<name>` on `branch`: a new branch from
+ * `start.newFrom`, or the existing branch. The directory is created here,
+ * atomically (mkdir fails if anything, a symlink included, is there), and
+ * given to the project's owner, as whom git runs.
+ */
 export async function createWorktree(
   git: Git,
   project: ProjectFacts,
-  worktreesRoot: string,
-  runId: string,
-  baseSha: string,
+  root: string,
+  name: string,
+  branch: string,
+  start: { newFrom: string } | { existing: true },
 ): Promise<GitWorktree> {
-  const branch = `run/${runId}`;
-  const target = await childPath(worktreesRoot, runId, 'run id');
-  // Created here, atomically (mkdir fails if anything, a symlink included, is
-  // there), and given to the project's owner, as whom git runs.
+  const target = await childPath(root, name, 'workspace name');
   await mkdir(target, { mode: 0o755 }).catch((err: NodeJS.ErrnoException) => {
     throw new WorkspaceError('worktree_exists', `cannot create worktree ${target} (${err.code}): something is already there`);
   });
   try {
     await handOver(target, project.uid, project.gid, { recursive: false });
+    const args = 'newFrom' in start ? ['-b', branch, target, start.newFrom] : [target, branch];
     await withRepoLock(project.commonDir, () =>
-      git.run(['worktree', 'add', '--quiet', '-b', branch, target, baseSha], {
-        cwd: project.root,
-        gitDir: project.commonDir,
-      }),
+      git.run(['worktree', 'add', '--quiet', ...args], { cwd: project.root, gitDir: project.commonDir }),
     );
+    const baseSha = await git.out(['rev-parse', `refs/heads/${branch}`], { cwd: project.root, gitDir: project.commonDir });
+    return await describeWorktree(git, project, target, branch, baseSha);
   } catch (err) {
     await rm(target, { recursive: true, force: true }).catch(() => undefined);
+    await git.run(['worktree', 'prune'], { cwd: project.root, gitDir: project.commonDir, allowFail: true }).catch(() => undefined);
     throw err;
   }
+}
+
+/** Reads what git wrote for a worktree it just created: the link files, the admin directory. */
+async function describeWorktree(git: Git, project: ProjectFacts, target: string, branch: string, baseSha: string): Promise<GitWorktree> {
   const dotGit = await readFile(path.join(target, '.git'), 'utf8');
   const m = /^gitdir: (.+)\n?$/.exec(dotGit);
   const gitDir = m ? path.resolve(target, m[1]!) : '';
@@ -82,12 +92,18 @@ export async function createWorktree(
     commondir: await readFile(path.join(gitDir, 'commondir'), 'utf8'),
   };
   const st = await stat(target);
+  const filterNames = await repositoryFilters(git, project);
+  return { name: path.basename(target), path: target, branch, baseSha, gitDir, links, dirId: { dev: st.dev, ino: st.ino }, filterNames, project };
+}
+
+/** The filter drivers the repository's config (any scope) defines. */
+export async function repositoryFilters(git: Git, project: ProjectFacts): Promise<string[]> {
   const filters = await git.run(['config', '--name-only', '--get-regexp', '^filter\\.'], {
     cwd: project.root,
     gitDir: project.commonDir,
     allowFail: true,
   });
-  const filterNames = [
+  return [
     ...new Set(
       filters.stdout
         .split('\n')
@@ -95,11 +111,10 @@ export async function createWorktree(
         .map((k) => k.slice('filter.'.length, k.lastIndexOf('.'))),
     ),
   ];
-  return { runId, path: target, branch, baseSha, gitDir, links, dirId: { dev: st.dev, ino: st.ino }, filterNames, project };
 }
 
 /** The pinned call for git commands on the worktree: nothing is read from the worktree's `.git`. */
-function workCall(wt: GitWorktree): GitCall {
+export function workCall(wt: GitWorktree): GitCall {
   return {
     cwd: wt.project.root,
     gitDir: wt.gitDir,

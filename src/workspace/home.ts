@@ -1,6 +1,7 @@
 /**
  * The runner home: where worktrees and run records live, flat.
- *   worktrees/<runId>/   runs/<runId>/{run.json, events.jsonl, steps/<id>.log, io/<id>/}
+ *   worktrees/<runId>/   tasks/<taskId>/ + tasks/<taskId>.json   locks/
+ *   runs/<runId>/{run.json, events.jsonl, hooks.log, steps/<id>.log, steps/<id>.patch}
  */
 import { mkdir } from 'node:fs/promises';
 import os from 'node:os';
@@ -24,8 +25,15 @@ export class RunnerHome {
     return path.join(this.root, 'runs');
   }
 
+  get tasks(): string {
+    return path.join(this.root, 'tasks');
+  }
+
+  get locks(): string {
+    return path.join(this.root, 'locks');
+  }
+
   async ensure(): Promise<void> {
-    await mkdir(this.worktrees, { recursive: true, mode: 0o755 });
-    await mkdir(this.runs, { recursive: true, mode: 0o755 });
+    for (const dir of [this.worktrees, this.runs, this.tasks, this.locks]) await mkdir(dir, { recursive: true, mode: 0o755 });
   }
 }

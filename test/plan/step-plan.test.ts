@@ -41,7 +41,7 @@ test('settings resolve step, then agent, then defaults, then built-ins', () => {
 
 test('render: prompt into argv, outputs into env, RUNNER_* identity, secrets only where named', () => {
   const [design, t] = planSteps(parsePipeline(FILE, 'p.yaml'));
-  const id = { runId: 'r1', pipeline: 'p', branch: 'run/r1', baseSha: 'abc', attempt: 1 };
+  const id = { runId: 'r1', pipeline: 'p', branch: 'run/r1', baseSha: 'abc', attempt: 1, taskId: '' };
   const d = renderStep(design!, new Map(), id, { KEY: 'k-value', OTHER: 'o' });
   assert.deepEqual(d.cmd, ['claude', '-p', 'do it']);
   assert.equal(d.env.KEY, 'k-value');

@@ -27,20 +27,20 @@ test('a symlink already at the workspace path is refused, and what it points to 
   const elsewhere = path.join(f.root, 'elsewhere');
   await mkdir(elsewhere);
   await symlink(elsewhere, path.join(root, 'run1'));
-  await assert.rejects(createWorktree(git, project, root, 'run1', base), (e: unknown) => e instanceof WorkspaceError && e.code === 'worktree_exists');
+  await assert.rejects(createWorktree(git, project, root, 'run1', 'run/run1', { newFrom: base }), (e: unknown) => e instanceof WorkspaceError && e.code === 'worktree_exists');
   assert.deepEqual(await readdir(elsewhere), []);
 });
 
 test('a failed worktree add leaves no directory behind', async () => {
   const { git, project, base, root } = await setup();
   hostGit(project.root, 'branch', 'run'); // `run/<id>` cannot exist beside a branch named `run`
-  await assert.rejects(createWorktree(git, project, root, 'run2', base));
+  await assert.rejects(createWorktree(git, project, root, 'run2', 'run/run2', { newFrom: base }));
   assert.equal(existsSync(path.join(root, 'run2')), false);
 });
 
 test('commits go to the run branch; a rewritten .git is detected and the work saved as a patch', async () => {
   const { git, project, base, root } = await setup();
-  const wt = await createWorktree(git, project, root, 'run3', base);
+  const wt = await createWorktree(git, project, root, 'run3', 'run/run3', { newFrom: base });
   await writeFile(path.join(wt.path, 'a.txt'), 'a\n');
   const sha = await commitAll(git, wt, 'step/a (x): a\n');
   assert.ok(sha);

@@ -1,0 +1,131 @@
+/**
+ * A git worktree as a run's workspace (per-run or task): steps' work becomes
+ * commits on its branch; what cannot be committed becomes a patch.
+ */
+import path from 'node:path';
+import { errorMessage, WorkspaceError } from '../common/errors.js';
+import type { Mount } from '../container/runtime.js';
+import type { Git } from '../git/git.js';
+import { pushBranch, type PushOutcome, type PushPolicy } from '../git/push.js';
+import { commitAll, headOf, removeWorktree, savePatch, verifyGitLinks, type GitWorktree } from './git-worktree.js';
+import { handOver } from './ownership.js';
+import type { StepWork, Workspace, WorkspaceKind } from './workspace.js';
+
+export const PROJECT_MOUNT = '/home/agent/project-workspace';
+
+const SYSTEM_DIRS = ['/bin', '/dev', '/etc', '/lib', '/lib64', '/proc', '/sbin', '/sys', '/usr', '/home/agent'];
+
+export interface GitWorkspaceOptions {
+  kind: WorkspaceKind;
+  wt: GitWorktree;
+  git: Git;
+  remote: string;
+  pushPolicy: PushPolicy;
+  created: boolean;
+  attempt: number;
+  disposable: boolean;
+  /** called once the run is done with the workspace (a task's lock) */
+  onRelease?: () => Promise<void>;
+  /** called after the worktree was removed (a task's record) */
+  onRemoved?: () => Promise<void>;
+}
+
+export class GitWorkspace implements Workspace {
+  readonly kind: WorkspaceKind;
+  readonly created: boolean;
+  readonly attempt: number;
+  readonly disposable: boolean;
+  private readonly wt: GitWorktree;
+  private readonly git: Git;
+
+  constructor(private readonly o: GitWorkspaceOptions) {
+    this.kind = o.kind;
+    this.wt = o.wt;
+    this.git = o.git;
+    this.created = o.created;
+    this.attempt = o.attempt;
+    this.disposable = o.disposable;
+  }
+
+  get path(): string {
+    return this.wt.path;
+  }
+  get owner(): { uid: number; gid: number } {
+    return { uid: this.wt.project.uid, gid: this.wt.project.gid };
+  }
+  get project(): string {
+    return this.wt.project.root;
+  }
+  get branch(): string {
+    return this.wt.branch;
+  }
+  get baseSha(): string {
+    return this.wt.baseSha;
+  }
+  get worktree(): GitWorktree {
+    return this.wt;
+  }
+
+  mounts(): Mount[] {
+    const mounts: Mount[] = [{ source: this.wt.project.root, target: PROJECT_MOUNT, readOnly: true }];
+    // The worktree's .git names the project's git directory by its host path:
+    // mounted there read-only, `git status`, `git diff` and `git log` work in
+    // the step while nothing of the repository can be written.
+    const dir = this.wt.project.commonDir;
+    if (path.isAbsolute(dir) && !SYSTEM_DIRS.some((s) => dir === s || dir.startsWith(`${s}/`))) {
+      mounts.push({ source: dir, target: dir, readOnly: true });
+    }
+    return mounts;
+  }
+
+  async prepareStep(user: { uid: number; gid: number }): Promise<void> {
+    await verifyGitLinks(this.wt);
+    // A step running as someone other than the project's owner gets the
+    // worktree for its run; recordStep hands it back before host git reads it.
+    if (user.uid !== this.wt.project.uid || user.gid !== this.wt.project.gid) {
+      await handOver(this.wt.path, user.uid, user.gid, { recursive: true, skip: ['.git'] });
+    }
+  }
+
+  async recordStep(message: string, patchFile: string): Promise<StepWork> {
+    try {
+      return { commit: (await commitAll(this.git, this.wt, message)) ?? null };
+    } catch (e) {
+      // The step's work could not be committed: it is saved as a patch, never lost.
+      const tampered = e instanceof WorkspaceError && e.code === 'workspace_tampered';
+      const work: StepWork = {
+        commit: null,
+        error: tampered ? 'workspace_tampered' : 'commit_failed',
+        message: tampered ? errorMessage(e) : `its work could not be committed: ${errorMessage(e)}`,
+      };
+      try {
+        if (await savePatch(this.git, this.wt, patchFile)) {
+          work.patch = patchFile;
+          work.message += `; its work is saved in ${patchFile}`;
+        }
+      } catch (pe) {
+        work.message += `; its work could not be saved as a patch: ${errorMessage(pe)}`;
+      }
+      return work;
+    }
+  }
+
+  head(): Promise<string> {
+    return headOf(this.git, this.wt);
+  }
+
+  push(): Promise<PushOutcome> {
+    return pushBranch(this.git, this.wt.project, this.o.remote, this.wt.branch, this.o.pushPolicy);
+  }
+
+  async release(remove: boolean): Promise<void> {
+    try {
+      if (remove) {
+        await removeWorktree(this.git, this.wt);
+        await this.o.onRemoved?.();
+      }
+    } finally {
+      await this.o.onRelease?.();
+    }
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * A persistent directory as a run's workspace: the project directory itself,
+ * read-write, files accumulating across runs; no branch, no commit, no push.
+ * Runs on one directory are serialized; each step's changes are listed.
+ */
+import { createHash } from 'node:crypto';
+import { lstat, readlink, realpath } from 'node:fs/promises';
+import { WorkspaceError } from '../common/errors.js';
+import type { Mount } from '../container/runtime.js';
+import { resolveUser } from '../plan/step-plan.js';
+import { lockWorkspace, type LockWait } from './dir-lock.js';
+import { diffSnapshots, takeSnapshot, type Snapshot } from './snapshot.js';
+import type { StepWork, Workspace } from './workspace.js';
+
+export async function openPersistentDir(
+  dir: string,
+  locksDir: string,
+  /** each step's `user` setting, to check they can write the directory */
+  userSettings: string[],
+  wait: LockWait,
+): Promise<PersistentDirWorkspace> {
+  const st = await lstat(dir).catch(() => undefined);
+  if (!st) throw new WorkspaceError('project_missing', `project path ${dir} does not exist: create it, or fix project.path`);
+  if (st.isSymbolicLink()) {
+    const to = await readlink(dir).catch(() => '?');
+    throw new WorkspaceError('project_symlink', `project path ${dir} is a symlink (to ${to}): point project.path at the directory itself`);
+  }
+  if (!st.isDirectory()) throw new WorkspaceError('project_not_dir', `project path ${dir} is not a directory: fix project.path`);
+  const owner = { uid: st.uid, gid: st.gid };
+  const other = userSettings.map((u) => resolveUser(u, owner)).find((u) => u.uid !== owner.uid);
+  if (other) {
+    throw new WorkspaceError(
+      'user_mismatch',
+      `persistent directory ${dir} belongs to uid ${owner.uid}, but a step runs as uid ${other.uid}` +
+        (owner.uid === 0 ? ' (a step never runs as root unless user: "0:0" is set)' : '') +
+        `: give the directory to the step's user (chown -R ${other.uid}:${other.gid} ${dir}) or set user: to its owner`,
+    );
+  }
+  const real = await realpath(dir);
+  const name = `dir-${createHash('sha256').update(real).digest('hex').slice(0, 16)}`;
+  const unlock = await lockWorkspace(locksDir, name, `persistent directory ${real}`, wait);
+  try {
+    return new PersistentDirWorkspace(real, owner, st.ino, st.dev, await takeSnapshot(real), unlock);
+  } catch (err) {
+    await unlock();
+    throw err;
+  }
+}
+
+export class PersistentDirWorkspace implements Workspace {
+  readonly kind = 'persistent_directory' as const;
+  readonly branch = null;
+  readonly baseSha = null;
+  readonly created = false;
+  readonly attempt = 1;
+  readonly disposable = false;
+
+  constructor(
+    readonly path: string,
+    readonly owner: { uid: number; gid: number },
+    private readonly ino: number,
+    private readonly dev: number,
+    private last: Snapshot,
+    private readonly unlock: () => Promise<void>,
+  ) {}
+
+  get project(): string {
+    return this.path;
+  }
+
+  /** Nothing is mounted at project-workspace: the directory is the workspace. */
+  mounts(): Mount[] {
+    return [];
+  }
+
+  async prepareStep(): Promise<void> {
+    const st = await lstat(this.path).catch(() => undefined);
+    if (!st?.isDirectory() || st.ino !== this.ino || st.dev !== this.dev) {
+      throw new WorkspaceError('workspace_tampered', `${this.path} is no longer the directory the run started with`);
+    }
+  }
+
+  async recordStep(): Promise<StepWork> {
+    const now = await takeSnapshot(this.path, this.last);
+    const changes = diffSnapshots(this.last, now);
+    this.last = now;
+    return { commit: null, changes };
+  }
+
+  async head(): Promise<null> {
+    return null;
+  }
+
+  async push(): Promise<null> {
+    return null;
+  }
+
+  async release(): Promise<void> {
+    await this.unlock();
+  }
+}

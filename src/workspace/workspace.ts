@@ -1,0 +1,51 @@
+/**
+ * What a run works in. Three kinds, one interface the orchestrator drives:
+ *   git_worktree          a fresh worktree on run/<runId>, removed at the end (run-worktree.ts)
+ *   task_worktree         a worktree on feat/<taskId>-<slug> kept across runs (task-worktree.ts)
+ *   persistent_directory  the project directory itself, no git (persistent-dir.ts)
+ */
+import type { Mount } from '../container/runtime.js';
+import type { PushOutcome } from '../git/push.js';
+import type { ChangeList } from './snapshot.js';
+
+export type WorkspaceKind = 'git_worktree' | 'task_worktree' | 'persistent_directory';
+
+/** What the workspace made of what a step left. */
+export interface StepWork {
+  commit: string | null;
+  /** persistent_directory: files added, modified and deleted */
+  changes?: ChangeList;
+  /** the runner refused or could not record the work */
+  error?: 'workspace_tampered' | 'commit_failed';
+  message?: string;
+  /** where the work was saved when it could not be committed */
+  patch?: string;
+}
+
+export interface Workspace {
+  readonly kind: WorkspaceKind;
+  /** mounted read-write at /home/agent/run-workspace */
+  readonly path: string;
+  readonly owner: { uid: number; gid: number };
+  /** the project directory (git kinds: the repository's top level) */
+  readonly project: string;
+  readonly branch: string | null;
+  readonly baseSha: string | null;
+  /** true when this run created the workspace (after_create hooks run then) */
+  readonly created: boolean;
+  /** how many runs have used this workspace, this one included (RUNNER_ATTEMPT) */
+  readonly attempt: number;
+  /** read-only mounts besides the workspace (the project, its git directory) */
+  mounts(): Mount[];
+  /** Before a step: checks the workspace is intact and gives it to the step's user. */
+  prepareStep(user: { uid: number; gid: number }): Promise<void>;
+  /** After a step: commits (git kinds) or lists the changes (persistent). Never loses the work. */
+  recordStep(message: string, patchFile: string): Promise<StepWork>;
+  head(): Promise<string | null>;
+  /** Pushes the branch when there is one and the policy says so. */
+  push(): Promise<PushOutcome | null>;
+  /** True when the run should remove it at the end (only a per-run worktree). */
+  readonly disposable: boolean;
+  /** Removes a disposable workspace; for the others, releases the run's hold on it. */
+  release(remove: boolean): Promise<void>;
+}
