@@ -11,10 +11,20 @@ export class LineSplitter {
   private size = 0;
   private dropping = false;
 
+  private readonly maxLine: number;
+  private readonly guard: number;
+
+  /**
+   * `guard`: how many bytes before the cut are dropped too, so that a secret
+   * straddling the cut cannot leave its prefix in the kept part.
+   */
   constructor(
     private readonly onLine: (line: string) => void,
-    private readonly maxLine = 64 * 1024,
-  ) {}
+    opts: { maxLine?: number; guard?: number } = {},
+  ) {
+    this.maxLine = opts.maxLine ?? 64 * 1024;
+    this.guard = Math.min(opts.guard ?? 0, this.maxLine - 1);
+  }
 
   push(chunk: Buffer): void {
     let start = 0;
@@ -47,7 +57,8 @@ export class LineSplitter {
   }
 
   private flushLine(): void {
-    let line = Buffer.concat(this.parts, this.size).toString('utf8');
+    const kept = this.dropping ? this.size - this.guard : this.size;
+    let line = Buffer.concat(this.parts, this.size).subarray(0, kept).toString('utf8');
     if (line.endsWith('\r')) line = line.slice(0, -1);
     if (this.dropping) line += CUT_MARKER;
     this.parts = [];

@@ -24,6 +24,11 @@ export class Masker {
     this.values = [...new Set([...secretValues].filter((v) => v.length >= 4))].sort((a, b) => b.length - a.length);
   }
 
+  /** the length of the longest secret value */
+  get longest(): number {
+    return this.values[0]?.length ?? 0;
+  }
+
   mask(text: string): string {
     let out = text;
     for (const v of this.values) out = out.split(v).join(MASK);

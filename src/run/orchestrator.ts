@@ -221,7 +221,7 @@ async function finishWorkspace(
 ): Promise<void> {
   const afterCreateFailed = record.error?.code === 'hook_failed' && record.hooks.some((h) => h.name === 'after_create' && !h.ok);
   if (hooks && !afterCreateFailed) await hooks.run('after_run');
-  const unsaved = record.steps.find((s) => s.error === 'commit_failed' && !s.patch);
+  const unsaved = record.steps.find((s) => s.unsaved);
   if (unsaved) {
     remove = false;
     deps.reporter.warn(`step ${unsaved.id}'s work could not be committed nor saved as a patch: the workspace is kept at ${ws.path}`);

@@ -48,11 +48,15 @@ export async function runStep(c: StepContext): Promise<StepResult> {
 
   const log = store.stepLog(plan.id);
   const lineTo = (stream: 'stdout' | 'stderr') =>
-    new LineSplitter((raw) => {
-      const line = masker.mask(raw);
-      log.line(line);
-      deps.reporter.stepLine(plan.id, stream, line);
-    });
+    new LineSplitter(
+      (raw) => {
+        const line = masker.mask(raw);
+        log.line(line);
+        deps.reporter.stepLine(plan.id, stream, line);
+      },
+      // a line cut at the limit loses as much again as the longest secret, so no prefix of one survives
+      { guard: Math.max(128, masker.longest) },
+    );
   const out = lineTo('stdout');
   const err = lineTo('stderr');
 
@@ -118,7 +122,8 @@ export async function runStep(c: StepContext): Promise<StepResult> {
     status,
     exitCode: end.exitCode,
     limits: limitText,
-    ...(kept.summary !== undefined ? { summary: kept.summary } : {}),
+    // masked before the subject is cut, so a cut cannot leave half a secret
+    ...(kept.summary !== undefined ? { summary: masker.mask(kept.summary) } : {}),
   });
   const work = await ws.recordStep(masker.mask(message), store.stepPatchPath(plan.id));
   result.commit = work.commit;
@@ -131,6 +136,7 @@ export async function runStep(c: StepContext): Promise<StepResult> {
     if (work.error === 'workspace_tampered') result.status = 'failed';
   }
   if (work.patch) result.patch = work.patch;
+  if (work.unsaved) result.unsaved = true;
   if (work.message) messages.unshift(work.message);
 
   if (messages.length) result.message = masker.mask(messages.join('; '));

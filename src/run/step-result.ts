@@ -20,6 +20,8 @@ export interface StepResult {
   error?: string;
   /** where the step's work was saved when it could not be committed */
   patch?: string;
+  /** the work could be neither committed nor saved as a patch (the workspace is kept) */
+  unsaved?: boolean;
   /** persistent_directory: what the step added, modified and deleted */
   changes?: ChangeList;
   /** what a person should know: the limit that fired, an outputs problem */

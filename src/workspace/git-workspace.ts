@@ -89,7 +89,10 @@ export class GitWorkspace implements Workspace {
 
   async recordStep(message: string, patchFile: string): Promise<StepWork> {
     try {
-      return { commit: (await commitAll(this.git, this.wt, message)) ?? null };
+      const { commit, removed } = await commitAll(this.git, this.wt, message);
+      const work: StepWork = { commit: commit ?? null };
+      if (removed.length) work.message = `not committed (git must not read them): ${describeRemoved(removed)}`;
+      return work;
     } catch (e) {
       // The step's work could not be committed: it is saved as a patch, never lost.
       const tampered = e instanceof WorkspaceError && e.code === 'workspace_tampered';
@@ -104,6 +107,7 @@ export class GitWorkspace implements Workspace {
           work.message += `; its work is saved in ${patchFile}`;
         }
       } catch (pe) {
+        work.unsaved = true;
         work.message += `; its work could not be saved as a patch: ${errorMessage(pe)}`;
       }
       return work;
@@ -128,4 +132,9 @@ export class GitWorkspace implements Workspace {
       await this.o.onRelease?.();
     }
   }
+}
+
+function describeRemoved(paths: string[]): string {
+  const shown = paths.slice(0, 5).join(', ');
+  return paths.length > 5 ? `${shown} and ${paths.length - 5} more` : shown;
 }

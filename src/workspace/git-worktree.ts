@@ -5,7 +5,7 @@
  * directory and the work tree, switches off the repository's filter drivers,
  * and first checks that the git link files are exactly what git wrote.
  */
-import { lstat, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chown, lstat, mkdir, mkdtemp, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { WorkspaceError } from '../common/errors.js';
 import { filtersOff, type Git, type GitCall } from '../git/git.js';
@@ -120,7 +120,8 @@ export function workCall(wt: GitWorktree): GitCall {
     gitDir: wt.gitDir,
     commonDir: wt.project.commonDir,
     workTree: wt.path,
-    config: filtersOff(wt.filterNames),
+    // Submodules are never looked into: a step could plant one whose config runs a command.
+    config: [...filtersOff(wt.filterNames), 'diff.ignoreSubmodules=all', 'submodule.recurse=false', 'status.submoduleSummary=false'],
     isolated: true,
   };
 }
@@ -154,39 +155,48 @@ export async function verifyWorktreeDir(wt: GitWorktree): Promise<void> {
 }
 
 /** `git add -A` and a commit with `message` (sent on stdin). Returns the commit, or undefined when nothing changed. */
-export async function commitAll(git: Git, wt: GitWorktree, message: string): Promise<string | undefined> {
+export async function commitAll(
+  git: Git,
+  wt: GitWorktree,
+  message: string,
+): Promise<{ commit: string | undefined; removed: string[] }> {
   await verifyGitLinks(wt);
-  await handOver(wt.path, wt.project.uid, wt.project.gid, { recursive: true, skip: ['.git'], removeSpecial: true });
+  const { removed } = await handOver(wt.path, wt.project.uid, wt.project.gid, { recursive: true, skip: ['.git'], forGit: true });
   const call = workCall(wt);
-  return withRepoLock(wt.project.commonDir, async () => {
+  const commit = await withRepoLock(wt.project.commonDir, async () => {
     await git.run(['add', '--all', '--', '.'], call);
     const staged = await git.run(['diff', '--cached', '--quiet', '--no-ext-diff', '--no-textconv'], { ...call, allowFail: true });
     if (staged.code === 0) return undefined;
     await git.run(['commit', '--quiet', '--no-verify', '--file=-'], { ...call, input: message });
     return git.out(['rev-parse', 'HEAD'], call);
   });
+  return { commit, removed };
 }
 
 /**
  * Saves what the worktree holds, against the run branch's last commit, as a
  * binary patch in `file`, without trusting any git file in the worktree: a
- * temporary index and the pinned directories. Returns false when nothing changed.
+ * temporary index and the pinned directories. git writes the patch itself
+ * (no size limit in the runner's memory) into a directory its user owns.
+ * Returns false when nothing changed.
  */
 export async function savePatch(git: Git, wt: GitWorktree, file: string): Promise<boolean> {
   await verifyWorktreeDir(wt);
-  await handOver(wt.path, wt.project.uid, wt.project.gid, { recursive: true, skip: ['.git'], removeSpecial: true });
-  const indexFile = `${file}.index`;
-  const call = { ...workCall(wt), indexFile };
+  await handOver(wt.path, wt.project.uid, wt.project.gid, { recursive: true, skip: ['.git'], forGit: true });
+  const scratch = await mkdtemp(path.join(path.dirname(file), '.patch-'));
   try {
+    await chown(scratch, wt.project.uid, wt.project.gid);
+    const call = { ...workCall(wt), indexFile: path.join(scratch, 'index') };
     const head = await git.out(['rev-parse', `refs/heads/${wt.branch}`], call);
     await git.run(['read-tree', head], call);
     await git.run(['add', '--all', '--', '.'], call);
-    const diff = await git.run(['diff', '--cached', '--binary', '--no-ext-diff', '--no-textconv', head], call);
-    if (diff.stdout === '') return false;
-    await writeFile(file, diff.stdout);
+    const out = path.join(scratch, 'patch');
+    await git.run(['diff', '--cached', '--binary', '--no-ext-diff', '--no-textconv', `--output=${out}`, head], call);
+    if ((await stat(out)).size === 0) return false;
+    await rename(out, file);
     return true;
   } finally {
-    await rm(indexFile, { force: true });
+    await rm(scratch, { recursive: true, force: true });
   }
 }
 

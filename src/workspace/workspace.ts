@@ -20,6 +20,8 @@ export interface StepWork {
   message?: string;
   /** where the work was saved when it could not be committed */
   patch?: string;
+  /** the work could be neither committed nor saved: the workspace must be kept */
+  unsaved?: boolean;
 }
 
 export interface Workspace {

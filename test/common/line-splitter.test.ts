@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { CUT_MARKER, LineSplitter } from '../../src/common/line-splitter.js';
 
-function split(chunks: string[], max?: number): string[] {
+function split(chunks: string[], maxLine?: number, guard?: number): string[] {
   const lines: string[] = [];
-  const s = new LineSplitter((l) => lines.push(l), max);
+  const s = new LineSplitter((l) => lines.push(l), { ...(maxLine ? { maxLine } : {}), ...(guard ? { guard } : {}) });
   for (const c of chunks) s.push(Buffer.from(c));
   s.end();
   return lines;
@@ -26,4 +26,9 @@ test('a line longer than the cap is cut and marked, and the next line is whole',
   assert.equal(lines.length, 2);
   assert.equal(lines[0], 'x'.repeat(50) + 'y'.repeat(14) + CUT_MARKER);
   assert.equal(lines[1], 'next');
+});
+
+test('a cut line also loses the guard bytes before the cut, so no prefix of a secret survives', () => {
+  const lines = split(['x'.repeat(60) + 'SECRET-VALUE-AND-MORE\n'], 64, 8);
+  assert.equal(lines[0], 'x'.repeat(56) + CUT_MARKER);
 });

@@ -42,10 +42,10 @@ test('commits go to the run branch; a rewritten .git is detected and the work sa
   const { git, project, base, root } = await setup();
   const wt = await createWorktree(git, project, root, 'run3', 'run/run3', { newFrom: base });
   await writeFile(path.join(wt.path, 'a.txt'), 'a\n');
-  const sha = await commitAll(git, wt, 'step/a (x): a\n');
+  const { commit: sha } = await commitAll(git, wt, 'step/a (x): a\n');
   assert.ok(sha);
   assert.equal(hostGit(project.root, 'show', 'run/run3:a.txt'), 'a');
-  assert.equal(await commitAll(git, wt, 'nothing\n'), undefined, 'no change, no commit');
+  assert.equal((await commitAll(git, wt, 'nothing\n')).commit, undefined, 'no change, no commit');
 
   await writeFile(path.join(wt.path, 'b.txt'), 'b\n');
   await writeFile(path.join(wt.path, '.git'), `gitdir: ${path.join(project.root, '.git')}\n`);
