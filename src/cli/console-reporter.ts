@@ -64,7 +64,12 @@ export class ConsoleReporter implements Reporter {
     if (this.timer) clearInterval(this.timer);
     this.current = undefined;
     const mark = r.status === 'completed' ? '✓' : '✗';
-    const commit = r.commit ? `commit ${r.commit.slice(0, 10)}` : 'no changes';
+    const c = r.changes;
+    const commit = c
+      ? `${c.added.length} added, ${c.modified.length} modified, ${c.deleted.length} deleted`
+      : r.commit
+        ? `commit ${r.commit.slice(0, 10)}`
+        : 'no changes';
     const why = r.message ? `: ${r.message}` : '';
     this.say(`${mark} step ${r.id} ${describeStatus(r.status, r.exitCode)} in ${formatDuration(r.durationMs)} (${commit})${why}`);
   }

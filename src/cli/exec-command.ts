@@ -1,5 +1,5 @@
-/** `runner exec FILE [--json] [--home DIR] [--keep-workspace]` */
-import { errorMessage, RunnerError } from '../common/errors.js';
+/** `runner exec FILE [--json] [--home DIR] [--keep-workspace] [--secrets-file F] [--task ID [--title T]] [--no-wait]` */
+import { errorMessage, RunnerError, UsageError } from '../common/errors.js';
 import { DockerRuntime } from '../container/docker.js';
 import { Git } from '../git/git.js';
 import { loadPipeline } from '../pipeline/load.js';
@@ -7,6 +7,7 @@ import { executeRun } from '../run/orchestrator.js';
 import { summarize } from '../run/record.js';
 import { readSecretsFile } from '../run/secrets-file.js';
 import { resolveHome } from '../workspace/home.js';
+import { checkTaskId } from '../workspace/task-worktree.js';
 import { parseFlags } from './args.js';
 import { ConsoleReporter } from './console-reporter.js';
 import { exitCodeForRun } from './exit-codes.js';
@@ -20,9 +21,14 @@ export async function execCommand(args: string[]): Promise<number> {
       home: { type: 'string' },
       'keep-workspace': { type: 'boolean', default: false },
       'secrets-file': { type: 'string' },
+      task: { type: 'string' },
+      title: { type: 'string' },
+      'no-wait': { type: 'boolean', default: false },
     },
     ['FILE'],
   );
+  if (values.title !== undefined && values.task === undefined) throw new UsageError('exec: --title goes with --task (runner --help)');
+  if (values.task !== undefined) checkTaskId(values.task);
   const loaded = await loadPipeline(positionals[0]!);
   const fromFile = values['secrets-file'] ? await readSecretsFile(values['secrets-file']) : {};
 
@@ -60,11 +66,13 @@ export async function execCommand(args: string[]): Promise<number> {
         keepWorkspace: values['keep-workspace'] === true,
         // The file wins over the environment; only the names the pipeline declares are read.
         secretSource: { ...process.env, ...fromFile },
+        noWait: values['no-wait'] === true,
+        ...(values.task !== undefined ? { task: { id: values.task, ...(values.title !== undefined ? { title: values.title } : {}) } } : {}),
       },
     ));
     reporter.close();
     if (json) process.stdout.write(`${JSON.stringify(summarize(record))}\n`);
-    return exitCodeForRun(record.status);
+    return exitCodeForRun(record.status, record.error?.code);
   } finally {
     reporter.close();
     for (const sig of signals) process.off(sig, onSignal);

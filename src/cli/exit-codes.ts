@@ -17,7 +17,14 @@ const BAD_INPUT_CODES = new Set([
   'base_missing',
   'secret_missing',
   'unsafe_name',
+  'project_symlink',
+  'user_mismatch',
+  'task_project_mismatch',
+  'task_unknown_dir',
 ]);
+
+/** A run that ended in error for one of these failed as a step would have: exit 1. */
+const RUN_FAILED_CODES = new Set(['hook_failed', 'task_git_replaced', 'workspace_tampered']);
 
 export function exitCodeForError(err: unknown): number {
   if (err instanceof PipelineError || err instanceof UsageError) return EXIT.badInput;
@@ -27,7 +34,11 @@ export function exitCodeForError(err: unknown): number {
   return EXIT.infrastructure;
 }
 
-export function exitCodeForRun(status: RunStatus): number {
+export function exitCodeForRun(status: RunStatus, errorCode?: string): number {
+  if (status === 'error' && errorCode !== undefined) {
+    if (RUN_FAILED_CODES.has(errorCode)) return EXIT.stepFailed;
+    if (BAD_INPUT_CODES.has(errorCode)) return EXIT.badInput;
+  }
   switch (status) {
     case 'succeeded':
       return EXIT.ok;

@@ -4,8 +4,10 @@ export const HELP = `runner: run a pipeline of steps, each in its own container,
 
 Usage:
   runner exec FILE [--json] [--home DIR] [--keep-workspace] [--secrets-file F]
+                   [--task ID [--title TEXT]] [--no-wait]
       Run the pipeline in FILE. Each run gets branch run/<runId> in the project,
       one commit per step, pushed to the project's remote at the end.
+      (A persistent_directory project is worked on in place: no git.)
         --json             print one JSON summary on stdout at the end
                            (step output goes to stderr)
         --home DIR         the runner home (default: $RUNNER_HOME,
@@ -13,6 +15,14 @@ Usage:
         --keep-workspace   keep the run's worktree and print its path
         --secrets-file F   read the pipeline's secrets from F (KEY=value lines,
                            dotenv format) rather than the environment
+        --task ID          work in the task's worktree (branch feat/ID-<slug>),
+                           created on first use and kept for the next runs
+        --title TEXT       the task's title, for its branch name
+        --no-wait          fail rather than wait when the workspace is in use
+  runner task ls [--json] [--home DIR]
+      List task worktrees.
+  runner task rm TASK_ID [--home DIR]
+      Remove a task's worktree (its branch is kept).
   runner validate FILE
       Check FILE and print every problem with its line and column.
   runner --help | -h       this text

@@ -11,6 +11,7 @@ type Command = (args: string[]) => Promise<number>;
 const COMMANDS: Record<string, () => Promise<Command>> = {
   exec: async () => (await import('./exec-command.js')).execCommand,
   validate: async () => (await import('./validate-command.js')).validateCommand,
+  task: async () => (await import('./task-command.js')).taskCommand,
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -59,7 +59,8 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
   const secrets = resolveSecrets(secretsNeeded(plans), opts.secretSource);
   const masker = new Masker(Object.values(secrets));
   const prepared = await maskErrors(masker, async () => {
-    const p = await prepareWorkspace(pipeline, opts.loaded.dir, opts.task, deps.makeGit);
+    const userSettings = plans.map((s) => s.user);
+    const p = await prepareWorkspace(pipeline, opts.loaded.dir, opts.task, userSettings, deps.makeGit);
     await deps.runtime.ping();
     for (const image of new Set(plans.map((s) => s.image))) {
       await deps.runtime.ensureImage(image, (pr) => deps.reporter.pullProgress(image, pr));
@@ -110,7 +111,6 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
       runId,
       now: startedAt,
       task: opts.task,
-      userSettings: plans.map((p) => p.user),
       wait: { noWait: opts.noWait === true, signal: deps.signal, onWait: (m) => deps.reporter.info(m) },
       say: (m) => deps.reporter.info(m),
     });
@@ -135,7 +135,8 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     record.headSha = await ws.head();
     if (!deps.signal.aborted && record.status !== 'canceled' && ws.branch) await push(deps, ws, pipeline.project, record, store);
   } catch (err) {
-    record.status = deps.signal.aborted || err instanceof CanceledError ? 'canceled' : 'error';
+    const failedRun = err instanceof RunnerError && (err.code === 'hook_failed' || err.code === 'task_git_replaced');
+    record.status = deps.signal.aborted || err instanceof CanceledError ? 'canceled' : failedRun ? 'failed' : 'error';
     record.error ??= { code: err instanceof RunnerError ? err.code : 'internal', message: masker.mask(errorMessage(err)) };
     store.event('run_error', record.error, 'error');
   } finally {

@@ -12,7 +12,6 @@ import { LABELS, type ContainerSpec, type Mount } from '../container/runtime.js'
 import { CONTAINER_PATHS, renderStep, type RunIdentity } from '../plan/render.js';
 import { resolveUser, type StepPlan } from '../plan/step-plan.js';
 import { verifyDirectory } from '../workspace/names.js';
-import { countChanges } from '../workspace/snapshot.js';
 import type { Workspace } from '../workspace/workspace.js';
 import { commitMessage } from './commit-message.js';
 import type { ExecDeps } from './orchestrator.js';
@@ -127,10 +126,7 @@ export async function runStep(c: StepContext): Promise<StepResult> {
   });
   const work = await ws.recordStep(masker.mask(message), store.stepPatchPath(plan.id));
   result.commit = work.commit;
-  if (work.changes) {
-    result.changes = work.changes;
-    messages.push(`${countChanges(work.changes)} change${countChanges(work.changes) === 1 ? '' : 's'} in the directory`);
-  }
+  if (work.changes) result.changes = work.changes;
   if (work.error) {
     result.error = work.error;
     if (work.error === 'workspace_tampered') result.status = 'failed';

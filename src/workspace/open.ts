@@ -6,7 +6,7 @@ import type { PipelineFile } from '../pipeline/schema.js';
 import type { LockWait } from './dir-lock.js';
 import { resolveBase } from './git-worktree.js';
 import type { RunnerHome } from './home.js';
-import { openPersistentDir } from './persistent-dir.js';
+import { checkPersistentDir, openPersistentDir } from './persistent-dir.js';
 import { inspectProject, type ProjectFacts } from './project.js';
 import { openRunWorktree } from './run-worktree.js';
 import { openTaskWorktree } from './task-worktree.js';
@@ -26,11 +26,13 @@ export async function prepareWorkspace(
   pipeline: PipelineFile,
   pipelineDir: string,
   task: TaskFlags | undefined,
+  userSettings: string[],
   makeGit: (who: GitIdentity) => Git,
 ): Promise<Prepared> {
   const dir = path.resolve(pipelineDir, pipeline.project.path);
   if (pipeline.project.workspace === 'persistent_directory') {
     if (task) throw new UsageError('--task needs a git project; this pipeline uses a persistent_directory workspace');
+    await checkPersistentDir(dir, userSettings);
     return { kind: 'persistent_directory', dir };
   }
   let project: ProjectFacts;
@@ -58,7 +60,6 @@ export interface OpenContext {
   runId: string;
   now: Date;
   task: TaskFlags | undefined;
-  userSettings: string[];
   wait: LockWait;
   say: (message: string) => void;
 }
@@ -66,7 +67,7 @@ export interface OpenContext {
 export async function openWorkspace(c: OpenContext): Promise<Workspace> {
   const p = c.prepared;
   const push = { remote: c.pipeline.project.remote, policy: c.pipeline.project.push };
-  if (p.kind === 'persistent_directory') return openPersistentDir(p.dir, c.home.locks, c.userSettings, c.wait);
+  if (p.kind === 'persistent_directory') return openPersistentDir(p.dir, c.home.locks, c.wait);
   if (p.kind === 'git_worktree') return openRunWorktree(p.git, p.project, c.home.worktrees, c.runId, p.baseSha, push);
   return openTaskWorktree({
     git: p.git,

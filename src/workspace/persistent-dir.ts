@@ -12,13 +12,12 @@ import { lockWorkspace, type LockWait } from './dir-lock.js';
 import { diffSnapshots, takeSnapshot, type Snapshot } from './snapshot.js';
 import type { StepWork, Workspace } from './workspace.js';
 
-export async function openPersistentDir(
+/** Checked before a run exists: a bad directory leaves nothing behind. Returns its owner. */
+export async function checkPersistentDir(
   dir: string,
-  locksDir: string,
   /** each step's `user` setting, to check they can write the directory */
   userSettings: string[],
-  wait: LockWait,
-): Promise<PersistentDirWorkspace> {
+): Promise<{ uid: number; gid: number }> {
   const st = await lstat(dir).catch(() => undefined);
   if (!st) throw new WorkspaceError('project_missing', `project path ${dir} does not exist: create it, or fix project.path`);
   if (st.isSymbolicLink()) {
@@ -36,6 +35,12 @@ export async function openPersistentDir(
         `: give the directory to the step's user (chown -R ${other.uid}:${other.gid} ${dir}) or set user: to its owner`,
     );
   }
+  return owner;
+}
+
+export async function openPersistentDir(dir: string, locksDir: string, wait: LockWait): Promise<PersistentDirWorkspace> {
+  const st = await lstat(dir);
+  const owner = { uid: st.uid, gid: st.gid };
   const real = await realpath(dir);
   const name = `dir-${createHash('sha256').update(real).digest('hex').slice(0, 16)}`;
   const unlock = await lockWorkspace(locksDir, name, `persistent directory ${real}`, wait);

@@ -121,8 +121,8 @@ export async function openTaskWorktree(o: TaskOpen): Promise<GitWorkspace> {
 }
 
 async function create(o: TaskOpen, knownBranch: string | undefined): Promise<GitWorktree> {
-  const branch = knownBranch ?? taskBranch(o.taskId, o.title);
   const call = { cwd: o.project.root, gitDir: o.project.commonDir };
+  const branch = knownBranch ?? (o.title ? taskBranch(o.taskId, o.title) : ((await keptBranch(o)) ?? taskBranch(o.taskId, undefined)));
   const local = (await o.git.run(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`], { ...call, allowFail: true })).code === 0;
   if (local) return createWorktree(o.git, o.project, o.tasksRoot, o.taskId, branch, { existing: true });
   const remoteRef = await fetchRemoteBranch(o, branch);
@@ -168,6 +168,16 @@ async function reuse(o: TaskOpen, rec: TaskRecord, dir: string): Promise<GitWork
     }
   }
   return wt;
+}
+
+/** The one branch `feat/<taskId>` or `feat/<taskId>-…` a removed task left, if there is exactly one. */
+async function keptBranch(o: TaskOpen): Promise<string | undefined> {
+  const refs = await o.git.out(['for-each-ref', '--format=%(refname:short)', `refs/heads/feat/`], {
+    cwd: o.project.root,
+    gitDir: o.project.commonDir,
+  });
+  const mine = refs.split('\n').filter((b) => b === `feat/${o.taskId}` || b.startsWith(`feat/${o.taskId}-`));
+  return mine.length === 1 ? mine[0] : undefined;
 }
 
 /** Fetches `branch` from the remote, when both exist; returns the remote-tracking ref. */
