@@ -9,6 +9,7 @@ import { readSecretsFile } from '../run/secrets-file.js';
 import { resolveHome } from '../workspace/home.js';
 import { checkTaskId } from '../workspace/task-worktree.js';
 import { parseFlags } from './args.js';
+import { openHome } from './context.js';
 import { ConsoleReporter } from './console-reporter.js';
 import { exitCodeForRun } from './exit-codes.js';
 
@@ -32,6 +33,8 @@ export async function execCommand(args: string[]): Promise<number> {
   const loaded = await loadPipeline(positionals[0]!);
   const fromFile = values['secrets-file'] ? await readSecretsFile(values['secrets-file']) : {};
 
+  // Runs a crashed runner left behind are recovered first (a home that does not exist yet is left alone).
+  await openHome(values.home, { create: false });
   const json = values.json === true;
   const stepOut = json ? process.stderr : process.stdout;
   const live = !json && process.stderr.isTTY === true && !process.env.CI;

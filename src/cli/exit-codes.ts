@@ -21,6 +21,10 @@ const BAD_INPUT_CODES = new Set([
   'user_mismatch',
   'task_project_mismatch',
   'task_unknown_dir',
+  'run_unknown',
+  'no_branch',
+  'no_diff',
+  'run_live',
 ]);
 
 /** A run that ended in error for one of these failed as a step would have: exit 1. */

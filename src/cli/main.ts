@@ -12,6 +12,10 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   exec: async () => (await import('./exec-command.js')).execCommand,
   validate: async () => (await import('./validate-command.js')).validateCommand,
   task: async () => (await import('./task-command.js')).taskCommand,
+  runs: async () => (await import('./runs-command.js')).runsCommand,
+  logs: async () => (await import('./logs-command.js')).logsCommand,
+  diff: async () => (await import('./diff-command.js')).diffCommand,
+  push: async () => (await import('./push-command.js')).pushCommand,
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -9,6 +9,7 @@ import { lockWorkspace } from '../workspace/dir-lock.js';
 import { inspectProject } from '../workspace/project.js';
 import { checkTaskId, listTasks, readTaskRecord, removeTask } from '../workspace/task-worktree.js';
 import { parseFlags } from './args.js';
+import { printTable } from './table.js';
 
 export async function taskCommand(args: string[]): Promise<number> {
   const [sub, ...rest] = args;
@@ -29,9 +30,7 @@ async function taskLs(args: string[]): Promise<number> {
     process.stdout.write(`no tasks in ${home.tasks}\n`);
     return 0;
   }
-  const rows = [['TASK', 'BRANCH', 'RUNS', 'LAST RUN', 'PROJECT'], ...tasks.map((t) => [t.taskId, t.branch, String(t.runs), t.lastRunAt ?? '-', t.project])];
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  for (const r of rows) process.stdout.write(`${r.map((c, i) => (i < r.length - 1 ? c.padEnd(widths[i]!) : c)).join('  ')}\n`);
+  printTable([['TASK', 'BRANCH', 'RUNS', 'LAST RUN', 'PROJECT'], ...tasks.map((t) => [t.taskId, t.branch, String(t.runs), t.lastRunAt ?? '-', t.project])]);
   return 0;
 }
 

@@ -124,6 +124,14 @@ export class DockerRuntime implements ContainerRuntime {
     }
   }
 
+  async listByLabels(labels: Record<string, string>): Promise<Array<{ id: string; labels: Record<string, string> }>> {
+    const list = await this.docker.listContainers({
+      all: true,
+      filters: { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) },
+    });
+    return list.map((c) => ({ id: c.Id, labels: c.Labels ?? {} }));
+  }
+
   async removeByLabels(labels: Record<string, string>): Promise<number> {
     const list = await this.docker.listContainers({
       all: true,

@@ -77,6 +77,8 @@ export interface ContainerRuntime {
   /** Pulls the image when it is not present locally, reporting progress. */
   ensureImage(image: string, onProgress: (p: PullProgress) => void): Promise<void>;
   create(spec: ContainerSpec): Promise<ContainerHandle>;
+  /** The containers (running or not) whose labels include all of `labels`. */
+  listByLabels(labels: Record<string, string>): Promise<Array<{ id: string; labels: Record<string, string> }>>;
   /** Force-removes every container whose labels include all of `labels`; returns how many. */
   removeByLabels(labels: Record<string, string>): Promise<number>;
 }

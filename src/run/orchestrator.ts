@@ -15,10 +15,12 @@ import type { RunIdentity } from '../plan/render.js';
 import { planSteps, secretsNeeded, type StepPlan } from '../plan/step-plan.js';
 import { RunnerHome } from '../workspace/home.js';
 import { openWorkspace, prepareWorkspace, type TaskFlags } from '../workspace/open.js';
+import { GitWorkspace } from '../workspace/git-workspace.js';
 import type { Workspace } from '../workspace/workspace.js';
 import { HookRunner } from './hook-runner.js';
 import type { RunRecord } from './record.js';
 import type { Reporter } from './reporter.js';
+import { holdOwnerLock } from './owner-lock.js';
 import { newRunId } from './run-id.js';
 import { runStep } from './run-step.js';
 import { resolveSecrets } from './secrets.js';
@@ -72,6 +74,8 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
   await home.ensure();
   const runId = newRunId(deps.clock());
   const store = await RunStore.create(home.runs, runId, masker);
+  // Held while the run lives: recovery tells a live run from a dead one by it.
+  const owner = await holdOwnerLock(opts.home, runId);
   const startedAt = deps.clock();
   const record: RunRecord = {
     runId,
@@ -92,6 +96,9 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     push: null,
     keptWorkspace: false,
     pid: process.pid,
+    current: null,
+    recovery: null,
+    delivered: null,
     hooks: [],
     steps: [],
     error: null,
@@ -117,6 +124,7 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     record.worktree = ws.path;
     record.branch = ws.branch;
     record.baseSha = ws.baseSha;
+    if (ws instanceof GitWorkspace) record.recovery = { gitDir: ws.worktree.gitDir, links: ws.worktree.links, dirId: ws.worktree.dirId };
     removeWorkspace = ws.disposable && !opts.keepWorkspace;
     await store.writeRecord(record);
     deps.reporter.runStarted(record, plans.map((p) => p.id));
@@ -133,6 +141,8 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
 
     await runSteps(deps, opts, plans, ws, record, store, masker, secrets);
     record.headSha = await ws.head();
+    // The run's whole change, kept after the worktree is gone.
+    if (ws instanceof GitWorkspace) await ws.saveDiff(path.join(store.dir, 'diff.patch'));
     if (!deps.signal.aborted && record.status !== 'canceled' && ws.branch) await push(deps, ws, pipeline.project, record, store);
   } catch (err) {
     const failedRun = err instanceof RunnerError && (err.code === 'hook_failed' || err.code === 'task_git_replaced');
@@ -153,6 +163,7 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     await store.writeRecord(record);
     store.event('run_finished', { status: record.status, headSha: record.headSha, pushed: record.pushed });
     await store.close();
+    await owner.release();
   }
   deps.reporter.runFinished(record);
   return record;
@@ -183,6 +194,8 @@ async function runSteps(
       record.steps.push(skipped(plan));
       continue;
     }
+    record.current = { id: plan.id, startedAt: deps.clock().toISOString() };
+    await store.writeRecord(record);
     const result = await runStep({
       deps,
       home: opts.home,
@@ -197,6 +210,7 @@ async function runSteps(
       secrets,
     });
     record.steps.push(result);
+    record.current = null;
     await store.writeRecord(record);
     if (result.status === 'canceled' || result.error) stopped = true;
     else if (result.status !== 'completed' && !plan.continueOnError) stopped = true;

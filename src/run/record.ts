@@ -2,7 +2,7 @@
 import type { WorkspaceKind } from '../workspace/workspace.js';
 import type { StepResult } from './step-result.js';
 
-export type RunStatus = 'running' | 'succeeded' | 'failed' | 'canceled' | 'error';
+export type RunStatus = 'running' | 'succeeded' | 'failed' | 'canceled' | 'error' | 'interrupted';
 
 export interface RunRecord {
   runId: string;
@@ -25,6 +25,12 @@ export interface RunRecord {
   push: { remote?: string; reason?: string; error?: string; hint?: string } | null;
   keptWorkspace: boolean;
   pid: number;
+  /** the step running now (cleared when it ends): what recovery marks interrupted */
+  current: { id: string; startedAt: string } | null;
+  /** git kinds: what recovery needs to commit leftovers without trusting the worktree */
+  recovery: { gitDir: string; links: { dotGit: string; gitdir: string; commondir: string }; dirId: { dev: number; ino: number } } | null;
+  /** whether the run's work was brought into the project (runner apply / merge) */
+  delivered: { how: 'apply' | 'merge'; at: string; into?: string; commit?: string } | null;
   hooks: Array<{ name: string; ok: boolean; exitCode: number | null; timedOut: boolean; durationMs: number; outputCut: boolean }>;
   steps: StepResult[];
   error: { code: string; message: string } | null;

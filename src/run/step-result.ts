@@ -1,7 +1,7 @@
 /** How a step ended, in one shape for success and failure. Pure. */
 import type { ChangeList } from '../workspace/snapshot.js';
 
-export type StepStatus = 'completed' | 'failed' | 'timed_out' | 'oom' | 'canceled' | 'skipped';
+export type StepStatus = 'completed' | 'failed' | 'timed_out' | 'oom' | 'canceled' | 'skipped' | 'interrupted';
 
 export interface StepResult {
   id: string;

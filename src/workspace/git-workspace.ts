@@ -7,7 +7,7 @@ import { errorMessage, WorkspaceError } from '../common/errors.js';
 import type { Mount } from '../container/runtime.js';
 import type { Git } from '../git/git.js';
 import { pushBranch, type PushOutcome, type PushPolicy } from '../git/push.js';
-import { commitAll, headOf, removeWorktree, savePatch, verifyGitLinks, type GitWorktree } from './git-worktree.js';
+import { commitAll, diffToFile, headOf, removeWorktree, savePatch, verifyGitLinks, type GitWorktree } from './git-worktree.js';
 import { handOver } from './ownership.js';
 import type { StepWork, Workspace, WorkspaceKind } from './workspace.js';
 
@@ -112,6 +112,11 @@ export class GitWorkspace implements Workspace {
       }
       return work;
     }
+  }
+
+  /** The run's whole change, base to head, as a patch in `file`. */
+  async saveDiff(file: string): Promise<void> {
+    await diffToFile(this.git, this.wt.project, this.wt.baseSha, await this.head(), file);
   }
 
   head(): Promise<string> {

@@ -200,6 +200,23 @@ export async function savePatch(git: Git, wt: GitWorktree, file: string): Promis
   }
 }
 
+/** `git diff --binary from to` written by git itself into `file` (through a directory git's user owns). */
+export async function diffToFile(git: Git, project: ProjectFacts, from: string, to: string, file: string): Promise<void> {
+  const scratch = await mkdtemp(path.join(path.dirname(file), '.diff-'));
+  try {
+    await chown(scratch, project.uid, project.gid);
+    const out = path.join(scratch, 'diff');
+    await git.run(['diff', '--binary', '--no-ext-diff', '--no-textconv', `--output=${out}`, from, to], {
+      cwd: project.root,
+      gitDir: project.commonDir,
+      isolated: true,
+    });
+    await rename(out, file);
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
 export async function headOf(git: Git, wt: GitWorktree): Promise<string> {
   return git.out(['rev-parse', `refs/heads/${wt.branch}`], { cwd: wt.project.root, gitDir: wt.project.commonDir });
 }

@@ -12,12 +12,12 @@ function withSecrets(steps: string): string {
   return pipelineYaml(steps).replace('steps:', 'secrets: [RUNNER_TEST_TOKEN, RUNNER_TEST_OTHER]\nsteps:');
 }
 
-/** Every file of the run's record, concatenated. */
+/** Every file of the run's record, concatenated; patches are the step's work itself, as it wrote it. */
 async function everythingRecorded(home: string, runId: string): Promise<string> {
   const dir = path.join(home, 'runs', runId);
   let all = '';
   for (const e of await readdir(dir, { recursive: true, withFileTypes: true })) {
-    if (e.isFile()) all += await readFile(path.join(e.parentPath ?? (e as any).path, e.name), 'utf8');
+    if (e.isFile() && !e.name.endsWith('.patch')) all += await readFile(path.join(e.parentPath ?? (e as any).path, e.name), 'utf8');
   }
   return all;
 }

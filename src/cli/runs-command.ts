@@ -1,0 +1,128 @@
+/** `runner runs ls|show|prune` */
+import { rm } from 'node:fs/promises';
+import { formatDuration, parseDuration } from '../common/durations.js';
+import { UsageError } from '../common/errors.js';
+import { Git } from '../git/git.js';
+import type { RunRecord } from '../run/record.js';
+import { listRuns, readRun, runDir } from '../run/records.js';
+import { inspectProject } from '../workspace/project.js';
+import { parseFlags } from './args.js';
+import { openHome } from './context.js';
+import { printTable } from './table.js';
+
+export async function runsCommand(args: string[]): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub === 'ls' || sub === undefined) return runsLs(rest);
+  if (sub === 'show') return runsShow(rest);
+  if (sub === 'prune') return runsPrune(rest);
+  throw new UsageError(`runs: expected ls, show or prune, got ${sub} (runner --help)`);
+}
+
+async function runsLs(args: string[]): Promise<number> {
+  const { values } = parseFlags(
+    'runs ls',
+    args,
+    { pipeline: { type: 'string' }, status: { type: 'string' }, json: { type: 'boolean', default: false }, home: { type: 'string' } },
+    [],
+  );
+  const home = await openHome(values.home);
+  const runs = (await listRuns(home.runs)).filter(
+    (r) => (!values.pipeline || r.pipeline === values.pipeline) && (!values.status || r.status === values.status),
+  );
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify(runs.map(brief))}\n`);
+    return 0;
+  }
+  if (runs.length === 0) {
+    process.stdout.write('no runs\n');
+    return 0;
+  }
+  printTable([
+    ['RUN', 'PIPELINE', 'STATUS', 'STARTED', 'DURATION', 'BRANCH'],
+    ...runs.map((r) => [
+      r.runId,
+      r.pipeline,
+      r.status,
+      r.startedAt.replace('T', ' ').slice(0, 19),
+      r.durationMs !== null ? formatDuration(r.durationMs) : '-',
+      r.branch ?? (r.workspace === 'persistent_directory' ? `(${r.project})` : '-'),
+    ]),
+  ]);
+  return 0;
+}
+
+function brief(r: RunRecord) {
+  return { runId: r.runId, pipeline: r.pipeline, status: r.status, startedAt: r.startedAt, durationMs: r.durationMs, branch: r.branch, workspace: r.workspace };
+}
+
+async function runsShow(args: string[]): Promise<number> {
+  const { values, positionals } = parseFlags('runs show', args, { json: { type: 'boolean', default: false }, home: { type: 'string' } }, ['RUN_ID']);
+  const home = await openHome(values.home);
+  const r = await readRun(home.runs, positionals[0]!);
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
+    return 0;
+  }
+  const lines = [
+    `run        ${r.runId}`,
+    `pipeline   ${r.pipeline} (${r.pipelineFile})`,
+    `status     ${r.status}${r.error ? `: ${r.error.message}` : ''}`,
+    `project    ${r.project} (${r.workspace}${r.taskId ? `, task ${r.taskId}` : ''})`,
+    ...(r.branch ? [`branch     ${r.branch}  ${r.baseSha?.slice(0, 10)}..${r.headSha?.slice(0, 10) ?? '?'}${r.pushed ? `  pushed to ${r.push?.remote}` : ''}`] : []),
+    `started    ${r.startedAt}${r.durationMs !== null ? `  (${formatDuration(r.durationMs)})` : ''}`,
+    ...(r.delivered ? [`delivered  ${r.delivered.how}${r.delivered.into ? ` into ${r.delivered.into}` : ''} at ${r.delivered.at}`] : []),
+    'steps',
+    ...r.steps.map(
+      (s) =>
+        `  ${s.id.padEnd(16)} ${s.status.padEnd(11)} ${s.exitCode ?? '-'}`.padEnd(34) +
+        ` ${formatDuration(s.durationMs).padStart(7)}  ${s.commit?.slice(0, 10) ?? ''}${s.limits?.length ? `  limits: ${s.limits.join(', ')}` : ''}${s.message ? `  ${s.message}` : ''}`,
+    ),
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+  return 0;
+}
+
+async function runsPrune(args: string[]): Promise<number> {
+  const { values } = parseFlags(
+    'runs prune',
+    args,
+    {
+      'older-than': { type: 'string' },
+      branches: { type: 'boolean', default: false },
+      yes: { type: 'boolean', default: false },
+      home: { type: 'string' },
+    },
+    [],
+  );
+  const age = values['older-than'] ? parseDuration(values['older-than']) : undefined;
+  if (age === undefined) throw new UsageError('runs prune: --older-than is required, like 30d (runner --help)');
+  const home = await openHome(values.home);
+  const cutoff = Date.now() - age;
+  const old = (await listRuns(home.runs)).filter((r) => r.status !== 'running' && Date.parse(r.startedAt) < cutoff);
+  const branches = values.branches ? old.filter((r) => r.branch?.startsWith('run/') && !r.delivered) : [];
+  if (old.length === 0) {
+    process.stdout.write(`no runs older than ${values['older-than']}\n`);
+    return 0;
+  }
+  process.stdout.write(
+    `${old.length} run record(s) older than ${values['older-than']}` +
+      (values.branches ? `, and ${branches.length} run branch(es) never delivered` : '') +
+      ` would be removed\n`,
+  );
+  if (!values.yes) {
+    process.stdout.write('nothing removed: run again with --yes to remove them\n');
+    return 0;
+  }
+  for (const r of branches) {
+    try {
+      const project = await inspectProject((who) => new Git(who), r.project);
+      const git = new Git({ uid: project.uid, gid: project.gid });
+      await git.run(['branch', '-D', '--', r.branch!], { cwd: project.root, gitDir: project.commonDir, allowFail: true });
+    } catch (err) {
+      process.stderr.write(`runner: branch ${r.branch} of run ${r.runId} kept: ${(err as Error).message}\n`);
+    }
+  }
+  for (const r of old) await rm(runDir(home.runs, r.runId), { recursive: true, force: true });
+  process.stdout.write(`removed ${old.length} run record(s)${values.branches ? ` and ${branches.length} branch(es)` : ''}\n`);
+  return 0;
+}

@@ -1,0 +1,129 @@
+/**
+ * Recovery after a crash, run first by every command that touches runs:
+ *  - a run recorded as running whose owner process is gone (owner-lock.ts) is
+ *    marked `interrupted`; whatever its last step left is committed as such
+ *    (or saved as a patch when its git files were tampered with); a per-run
+ *    worktree is then removed and pruned, a task worktree kept;
+ *  - every container labelled with this runner home whose run is not live is
+ *    removed.
+ * A live run of another process is never touched.
+ */
+import path from 'node:path';
+import { errorMessage } from '../common/errors.js';
+import { LABELS, type ContainerRuntime } from '../container/runtime.js';
+import type { Git, GitIdentity } from '../git/git.js';
+import { commitAll, removeWorktree, repositoryFilters, savePatch, type GitWorktree } from '../workspace/git-worktree.js';
+import type { RunnerHome } from '../workspace/home.js';
+import { inspectProject } from '../workspace/project.js';
+import { commitMessage } from './commit-message.js';
+import type { RunRecord } from './record.js';
+import { listRuns, writeRun } from './records.js';
+import { ownerAlive } from './owner-lock.js';
+
+export interface ReconcileDeps {
+  runtime: ContainerRuntime | undefined;
+  makeGit: (who: GitIdentity) => Git;
+  clock: () => Date;
+  say: (message: string) => void;
+}
+
+export interface ReconcileReport {
+  interrupted: string[];
+  containersRemoved: number;
+}
+
+export async function reconcile(deps: ReconcileDeps, home: RunnerHome): Promise<ReconcileReport> {
+  const report: ReconcileReport = { interrupted: [], containersRemoved: 0 };
+  for (const rec of await listRuns(home.runs)) {
+    if (rec.status !== 'running' || (await ownerAlive(home.root, rec.runId))) continue;
+    await recoverRun(deps, home, rec);
+    report.interrupted.push(rec.runId);
+  }
+  if (deps.runtime) {
+    try {
+      report.containersRemoved = await removeOrphanContainers(deps.runtime, home.root);
+    } catch (err) {
+      deps.say(`could not look for leftover containers: ${errorMessage(err)}`);
+    }
+  }
+  if (report.containersRemoved) deps.say(`removed ${report.containersRemoved} container(s) left by runs that are gone`);
+  return report;
+}
+
+async function removeOrphanContainers(runtime: ContainerRuntime, home: string): Promise<number> {
+  let removed = 0;
+  for (const c of await runtime.listByLabels({ [LABELS.home]: home })) {
+    const runId = c.labels[LABELS.runId];
+    if (runId && (await ownerAlive(home, runId))) continue;
+    removed += await runtime.removeByLabels({ [LABELS.home]: home, [LABELS.runId]: runId ?? '' });
+  }
+  return removed;
+}
+
+async function recoverRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord): Promise<void> {
+  const notes: string[] = [];
+  if (deps.runtime) {
+    await deps.runtime.removeByLabels({ [LABELS.home]: home.root, [LABELS.runId]: rec.runId }).catch((err) => {
+      notes.push(`its container could not be removed: ${errorMessage(err)}`);
+    });
+  }
+  const step = rec.current;
+  const now = deps.clock().toISOString();
+  if (step) {
+    rec.steps.push({
+      id: step.id,
+      status: 'interrupted',
+      exitCode: null,
+      oomKilled: false,
+      timedOut: false,
+      durationMs: Date.parse(now) - Date.parse(step.startedAt),
+      startedAt: step.startedAt,
+      finishedAt: now,
+      commit: null,
+      outputs: {},
+      limits: [],
+    });
+  }
+  if (rec.recovery && rec.worktree && rec.branch && rec.baseSha) {
+    try {
+      const project = await inspectProject(deps.makeGit, rec.project);
+      const git = deps.makeGit({ uid: project.uid, gid: project.gid });
+      const wt: GitWorktree = {
+        name: path.basename(rec.worktree),
+        path: rec.worktree,
+        branch: rec.branch,
+        baseSha: rec.baseSha,
+        ...rec.recovery,
+        filterNames: await repositoryFilters(git, project),
+        project,
+      };
+      const result = rec.steps[rec.steps.length - 1];
+      try {
+        const { commit } = await commitAll(
+          git,
+          wt,
+          commitMessage({ runId: rec.runId, stepId: step?.id ?? 'recovery', actor: 'runner', status: 'interrupted', exitCode: null }),
+        );
+        if (result && step) result.commit = commit ?? null;
+      } catch (err) {
+        const patch = path.join(home.runs, rec.runId, 'steps', `${step?.id ?? 'recovery'}.patch`);
+        const saved = await savePatch(git, wt, patch).catch(() => false);
+        notes.push(`its leftovers could not be committed (${errorMessage(err)})${saved ? `; saved in ${patch}` : ''}`);
+      }
+      rec.headSha = await git.out(['rev-parse', `refs/heads/${rec.branch}`], { cwd: project.root, gitDir: project.commonDir });
+      if (rec.workspace === 'git_worktree' && !rec.keptWorkspace) await removeWorktree(git, wt);
+    } catch (err) {
+      notes.push(`its worktree could not be recovered: ${errorMessage(err)}`);
+    }
+  }
+  rec.status = 'interrupted';
+  rec.current = null;
+  rec.finishedAt = now;
+  rec.durationMs = Date.parse(now) - Date.parse(rec.startedAt);
+  rec.error = {
+    code: 'interrupted',
+    message: [`the runner (pid ${rec.pid}) stopped during the run; recovered at ${now}`, ...notes].join('; '),
+  };
+  await writeRun(home.runs, rec);
+  deps.say(`run ${rec.runId} was interrupted (its runner is gone): marked interrupted${step ? `, step ${step.id}'s leftovers committed` : ''}`);
+}
