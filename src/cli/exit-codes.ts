@@ -1,5 +1,6 @@
 /** The exit codes of `runner`, and which errors map to which. */
 import { ContainerError, GitError, PipelineError, RunnerError, UsageError, WorkspaceError } from '../common/errors.js';
+import { DeliveryRefused } from '../delivery/refusal.js';
 import type { RunStatus } from '../run/record.js';
 
 export const EXIT = {
@@ -31,6 +32,8 @@ const BAD_INPUT_CODES = new Set([
 const RUN_FAILED_CODES = new Set(['hook_failed', 'task_git_replaced', 'workspace_tampered']);
 
 export function exitCodeForError(err: unknown): number {
+  // A refused delivery is an answer, not a breakage: it changed nothing.
+  if (err instanceof DeliveryRefused) return EXIT.stepFailed;
   if (err instanceof PipelineError || err instanceof UsageError) return EXIT.badInput;
   if (err instanceof RunnerError && BAD_INPUT_CODES.has(err.code)) return EXIT.badInput;
   if (err instanceof ContainerError || err instanceof GitError || err instanceof WorkspaceError) return EXIT.infrastructure;

@@ -25,6 +25,22 @@ Usage:
       Remove a task's worktree (its branch is kept).
   runner validate FILE
       Check FILE and print every problem with its line and column.
+  runner runs ls [--pipeline P] [--status S] [--json]
+  runner runs show RUN_ID [--json]
+  runner runs prune --older-than 30d [--branches] [--yes]
+      List, show, or remove run records (and with --branches the run branches
+      never delivered). Every command that touches runs first recovers runs a
+      crashed runner left: marked interrupted, leftovers committed, containers gone.
+  runner logs RUN_ID [--step ID] [--follow]
+  runner diff RUN_ID       the run's whole change against its base
+  runner push RUN_ID       push a run's branch again
+  runner apply RUN_ID      the run's change into the project's checkout, uncommitted
+  runner merge RUN_ID [--into BRANCH] [--squash] [--push]
+  runner merge --all RUN_ID... [--into BRANCH] [--squash] [--push]
+      Merge run branches in a temporary worktree and move the target branch
+      (and the checkout, when it is the target). A refusal (target_dirty,
+      verification_failed, patch_invalid, scope_violation, conflict) changes
+      nothing and exits 1.
   runner --help | -h       this text
   runner --version | -v    the version
 

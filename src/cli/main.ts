@@ -16,6 +16,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   logs: async () => (await import('./logs-command.js')).logsCommand,
   diff: async () => (await import('./diff-command.js')).diffCommand,
   push: async () => (await import('./push-command.js')).pushCommand,
+  apply: async () => (await import('./apply-command.js')).applyCommand,
+  merge: async () => (await import('./merge-command.js')).mergeCommand,
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -67,6 +67,7 @@ function knownKeysAt(path: DocPath): readonly string[] {
   if (path.length === 0) return KNOWN_KEYS.root;
   if (a === 'project') return KNOWN_KEYS.project;
   if (a === 'hooks') return KNOWN_KEYS.hooks;
+  if (a === 'delivery') return KNOWN_KEYS.delivery;
   if (a === 'schedule') return KNOWN_KEYS.schedule;
   if (a === 'defaults') return path.length === 1 ? KNOWN_KEYS.defaults : KNOWN_KEYS.resources;
   if (a === 'steps') return c === 'resources' ? KNOWN_KEYS.resources : KNOWN_KEYS.step;

@@ -84,6 +84,8 @@ export const stepSchema = z.strictObject({
   env: envMap.optional(),
   secrets: z.array(envName).optional(),
   continue_on_error: z.boolean().optional(),
+  /** a step whose success runner apply / merge require */
+  verify: z.boolean().optional(),
 });
 
 export const projectSchema = z.strictObject({
@@ -123,6 +125,12 @@ export const pipelineSchema = z.strictObject({
   steps: z.array(stepSchema).min(1, 'a pipeline needs at least one step'),
   schedule: z.array(scheduleSchema).optional(),
   hooks: hooksSchema.optional(),
+  delivery: z
+    .strictObject({
+      /** globs a run's change must stay within to be applied or merged */
+      paths: z.array(z.string().min(1)).min(1, 'expected at least one glob, like src/**'),
+    })
+    .optional(),
 });
 
 export type PipelineFile = z.output<typeof pipelineSchema>;
@@ -137,6 +145,7 @@ export const KNOWN_KEYS = {
   agent: Object.keys(agentSchema.shape),
   resources: Object.keys(resources.shape),
   schedule: Object.keys(scheduleSchema.shape),
+  delivery: ['paths'],
   hooks: Object.keys(hooksSchema.shape),
   defaults: Object.keys(stepSettings),
 };

@@ -43,6 +43,8 @@ export interface StepPlan {
   /** `auto` or `uid[:gid]` */
   user: string;
   continueOnError: boolean;
+  /** runner apply / merge require this step to have completed */
+  verify: boolean;
 }
 
 export function planSteps(p: PipelineFile): StepPlan[] {
@@ -70,6 +72,7 @@ export function planSteps(p: PipelineFile): StepPlan[] {
       timeoutMs: s.timeout ?? a.timeout ?? d.timeout ?? BUILTIN_DEFAULTS.timeoutMs,
       user: s.user ?? a.user ?? d.user ?? BUILTIN_DEFAULTS.user,
       continueOnError: s.continue_on_error ?? false,
+      verify: s.verify ?? false,
     };
     if (s.agent !== undefined) plan.agent = s.agent;
     if (run !== undefined) plan.run = run;

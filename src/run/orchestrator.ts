@@ -99,6 +99,7 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     current: null,
     recovery: null,
     delivered: null,
+    deliveryRules: { verifySteps: plans.filter((p) => p.verify).map((p) => p.id), paths: pipeline.delivery?.paths ?? null },
     hooks: [],
     steps: [],
     error: null,

@@ -29,6 +29,8 @@ export interface RunRecord {
   current: { id: string; startedAt: string } | null;
   /** git kinds: what recovery needs to commit leftovers without trusting the worktree */
   recovery: { gitDir: string; links: { dotGit: string; gitdir: string; commondir: string }; dirId: { dev: number; ino: number } } | null;
+  /** what delivery checks, fixed at run time: the steps marked verify, the allowed paths */
+  deliveryRules: { verifySteps: string[]; paths: string[] | null };
   /** whether the run's work was brought into the project (runner apply / merge) */
   delivered: { how: 'apply' | 'merge'; at: string; into?: string; commit?: string } | null;
   hooks: Array<{ name: string; ok: boolean; exitCode: number | null; timedOut: boolean; durationMs: number; outputCut: boolean }>;

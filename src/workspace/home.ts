@@ -29,6 +29,11 @@ export class RunnerHome {
     return path.join(this.root, 'tasks');
   }
 
+  /** temporary worktrees of runner merge (always removed) */
+  get merges(): string {
+    return path.join(this.root, 'merges');
+  }
+
   get locks(): string {
     return path.join(this.root, 'locks');
   }

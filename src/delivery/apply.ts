@@ -1,0 +1,52 @@
+/**
+ * `runner apply RUN_ID`: the run's change, base to head, applied to the
+ * project's checkout as uncommitted changes. Refused, changing nothing, when
+ * the checkout is dirty, a verify step did not pass, the change leaves
+ * delivery.paths, or the patch does not apply (checked with a temporary
+ * index, without touching the checkout).
+ */
+import { chown, mkdtemp, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { filtersOff } from '../git/git.js';
+import { repositoryFilters } from '../workspace/git-worktree.js';
+import { changedPaths, checkClean, checkScope, checkVerification } from './guards.js';
+import { DeliveryRefused } from './refusal.js';
+import type { DeliverySource } from './source.js';
+
+export async function applyRun(src: DeliverySource, scratchRoot: string): Promise<{ files: string[] }> {
+  const { git, project } = src;
+  checkVerification(src.rec);
+  await checkClean(git, project);
+  const files = await changedPaths(git, project, src.base, src.head);
+  checkScope(src.rec, files);
+
+  const scratch = await mkdtemp(path.join(scratchRoot, '.apply-'));
+  try {
+    await chown(scratch, project.uid, project.gid);
+    const patch = path.join(scratch, 'change.patch');
+    await git.run(['diff', '--binary', '--no-ext-diff', '--no-textconv', `--output=${patch}`, src.base, src.head], {
+      cwd: project.root,
+      gitDir: project.commonDir,
+    });
+    const check = { cwd: project.root, gitDir: project.commonDir, indexFile: path.join(scratch, 'index') };
+    await git.run(['read-tree', 'HEAD'], check);
+    const r = await git.run(['apply', '--cached', '--check', '--binary', patch], { ...check, allowFail: true });
+    if (r.code !== 0) {
+      throw new DeliveryRefused(
+        'patch_invalid',
+        `the run's change does not apply to ${project.root} at HEAD: ${r.stderr.trim().split('\n').slice(0, 5).join('; ')}; merge it instead (runner merge ${src.rec.runId}) to resolve`,
+      );
+    }
+    // The checkout is clean (checked above), so what applies to the index applies to the files.
+    // The change is a step's work: no filter driver it selects runs.
+    await git.run(['apply', '--binary', patch], {
+      cwd: project.root,
+      gitDir: project.commonDir,
+      workTree: project.root,
+      config: filtersOff(await repositoryFilters(git, project)),
+    });
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+  return { files };
+}

@@ -1,0 +1,100 @@
+/**
+ * `runner merge RUN_ID [--into BRANCH] [--squash] [--push]`: the run branch is
+ * merged in a temporary detached worktree (never in the user's checkout), the
+ * result committed, and the target branch moved to it only if it has not moved
+ * meanwhile. When the target is the branch checked out in the project (clean,
+ * by the target_dirty guard), the checkout is fast-forwarded with it, so the
+ * working tree and index match. The temporary worktree is always removed.
+ */
+import { chown, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { filtersOff, type Git, type GitCall } from '../git/git.js';
+import { withRepoLock } from '../git/repo-lock.js';
+import { repositoryFilters } from '../workspace/git-worktree.js';
+import type { ProjectFacts } from '../workspace/project.js';
+import { changedPaths, checkClean, checkScope, checkVerification } from './guards.js';
+import { DeliveryRefused } from './refusal.js';
+import type { DeliverySource } from './source.js';
+
+export interface MergeOptions {
+  into?: string;
+  squash: boolean;
+  scratchRoot: string;
+}
+
+export interface MergeResult {
+  into: string;
+  commit: string;
+  movedCheckout: boolean;
+}
+
+export async function currentBranch(git: Git, project: ProjectFacts): Promise<string | undefined> {
+  const r = await git.run(['symbolic-ref', '--quiet', '--short', 'HEAD'], { cwd: project.root, gitDir: project.commonDir, allowFail: true });
+  return r.code === 0 ? r.stdout.trim() : undefined;
+}
+
+export async function mergeRun(src: DeliverySource, o: MergeOptions): Promise<MergeResult> {
+  const { git, project, rec } = src;
+  const checkedOut = await currentBranch(git, project);
+  const into = o.into ?? checkedOut;
+  if (!into) throw new DeliveryRefused('not_deliverable', `the project's HEAD is detached: name the target with --into BRANCH`);
+  const target = `refs/heads/${into}`;
+  const old = (await git.run(['rev-parse', '--verify', '--quiet', `${target}^{commit}`], { cwd: project.root, gitDir: project.commonDir, allowFail: true })).stdout.trim();
+  if (!old) throw new DeliveryRefused('not_deliverable', `there is no branch ${into} in ${project.root}`);
+
+  checkVerification(rec);
+  checkScope(rec, await changedPaths(git, project, src.base, src.head));
+  const movesCheckout = checkedOut === into;
+  if (movesCheckout) await checkClean(git, project);
+
+  await mkdir(o.scratchRoot, { recursive: true });
+  const scratch = await mkdtemp(path.join(o.scratchRoot, `merge-${rec.runId}-`));
+  const tmp = path.join(scratch, 'worktree');
+  const config = [...filtersOff(await repositoryFilters(git, project)), 'diff.ignoreSubmodules=all', 'submodule.recurse=false'];
+  try {
+    await chown(scratch, project.uid, project.gid);
+    await withRepoLock(project.commonDir, () =>
+      git.run(['worktree', 'add', '--quiet', '--detach', tmp, old], { cwd: project.root, gitDir: project.commonDir, config }),
+    );
+    const call: GitCall = { cwd: tmp, config, isolated: true };
+    const subject = `${o.squash ? 'Squash-merge' : 'Merge'} ${rec.branch} (run ${rec.runId}, pipeline ${rec.pipeline})`;
+    const merged = await git.run(
+      o.squash ? ['merge', '--squash', '--no-verify', rec.branch!] : ['merge', '--no-ff', '--no-verify', '-m', subject, rec.branch!],
+      { ...call, allowFail: true },
+    );
+    if (merged.code !== 0) {
+      const conflicted = (await git.out(['diff', '--name-only', '--diff-filter=U'], call)).split('\n').filter(Boolean);
+      if (conflicted.length) {
+        throw new DeliveryRefused(
+          'conflict',
+          `merging ${rec.branch} into ${into} conflicts in ${conflicted.join(', ')}; ${into} is unchanged: resolve by hand (git merge ${rec.branch}) or run the pipeline again on the new ${into}`,
+          conflicted,
+        );
+      }
+      throw new DeliveryRefused('conflict', `merging ${rec.branch} into ${into} failed: ${merged.stderr.trim() || merged.stdout.trim()}`);
+    }
+    if (o.squash) {
+      const staged = await git.run(['diff', '--cached', '--quiet'], { ...call, allowFail: true });
+      if (staged.code === 0) throw new DeliveryRefused('not_deliverable', `${rec.branch} brings no change to ${into}`);
+      await git.run(['commit', '--quiet', '--no-verify', '--file=-'], { ...call, input: `${subject}\n\nRunner-Run: ${rec.runId}\n` });
+    }
+    const commit = await git.out(['rev-parse', 'HEAD'], call);
+
+    if (movesCheckout) {
+      // The user's checkout and its branch move together; checked clean again right before.
+      await checkClean(git, project);
+      await git.run(['merge', '--ff-only', '--quiet', commit], { cwd: project.root, gitDir: project.commonDir, workTree: project.root, config });
+    } else {
+      const moved = await git.run(['update-ref', '-m', `runner merge ${rec.runId}`, target, commit, old], {
+        cwd: project.root,
+        gitDir: project.commonDir,
+        allowFail: true,
+      });
+      if (moved.code !== 0) throw new DeliveryRefused('conflict', `${into} moved while merging; it is unchanged: try again`);
+    }
+    return { into, commit, movedCheckout: movesCheckout };
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+    await git.run(['worktree', 'prune'], { cwd: project.root, gitDir: project.commonDir, allowFail: true });
+  }
+}

@@ -1,0 +1,15 @@
+/** Why a delivery was refused. A refusal changes nothing and says how to proceed. */
+import { RunnerError } from '../common/errors.js';
+
+export type RefusalReason = 'target_dirty' | 'verification_failed' | 'patch_invalid' | 'scope_violation' | 'conflict' | 'not_deliverable';
+
+export class DeliveryRefused extends RunnerError {
+  constructor(
+    readonly reason: RefusalReason,
+    message: string,
+    /** the paths or steps behind the refusal */
+    readonly details: string[] = [],
+  ) {
+    super(reason, `refused (${reason}): ${message}`);
+  }
+}
