@@ -46,6 +46,7 @@ test-unit: build
 
 bench: build images
 	node dist/bench/overhead.js
+	node dist/bench/runs-ls.js
 
 clean:
 	rm -rf dist .demo

@@ -6,7 +6,8 @@ export function parseFlags<T extends NonNullable<ParseArgsConfig['options']>>(
   command: string,
   args: string[],
   options: T,
-  positionals: string[],
+  /** the names of the positional arguments expected, exactly; or 'any' */
+  positionals: string[] | 'any',
 ) {
   let parsed;
   try {
@@ -14,7 +15,7 @@ export function parseFlags<T extends NonNullable<ParseArgsConfig['options']>>(
   } catch (err) {
     throw new UsageError(`${command}: ${(err as Error).message.split('\n')[0]} (runner --help)`);
   }
-  if (parsed.positionals.length !== positionals.length) {
+  if (positionals !== 'any' && parsed.positionals.length !== positionals.length) {
     throw new UsageError(`${command}: expected ${positionals.join(' ')}, got ${parsed.positionals.length ? parsed.positionals.join(' ') : 'nothing'} (runner --help)`);
   }
   return parsed;

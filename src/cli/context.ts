@@ -2,9 +2,18 @@
 import { DockerRuntime } from '../container/docker.js';
 import { Git } from '../git/git.js';
 import { reconcile } from '../run/reconcile.js';
+import type { RunRecord } from '../run/record.js';
 import { RunnerHome, resolveHome } from '../workspace/home.js';
 
 export async function openHome(flag: string | undefined, opts: { quiet?: boolean; create?: boolean } = {}): Promise<RunnerHome> {
+  return (await openHomeWithRuns(flag, opts)).home;
+}
+
+/** openHome, with the run records reconciliation read (so a listing need not read them twice). */
+export async function openHomeWithRuns(
+  flag: string | undefined,
+  opts: { quiet?: boolean; create?: boolean } = {},
+): Promise<{ home: RunnerHome; runs: RunRecord[] }> {
   const home = new RunnerHome(resolveHome(flag));
   if (opts.create !== false) await home.ensure();
   const runtime = new DockerRuntime();
@@ -13,7 +22,7 @@ export async function openHome(flag: string | undefined, opts: { quiet?: boolean
     () => true,
     () => false,
   );
-  await reconcile(
+  const report = await reconcile(
     {
       runtime: reachable ? runtime : undefined,
       makeGit: (who) => new Git(who),
@@ -24,5 +33,5 @@ export async function openHome(flag: string | undefined, opts: { quiet?: boolean
     },
     home,
   );
-  return home;
+  return { home, runs: report.runs };
 }

@@ -22,7 +22,7 @@ export async function mergeCommand(args: string[]): Promise<number> {
       all: { type: 'boolean', default: false },
       home: { type: 'string' },
     },
-    [],
+    'any',
   );
   if (positionals.length === 0) throw new UsageError('merge: expected RUN_ID (or --all RUN_ID...) (runner --help)');
   if (positionals.length > 1 && !values.all) throw new UsageError('merge: several runs need --all (runner --help)');

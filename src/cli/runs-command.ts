@@ -7,7 +7,7 @@ import type { RunRecord } from '../run/record.js';
 import { listRuns, readRun, runDir } from '../run/records.js';
 import { inspectProject } from '../workspace/project.js';
 import { parseFlags } from './args.js';
-import { openHome } from './context.js';
+import { openHome, openHomeWithRuns } from './context.js';
 import { printTable } from './table.js';
 
 export async function runsCommand(args: string[]): Promise<number> {
@@ -25,8 +25,8 @@ async function runsLs(args: string[]): Promise<number> {
     { pipeline: { type: 'string' }, status: { type: 'string' }, json: { type: 'boolean', default: false }, home: { type: 'string' } },
     [],
   );
-  const home = await openHome(values.home);
-  const runs = (await listRuns(home.runs)).filter(
+  const { runs: all } = await openHomeWithRuns(values.home);
+  const runs = all.filter(
     (r) => (!values.pipeline || r.pipeline === values.pipeline) && (!values.status || r.status === values.status),
   );
   if (values.json) {

@@ -37,14 +37,14 @@ export function checkScope(rec: RunRecord, changedPaths: string[]): void {
 }
 
 export async function changedPaths(git: Git, project: ProjectFacts, from: string, to: string): Promise<string[]> {
-  const out = await git.out(['diff', '--name-only', '--no-renames', '-z', from, to], { cwd: project.root, gitDir: project.commonDir });
+  const out = (await git.run(['diff', '--name-only', '--no-renames', '-z', from, to], { cwd: project.root, gitDir: project.commonDir })).stdout;
   return out.split('\0').filter(Boolean);
 }
 
 /** The project's checkout has no uncommitted changes to tracked files. */
 export async function checkClean(git: Git, project: ProjectFacts): Promise<void> {
   const call: GitCall = { cwd: project.root, gitDir: project.commonDir, workTree: project.root };
-  const status = await git.out(['status', '--porcelain=v1', '--untracked-files=no', '-z'], call);
+  const status = (await git.run(['status', '--porcelain=v1', '--untracked-files=no', '-z'], call)).stdout;
   const dirty = status
     .split('\0')
     .filter(Boolean)

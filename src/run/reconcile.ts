@@ -30,11 +30,14 @@ export interface ReconcileDeps {
 export interface ReconcileReport {
   interrupted: string[];
   containersRemoved: number;
+  /** every run record, as it is after recovery, newest first */
+  runs: RunRecord[];
 }
 
 export async function reconcile(deps: ReconcileDeps, home: RunnerHome): Promise<ReconcileReport> {
-  const report: ReconcileReport = { interrupted: [], containersRemoved: 0 };
-  for (const rec of await listRuns(home.runs)) {
+  const runs = await listRuns(home.runs);
+  const report: ReconcileReport = { interrupted: [], containersRemoved: 0, runs };
+  for (const rec of runs) {
     if (rec.status !== 'running' || (await ownerAlive(home.root, rec.runId))) continue;
     await recoverRun(deps, home, rec);
     report.interrupted.push(rec.runId);
