@@ -38,5 +38,8 @@ export async function listRuns(runsRoot: string): Promise<RunRecord[]> {
         .catch(() => undefined),
     ),
   );
-  return records.filter((r): r is RunRecord => r !== undefined).sort((a, b) => (a.runId < b.runId ? 1 : -1));
+  // Newest first by start time (ms), then by id: two runs can start within one second.
+  return records
+    .filter((r): r is RunRecord => r !== undefined)
+    .sort((a, b) => b.startedAt.localeCompare(a.startedAt) || b.runId.localeCompare(a.runId));
 }
