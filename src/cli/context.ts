@@ -3,7 +3,7 @@ import { DockerRuntime } from '../container/docker.js';
 import { Git } from '../git/git.js';
 import { reconcile } from '../run/reconcile.js';
 import type { RunRecord } from '../run/record.js';
-import { RunnerHome, resolveHome } from '../workspace/home.js';
+import { canonicalHome, RunnerHome } from '../workspace/home.js';
 
 export async function openHome(flag: string | undefined, opts: { quiet?: boolean; create?: boolean } = {}): Promise<RunnerHome> {
   return (await openHomeWithRuns(flag, opts)).home;
@@ -14,7 +14,7 @@ export async function openHomeWithRuns(
   flag: string | undefined,
   opts: { quiet?: boolean; create?: boolean } = {},
 ): Promise<{ home: RunnerHome; runs: RunRecord[] }> {
-  const home = new RunnerHome(resolveHome(flag));
+  const home = new RunnerHome(await canonicalHome(flag));
   if (opts.create !== false) await home.ensure();
   const runtime = new DockerRuntime();
   // Recovery needs the engine to remove leftover containers; records are repaired without it.

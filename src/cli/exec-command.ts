@@ -6,7 +6,6 @@ import { loadPipeline } from '../pipeline/load.js';
 import { executeRun } from '../run/orchestrator.js';
 import { summarize } from '../run/record.js';
 import { readSecretsFile } from '../run/secrets-file.js';
-import { resolveHome } from '../workspace/home.js';
 import { checkTaskId } from '../workspace/task-worktree.js';
 import { parseFlags } from './args.js';
 import { openHome } from './context.js';
@@ -34,7 +33,7 @@ export async function execCommand(args: string[]): Promise<number> {
   const fromFile = values['secrets-file'] ? await readSecretsFile(values['secrets-file']) : {};
 
   // Runs a crashed runner left behind are recovered first (a home that does not exist yet is left alone).
-  await openHome(values.home, { create: false });
+  const home = (await openHome(values.home, { create: false })).root;
   const json = values.json === true;
   const stepOut = json ? process.stderr : process.stdout;
   const live = !json && process.stderr.isTTY === true && !process.env.CI;
@@ -65,7 +64,7 @@ export async function execCommand(args: string[]): Promise<number> {
       },
       {
         loaded,
-        home: resolveHome(values.home),
+        home,
         keepWorkspace: values['keep-workspace'] === true,
         // The file wins over the environment; only the names the pipeline declares are read.
         secretSource: { ...process.env, ...fromFile },

@@ -4,10 +4,10 @@ import { UsageError } from '../common/errors.js';
 import { Git } from '../git/git.js';
 import { loadPipeline } from '../pipeline/load.js';
 import { runHook, hookEnv, DEFAULT_HOOK_TIMEOUT_MS } from '../run/hooks.js';
-import { RunnerHome, resolveHome } from '../workspace/home.js';
+import { canonicalHome, RunnerHome } from '../workspace/home.js';
 import { lockWorkspace } from '../workspace/dir-lock.js';
 import { inspectProject } from '../workspace/project.js';
-import { checkTaskId, listTasks, readTaskRecord, removeTask } from '../workspace/task-worktree.js';
+import { checkTaskId, listTasks, readTaskRecord, removeTask, taskLockKey } from '../workspace/task-worktree.js';
 import { parseFlags } from './args.js';
 import { printTable } from './table.js';
 
@@ -20,7 +20,7 @@ export async function taskCommand(args: string[]): Promise<number> {
 
 async function taskLs(args: string[]): Promise<number> {
   const { values } = parseFlags('task ls', args, { json: { type: 'boolean', default: false }, home: { type: 'string' } }, []);
-  const home = new RunnerHome(resolveHome(values.home));
+  const home = new RunnerHome(await canonicalHome(values.home));
   const tasks = await listTasks(home.tasks);
   if (values.json) {
     process.stdout.write(`${JSON.stringify(tasks)}\n`);
@@ -37,10 +37,10 @@ async function taskLs(args: string[]): Promise<number> {
 async function taskRm(args: string[]): Promise<number> {
   const { values, positionals } = parseFlags('task rm', args, { home: { type: 'string' } }, ['TASK_ID']);
   const taskId = checkTaskId(positionals[0]!);
-  const home = new RunnerHome(resolveHome(values.home));
+  const home = new RunnerHome(await canonicalHome(values.home));
   const rec = await readTaskRecord(path.join(home.tasks, `${taskId}.json`));
   if (!rec) throw new UsageError(`task rm: no task ${taskId} in ${home.tasks} (runner task ls)`);
-  const unlock = await lockWorkspace(home.locks, `task-${taskId}`, `task ${taskId}`, {
+  const unlock = await lockWorkspace(taskLockKey(home.tasks, taskId), `task ${taskId}`, {
     noWait: true,
     signal: new AbortController().signal,
     onWait: () => undefined,

@@ -1,12 +1,12 @@
 /**
- * A lock that serializes runs on one workspace (a persistent directory, a task)
- * across processes. It lives in the runner home, not in the workspace, where a
- * step could remove it. A second run waits, saying so, or fails fast.
+ * A lock that serializes runs on one workspace (a persistent directory, a
+ * task) across processes: a kernel lock (common/kernel-lock.ts), so a paused
+ * runner keeps it and a dead one frees it at once. Nothing is written in the
+ * workspace, where a step could remove it. A second run waits, saying so, or
+ * fails fast.
  */
-import lockfile from 'proper-lockfile';
-import { mkdir, writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import { CanceledError, WorkspaceError } from '../common/errors.js';
+import { tryLock, waitLock } from '../common/kernel-lock.js';
 
 export interface LockWait {
   /** fail at once when held, rather than wait */
@@ -16,30 +16,18 @@ export interface LockWait {
   onWait: (message: string) => void;
 }
 
-export async function lockWorkspace(locksDir: string, name: string, what: string, w: LockWait): Promise<() => Promise<void>> {
-  await mkdir(locksDir, { recursive: true });
-  const target = path.join(locksDir, name);
-  await writeFile(target, '', { flag: 'a' });
-  let told = false;
-  for (;;) {
-    try {
-      return await lockfile.lock(target, {
-        stale: 15_000,
-        update: 5_000,
-        realpath: false,
-        onCompromised: (err) => process.emitWarning(`runner: the lock on ${what} was compromised: ${err.message}`),
-      });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ELOCKED') throw err;
-      if (w.noWait) {
-        throw new WorkspaceError('workspace_busy', `${what} is in use by another run: wait for it, or run without --no-wait to queue`);
-      }
-      if (!told) {
-        w.onWait(`${what} is in use by another run; waiting for it to finish (--no-wait to fail instead)`);
-        told = true;
-      }
-      if (w.signal.aborted) throw new CanceledError(`canceled while waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 500));
-    }
+/** `key` names the workspace (a resolved path, or home + task id); `what` is for messages. */
+export async function lockWorkspace(key: string, what: string, w: LockWait): Promise<() => Promise<void>> {
+  if (w.noWait) {
+    const held = await tryLock('workspace', key);
+    if (!held) throw new WorkspaceError('workspace_busy', `${what} is in use by another run: wait for it, or run without --no-wait to queue`);
+    return () => held.release();
   }
+  const held = await waitLock('workspace', key, {
+    signal: w.signal,
+    pollMs: 500,
+    onWait: () => w.onWait(`${what} is in use by another run; waiting for it to finish (--no-wait to fail instead)`),
+    abort: () => new CanceledError(`canceled while waiting for ${what}`),
+  });
+  return () => held.release();
 }

@@ -1,9 +1,9 @@
 /**
  * The runner home: where worktrees and run records live, flat.
- *   worktrees/<runId>/   tasks/<taskId>/ + tasks/<taskId>.json   locks/
+ *   worktrees/<runId>/   tasks/<taskId>/ + tasks/<taskId>.json   merges/
  *   runs/<runId>/{run.json, events.jsonl, hooks.log, steps/<id>.log, steps/<id>.patch}
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, realpath } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -12,6 +12,24 @@ export function resolveHome(flag: string | undefined, env: NodeJS.ProcessEnv = p
   if (env.RUNNER_HOME) return path.resolve(env.RUNNER_HOME);
   if (env.XDG_STATE_HOME) return path.join(path.resolve(env.XDG_STATE_HOME), 'runner');
   return path.join(os.homedir(), '.local', 'state', 'runner');
+}
+
+/**
+ * The home with every symlink resolved (of the part that exists): one home
+ * has one name, in container labels and in the locks that tell live runs.
+ */
+export async function canonicalHome(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  const wanted = resolveHome(flag, env);
+  let existing = wanted;
+  const rest: string[] = [];
+  for (;;) {
+    const real = await realpath(existing).catch(() => undefined);
+    if (real) return path.join(real, ...rest.reverse());
+    const parent = path.dirname(existing);
+    if (parent === existing) return wanted;
+    rest.push(path.basename(existing));
+    existing = parent;
+  }
 }
 
 export class RunnerHome {
@@ -34,11 +52,7 @@ export class RunnerHome {
     return path.join(this.root, 'merges');
   }
 
-  get locks(): string {
-    return path.join(this.root, 'locks');
-  }
-
   async ensure(): Promise<void> {
-    for (const dir of [this.worktrees, this.runs, this.tasks, this.locks]) await mkdir(dir, { recursive: true, mode: 0o755 });
+    for (const dir of [this.worktrees, this.runs, this.tasks]) await mkdir(dir, { recursive: true, mode: 0o755 });
   }
 }

@@ -67,13 +67,12 @@ export interface OpenContext {
 export async function openWorkspace(c: OpenContext): Promise<Workspace> {
   const p = c.prepared;
   const push = { remote: c.pipeline.project.remote, policy: c.pipeline.project.push };
-  if (p.kind === 'persistent_directory') return openPersistentDir(p.dir, c.home.locks, c.wait);
+  if (p.kind === 'persistent_directory') return openPersistentDir(p.dir, c.wait);
   if (p.kind === 'git_worktree') return openRunWorktree(p.git, p.project, c.home.worktrees, c.runId, p.baseSha, push);
   return openTaskWorktree({
     git: p.git,
     project: p.project,
     tasksRoot: c.home.tasks,
-    locksDir: c.home.locks,
     taskId: c.task!.id,
     title: c.task!.title,
     base: p.baseSha,

@@ -3,7 +3,6 @@
  * read-write, files accumulating across runs; no branch, no commit, no push.
  * Runs on one directory are serialized; each step's changes are listed.
  */
-import { createHash } from 'node:crypto';
 import { lstat, readlink, realpath } from 'node:fs/promises';
 import { WorkspaceError } from '../common/errors.js';
 import type { Mount } from '../container/runtime.js';
@@ -38,12 +37,11 @@ export async function checkPersistentDir(
   return owner;
 }
 
-export async function openPersistentDir(dir: string, locksDir: string, wait: LockWait): Promise<PersistentDirWorkspace> {
+export async function openPersistentDir(dir: string, wait: LockWait): Promise<PersistentDirWorkspace> {
   const st = await lstat(dir);
   const owner = { uid: st.uid, gid: st.gid };
   const real = await realpath(dir);
-  const name = `dir-${createHash('sha256').update(real).digest('hex').slice(0, 16)}`;
-  const unlock = await lockWorkspace(locksDir, name, `persistent directory ${real}`, wait);
+  const unlock = await lockWorkspace(`dir\n${real}`, `persistent directory ${real}`, wait);
   try {
     return new PersistentDirWorkspace(real, owner, st.ino, st.dev, await takeSnapshot(real), unlock);
   } catch (err) {

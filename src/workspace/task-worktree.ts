@@ -33,6 +33,11 @@ export interface TaskRecord {
 /** An index.lock older than this, that no process holds open, is left over from a crash. */
 export const STALE_LOCK_MS = 10 * 60_000;
 
+/** What the lock on a task is named after: its place in its runner home. */
+export function taskLockKey(tasksRoot: string, taskId: string): string {
+  return `task\n${tasksRoot}\n${taskId}`;
+}
+
 export function checkTaskId(taskId: string): string {
   if (safeName(taskId, 'task id') !== taskId) {
     throw new RunnerError('unsafe_name', `task id ${JSON.stringify(taskId)} is not a safe name: use letters, digits, ".", "_" and "-"`);
@@ -54,7 +59,6 @@ export interface TaskOpen {
   git: Git;
   project: ProjectFacts;
   tasksRoot: string;
-  locksDir: string;
   taskId: string;
   title: string | undefined;
   base: string;
@@ -69,7 +73,7 @@ export interface TaskOpen {
 
 export async function openTaskWorktree(o: TaskOpen): Promise<GitWorkspace> {
   checkTaskId(o.taskId);
-  const unlock = await lockWorkspace(o.locksDir, `task-${o.taskId}`, `task ${o.taskId}`, o.wait);
+  const unlock = await lockWorkspace(taskLockKey(o.tasksRoot, o.taskId), `task ${o.taskId}`, o.wait);
   try {
     const recordFile = await childPath(o.tasksRoot, `${o.taskId}.json`, 'task id');
     const dir = path.join(o.tasksRoot, o.taskId);
