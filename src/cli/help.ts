@@ -21,8 +21,9 @@ Usage:
         --no-wait          fail rather than wait when the workspace is in use
   runner task ls [--json] [--home DIR]
       List task worktrees.
-  runner task rm TASK_ID [--home DIR]
-      Remove a task's worktree (its branch is kept).
+  runner task rm TASK_ID [--force] [--home DIR]
+      Remove a task's worktree (its branch is kept); refused when the worktree
+      holds uncommitted changes, unless --force.
   runner validate FILE
       Check FILE and print every problem with its line and column.
   runner runs ls [--pipeline P] [--status S] [--json]

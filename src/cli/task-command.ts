@@ -1,13 +1,13 @@
 /** `runner task ls [--json]` and `runner task rm TASK_ID` */
 import path from 'node:path';
-import { UsageError } from '../common/errors.js';
+import { UsageError, WorkspaceError } from '../common/errors.js';
 import { Git } from '../git/git.js';
 import { loadPipeline } from '../pipeline/load.js';
 import { runHook, hookEnv, DEFAULT_HOOK_TIMEOUT_MS } from '../run/hooks.js';
 import { canonicalHome, RunnerHome } from '../workspace/home.js';
 import { lockWorkspace } from '../workspace/dir-lock.js';
 import { inspectProject } from '../workspace/project.js';
-import { checkTaskId, listTasks, readTaskRecord, removeTask, taskLockKey } from '../workspace/task-worktree.js';
+import { checkTaskId, listTasks, readTaskRecord, removeTask, taskLockKey, uncommittedChanges } from '../workspace/task-worktree.js';
 import { parseFlags } from './args.js';
 import { printTable } from './table.js';
 
@@ -35,7 +35,7 @@ async function taskLs(args: string[]): Promise<number> {
 }
 
 async function taskRm(args: string[]): Promise<number> {
-  const { values, positionals } = parseFlags('task rm', args, { home: { type: 'string' } }, ['TASK_ID']);
+  const { values, positionals } = parseFlags('task rm', args, { home: { type: 'string' }, force: { type: 'boolean', default: false } }, ['TASK_ID']);
   const taskId = checkTaskId(positionals[0]!);
   const home = new RunnerHome(await canonicalHome(values.home));
   const rec = await readTaskRecord(path.join(home.tasks, `${taskId}.json`));
@@ -47,8 +47,16 @@ async function taskRm(args: string[]): Promise<number> {
   });
   try {
     const project = await inspectProject((who) => new Git(who), rec.project);
+    const git = new Git({ uid: project.uid, gid: project.gid });
+    const pending = values.force ? '' : await uncommittedChanges(git, project, home.tasks, rec);
+    if (pending) {
+      throw new WorkspaceError(
+        'task_uncommitted',
+        `task ${taskId}'s worktree holds changes no commit has (${pending.split('\n').slice(0, 5).join('; ')}): commit or copy them, or remove it anyway with --force`,
+      );
+    }
     await beforeRemoveHook(rec.pipelineFile, path.join(home.tasks, taskId), taskId, project);
-    await removeTask(new Git({ uid: project.uid, gid: project.gid }), project, home.tasks, rec);
+    await removeTask(git, project, home.tasks, rec);
   } finally {
     await unlock();
   }

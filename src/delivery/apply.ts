@@ -30,7 +30,9 @@ export async function applyRun(src: DeliverySource, scratchRoot: string): Promis
     });
     const check = { cwd: project.root, gitDir: project.commonDir, indexFile: path.join(scratch, 'index') };
     await git.run(['read-tree', 'HEAD'], check);
-    const r = await git.run(['apply', '--cached', '--check', '--binary', patch], { ...check, allowFail: true });
+    let r = await git.run(['apply', '--cached', '--check', '--binary', patch], { ...check, allowFail: true });
+    // ... and to the files as they are (an untracked file may stand where the change puts one).
+    if (r.code === 0) r = await git.run(['apply', '--check', '--binary', patch], { cwd: project.root, gitDir: project.commonDir, workTree: project.root, allowFail: true });
     if (r.code !== 0) {
       throw new DeliveryRefused(
         'patch_invalid',

@@ -33,6 +33,17 @@ export async function currentBranch(git: Git, project: ProjectFacts): Promise<st
   return r.code === 0 ? r.stdout.trim() : undefined;
 }
 
+/** A worktree other than the project's own checkout that has `ref` checked out. */
+async function checkedOutElsewhere(git: Git, project: ProjectFacts, ref: string): Promise<string | undefined> {
+  const list = await git.out(['worktree', 'list', '--porcelain'], { cwd: project.root, gitDir: project.commonDir });
+  let current = '';
+  for (const line of list.split('\n')) {
+    if (line.startsWith('worktree ')) current = line.slice('worktree '.length);
+    else if (line === `branch ${ref}` && path.resolve(current) !== project.root) return current;
+  }
+  return undefined;
+}
+
 export async function mergeRun(src: DeliverySource, o: MergeOptions): Promise<MergeResult> {
   const { git, project, rec } = src;
   const checkedOut = await currentBranch(git, project);
@@ -46,6 +57,13 @@ export async function mergeRun(src: DeliverySource, o: MergeOptions): Promise<Me
   checkScope(rec, await changedPaths(git, project, src.base, src.head));
   const movesCheckout = checkedOut === into;
   if (movesCheckout) await checkClean(git, project);
+  const elsewhere = await checkedOutElsewhere(git, project, target);
+  if (elsewhere) {
+    throw new DeliveryRefused(
+      'target_checked_out',
+      `${into} is checked out in the worktree ${elsewhere}; moving it would leave that checkout behind its branch: merge into another branch, or check ${into} out in the project`,
+    );
+  }
 
   await mkdir(o.scratchRoot, { recursive: true });
   const scratch = await mkdtemp(path.join(o.scratchRoot, `merge-${rec.runId}-`));
@@ -59,7 +77,7 @@ export async function mergeRun(src: DeliverySource, o: MergeOptions): Promise<Me
     const call: GitCall = { cwd: tmp, config, isolated: true };
     const subject = `${o.squash ? 'Squash-merge' : 'Merge'} ${rec.branch} (run ${rec.runId}, pipeline ${rec.pipeline})`;
     const merged = await git.run(
-      o.squash ? ['merge', '--squash', '--no-verify', rec.branch!] : ['merge', '--no-ff', '--no-verify', '-m', subject, rec.branch!],
+      o.squash ? ['merge', '--squash', '--no-verify', src.head] : ['merge', '--no-ff', '--no-verify', '-m', subject, src.head],
       { ...call, allowFail: true },
     );
     if (merged.code !== 0) {
@@ -83,7 +101,17 @@ export async function mergeRun(src: DeliverySource, o: MergeOptions): Promise<Me
     if (movesCheckout) {
       // The user's checkout and its branch move together; checked clean again right before.
       await checkClean(git, project);
-      await git.run(['merge', '--ff-only', '--quiet', commit], { cwd: project.root, gitDir: project.commonDir, workTree: project.root, config });
+      const ff = await git.run(['merge', '--ff-only', '--quiet', commit], {
+        cwd: project.root,
+        gitDir: project.commonDir,
+        workTree: project.root,
+        config,
+        allowFail: true,
+      });
+      if (ff.code !== 0) {
+        // git moves nothing when it cannot fast-forward (untracked files in the way, say).
+        throw new DeliveryRefused('target_dirty', `${into} is unchanged: the checkout cannot take the merge: ${ff.stderr.trim().split('\n').slice(0, 6).join('; ')}`);
+      }
     } else {
       const moved = await git.run(['update-ref', '-m', `runner merge ${rec.runId}`, target, commit, old], {
         cwd: project.root,

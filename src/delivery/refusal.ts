@@ -1,7 +1,14 @@
 /** Why a delivery was refused. A refusal changes nothing and says how to proceed. */
 import { RunnerError } from '../common/errors.js';
 
-export type RefusalReason = 'target_dirty' | 'verification_failed' | 'patch_invalid' | 'scope_violation' | 'conflict' | 'not_deliverable';
+export type RefusalReason =
+  | 'target_dirty'
+  | 'target_checked_out'
+  | 'verification_failed'
+  | 'patch_invalid'
+  | 'scope_violation'
+  | 'conflict'
+  | 'not_deliverable';
 
 export class DeliveryRefused extends RunnerError {
   constructor(

@@ -8,23 +8,22 @@ export interface DeliverySource {
   rec: RunRecord;
   project: ProjectFacts;
   git: Git;
-  /** the run branch's tip, now */
+  /** the commit the run ended on (its record's headSha) */
   head: string;
   base: string;
 }
 
 export async function deliverySource(rec: RunRecord): Promise<DeliverySource> {
   if (rec.status === 'running') throw new DeliveryRefused('not_deliverable', `run ${rec.runId} is still running: wait for it to end`);
-  if (!rec.branch || !rec.baseSha) {
+  if (!rec.branch || !rec.baseSha || !rec.headSha) {
     throw new DeliveryRefused('not_deliverable', `run ${rec.runId} has no branch (it worked on a persistent directory): there is nothing to deliver`);
   }
   const project = await inspectProject((who) => new Git(who), rec.project);
   const git = new Git({ uid: project.uid, gid: project.gid });
-  const r = await git.run(['rev-parse', '--verify', '--quiet', `refs/heads/${rec.branch}^{commit}`], {
-    cwd: project.root,
-    gitDir: project.commonDir,
-    allowFail: true,
-  });
-  if (r.code !== 0) throw new DeliveryRefused('not_deliverable', `branch ${rec.branch} of run ${rec.runId} no longer exists in ${project.root}`);
-  return { rec, project, git, head: r.stdout.trim(), base: rec.baseSha };
+  // What is delivered is the commit the run ended on, which its verification
+  // covered: never whatever its branch (a task's, say) holds by now.
+  const call = { cwd: project.root, gitDir: project.commonDir, allowFail: true };
+  const there = await git.run(['cat-file', '-e', `${rec.headSha}^{commit}`], call);
+  if (there.code !== 0) throw new DeliveryRefused('not_deliverable', `commit ${rec.headSha} of run ${rec.runId} is no longer in ${project.root}`);
+  return { rec, project, git, head: rec.headSha, base: rec.baseSha };
 }

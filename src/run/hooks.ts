@@ -88,8 +88,11 @@ export function runHook(h: HookRun): Promise<HookResult> {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      // Whatever the hook left running in its group goes with it.
+      // Whatever the hook left running in its group goes with it; one that
+      // left the group (setsid) keeps no pipe of ours open.
       killGroup();
+      child.stdout.destroy();
+      child.stderr.destroy();
       resolve({
         ok: !timedOut && exitCode === 0,
         exitCode,

@@ -21,6 +21,7 @@ import { HookRunner } from './hook-runner.js';
 import type { RunRecord } from './record.js';
 import type { Reporter } from './reporter.js';
 import { holdOwnerLock } from './owner-lock.js';
+import { removeOrphanContainers } from './reconcile.js';
 import { newRunId } from './run-id.js';
 import { runStep } from './run-step.js';
 import { resolveSecrets } from './secrets.js';
@@ -127,6 +128,9 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     record.baseSha = ws.baseSha;
     if (ws instanceof GitWorkspace) record.recovery = { gitDir: ws.worktree.gitDir, links: ws.worktree.links, dirId: ws.worktree.dirId };
     removeWorkspace = ws.disposable && !opts.keepWorkspace;
+    // A run that held this workspace before and died may have left its container
+    // writing there: with the workspace's lock held now, no live run owns one.
+    if (!ws.disposable) await removeOrphanContainers(deps.runtime, opts.home);
     await store.writeRecord(record);
     deps.reporter.runStarted(record, plans.map((p) => p.id));
 

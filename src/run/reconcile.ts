@@ -12,13 +12,15 @@ import path from 'node:path';
 import { errorMessage } from '../common/errors.js';
 import { LABELS, type ContainerRuntime } from '../container/runtime.js';
 import type { Git, GitIdentity } from '../git/git.js';
-import { commitAll, removeWorktree, repositoryFilters, savePatch, type GitWorktree } from '../workspace/git-worktree.js';
+import { tryLock } from '../common/kernel-lock.js';
+import { commitAll, diffToFile, removeWorktree, repositoryFilters, savePatch, type GitWorktree } from '../workspace/git-worktree.js';
+import { taskLockKey } from '../workspace/task-worktree.js';
 import type { RunnerHome } from '../workspace/home.js';
 import { inspectProject } from '../workspace/project.js';
 import { commitMessage } from './commit-message.js';
 import type { RunRecord } from './record.js';
-import { listRuns, writeRun } from './records.js';
-import { ownerAlive } from './owner-lock.js';
+import { listRuns, readRun, writeRun } from './records.js';
+import { ownerAlive, tryOwnerLock } from './owner-lock.js';
 
 export interface ReconcileDeps {
   runtime: ContainerRuntime | undefined;
@@ -37,10 +39,21 @@ export interface ReconcileReport {
 export async function reconcile(deps: ReconcileDeps, home: RunnerHome): Promise<ReconcileReport> {
   const runs = await listRuns(home.runs);
   const report: ReconcileReport = { interrupted: [], containersRemoved: 0, runs };
-  for (const rec of runs) {
-    if (rec.status !== 'running' || (await ownerAlive(home.root, rec.runId))) continue;
-    await recoverRun(deps, home, rec);
-    report.interrupted.push(rec.runId);
+  for (const [i, listed] of runs.entries()) {
+    if (listed.status !== 'running') continue;
+    // Holding the dead run's owner lock while recovering it: a live owner, or
+    // another process recovering it at the same moment, makes this one skip it.
+    const held = await tryOwnerLock(home.root, listed.runId);
+    if (!held) continue;
+    try {
+      const rec = await readRun(home.runs, listed.runId);
+      if (rec.status !== 'running') continue;
+      await recoverRun(deps, home, rec);
+      runs[i] = rec;
+      report.interrupted.push(rec.runId);
+    } finally {
+      await held.release();
+    }
   }
   if (deps.runtime) {
     try {
@@ -53,7 +66,8 @@ export async function reconcile(deps: ReconcileDeps, home: RunnerHome): Promise<
   return report;
 }
 
-async function removeOrphanContainers(runtime: ContainerRuntime, home: string): Promise<number> {
+/** Removes every container of this home whose run is not live. */
+export async function removeOrphanContainers(runtime: ContainerRuntime, home: string): Promise<number> {
   let removed = 0;
   for (const c of await runtime.listByLabels({ [LABELS.home]: home })) {
     const runId = c.labels[LABELS.runId];
@@ -101,7 +115,11 @@ async function recoverRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord)
         project,
       };
       const result = rec.steps[rec.steps.length - 1];
-      try {
+      // A task another run now holds is that run's: its files are not this run's leftovers.
+      const taskLock = rec.taskId ? await tryLock('workspace', taskLockKey(home.tasks, rec.taskId)) : undefined;
+      if (rec.taskId && !taskLock) {
+        notes.push(`task ${rec.taskId} is in use by another run: nothing was committed for this one`);
+      } else try {
         const { commit } = await commitAll(
           git,
           wt,
@@ -112,8 +130,11 @@ async function recoverRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord)
         const patch = path.join(home.runs, rec.runId, 'steps', `${step?.id ?? 'recovery'}.patch`);
         const saved = await savePatch(git, wt, patch).catch(() => false);
         notes.push(`its leftovers could not be committed (${errorMessage(err)})${saved ? `; saved in ${patch}` : ''}`);
+      } finally {
+        await taskLock?.release();
       }
       rec.headSha = await git.out(['rev-parse', `refs/heads/${rec.branch}`], { cwd: project.root, gitDir: project.commonDir });
+      await diffToFile(git, project, rec.baseSha, rec.headSha, path.join(home.runs, rec.runId, 'diff.patch')).catch(() => undefined);
       if (rec.workspace === 'git_worktree' && !rec.keptWorkspace) await removeWorktree(git, wt);
     } catch (err) {
       notes.push(`its worktree could not be recovered: ${errorMessage(err)}`);

@@ -2,8 +2,8 @@
  * What a directory holds, for telling what a step changed in a workspace that
  * is not a git repository. The walk never follows a symlink and never reads
  * outside the directory: files are opened with O_NOFOLLOW, symlinks are
- * recorded by their target text. A file whose size, mtime and inode are as
- * before keeps its hash without being read again.
+ * recorded by their target text. A file whose size, mtime, ctime and inode are
+ * as before keeps its hash without being read again.
  */
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
@@ -18,6 +18,8 @@ export interface Entry {
   /** a symlink's target, as text */
   target?: string;
   mtimeMs: number;
+  /** a process can set mtime back, never ctime */
+  ctimeMs: number;
   ino: number;
 }
 
@@ -46,7 +48,7 @@ export async function takeSnapshot(root: string, previous?: Snapshot): Promise<S
       const abs = path.join(root, relPath);
       const st = await lstat(abs).catch(() => undefined);
       if (!st) continue;
-      const base = { size: st.size, mtimeMs: st.mtimeMs, ino: st.ino };
+      const base = { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino };
       if (st.isSymbolicLink()) {
         const target = await readlink(abs).catch(() => '');
         snap.set(relPath, { type: 'symlink', ...base, target, sha256: sha(target) });
@@ -55,7 +57,8 @@ export async function takeSnapshot(root: string, previous?: Snapshot): Promise<S
         await visit(relPath);
       } else if (st.isFile()) {
         const before = previous?.get(relPath);
-        const same = before?.type === 'file' && before.size === st.size && before.mtimeMs === st.mtimeMs && before.ino === st.ino;
+        const same =
+          before?.type === 'file' && before.size === st.size && before.mtimeMs === st.mtimeMs && before.ctimeMs === st.ctimeMs && before.ino === st.ino;
         const hash = same ? before.sha256 : await hashFile(abs);
         snap.set(relPath, { type: 'file', ...base, ...(hash ? { sha256: hash } : {}) });
       } else {

@@ -233,15 +233,23 @@ export async function listTasks(tasksRoot: string): Promise<TaskRecord[]> {
   return records.filter((r): r is TaskRecord => r !== undefined).sort((a, b) => a.taskId.localeCompare(b.taskId));
 }
 
-/** `runner task rm`: removes the worktree and its record; the branch stays. */
-export async function removeTask(
-  git: Git,
-  project: ProjectFacts,
-  tasksRoot: string,
-  rec: TaskRecord,
-): Promise<void> {
+function taskWorktree(project: ProjectFacts, tasksRoot: string, rec: TaskRecord, filterNames: string[]): GitWorktree {
   const dir = path.join(tasksRoot, rec.taskId);
-  const wt: GitWorktree = { name: rec.taskId, path: dir, branch: rec.branch, baseSha: '', ...rec.worktree, filterNames: [], project };
-  await removeWorktree(git, wt);
+  return { name: rec.taskId, path: dir, branch: rec.branch, baseSha: '', ...rec.worktree, filterNames, project };
+}
+
+/** What the task's worktree holds that no commit has, as `git status` lines; empty when nothing. */
+export async function uncommittedChanges(git: Git, project: ProjectFacts, tasksRoot: string, rec: TaskRecord): Promise<string> {
+  const wt = taskWorktree(project, tasksRoot, rec, await repositoryFilters(git, project));
+  const dotGit = await lstat(path.join(wt.path, '.git')).catch(() => undefined);
+  if (!dotGit) return '';
+  if (!dotGit.isFile()) return ".git is not the file git wrote (a step replaced it)";
+  const r = await git.run(['status', '--porcelain', '--untracked-files=all'], { ...workCall(wt), allowFail: true });
+  return r.stdout.trim();
+}
+
+/** `runner task rm`: removes the worktree and its record; the branch stays. */
+export async function removeTask(git: Git, project: ProjectFacts, tasksRoot: string, rec: TaskRecord): Promise<void> {
+  await removeWorktree(git, taskWorktree(project, tasksRoot, rec, []));
   await rm(path.join(tasksRoot, `${rec.taskId}.json`), { force: true });
 }

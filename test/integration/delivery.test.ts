@@ -129,3 +129,30 @@ test('merge --into a branch not checked out leaves the checkout alone; merge --a
   assert.notEqual(await checkoutState(f.project), before, 'other moved');
   assert.equal(git(f.project, 'status', '--porcelain'), '');
 });
+
+test('delivery takes the commit a run ended on, never what its branch holds by now', async () => {
+  const f = await fixture();
+  const body = (verifyExit: number) =>
+    pipelineYaml(`  - id: work\n    run: echo "run $RUNNER_ATTEMPT" > "work-$RUNNER_ATTEMPT.txt"\n  - id: tests\n    verify: true\n    run: exit ${verifyExit}\n`, '  push: never');
+  const good = await execPipeline(f, await writePipeline(f, body(0), 'good.yaml'), ['--task', 'tk']);
+  const bad = await execPipeline(f, await writePipeline(f, body(1), 'bad.yaml'), ['--task', 'tk']);
+  assert.equal(good.code, 0, good.stderr);
+  assert.equal(bad.code, 1);
+  await refused(f, ['merge', bad.json.runId], 'verification_failed');
+  const m = await runCli(['merge', good.json.runId, '--home', f.home]);
+  assert.equal(m.code, 0, m.stderr);
+  assert.equal(git(f.project, 'show', 'main:work-1.txt'), 'run 1');
+  assert.throws(() => git(f.project, 'show', 'main:work-2.txt'), 'the failed run\'s later commit is not delivered');
+});
+
+test('merge --into a branch checked out in another worktree is refused; an untracked file in the way refuses apply', async () => {
+  const f = await fixture();
+  const r = await run(f, '  - id: a\n    run: echo a > a.txt && echo n > new.txt\n');
+  git(f.project, 'worktree', 'add', '-q', '-b', 'dev', path.join(f.root, 'dev-checkout'));
+  await refused(f, ['merge', r.runId, '--into', 'dev'], 'target_checked_out');
+  git(f.project, 'worktree', 'remove', '--force', path.join(f.root, 'dev-checkout'));
+  await writeFile(path.join(f.project, 'new.txt'), 'mine, untracked\n');
+  await refused(f, ['apply', r.runId], 'patch_invalid');
+  await refused(f, ['merge', r.runId], 'target_dirty');
+  assert.equal(await readFile(path.join(f.project, 'new.txt'), 'utf8'), 'mine, untracked\n');
+});

@@ -127,3 +127,12 @@ test('hooks of a task: after_create only when the task worktree is first made; R
   for (let i = 0; i < 2; i++) assert.equal((await execPipeline(f, file, ['--task', 'tk'])).code, 0);
   assert.equal(await marks(f), 'created tk\nrun tk 1\nrun tk 2\n', 'before_remove does not run: the task worktree stays');
 });
+
+test('a hook that escapes its process group with setsid does not hold the runner', async () => {
+  const f = await fixture();
+  const file = await writePipeline(f, withHooks(`  timeout: 5s\n  before_run: setsid sleep 25 &`));
+  const t0 = Date.now();
+  const r = await execPipeline(f, file);
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(Date.now() - t0 < 15_000, `the runner exited after ${Date.now() - t0} ms`);
+});

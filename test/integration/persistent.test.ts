@@ -130,3 +130,37 @@ test('a root-owned persistent directory is refused rather than given to the step
   assert.equal(r.code, 2, r.stderr);
   assert.match(r.json.error.message, /belongs to uid 0, but a step runs as uid 65532 .*chown -R 65532:65532/);
 });
+
+test('an edit that keeps the size and puts the mtime back is still listed', async () => {
+  const f = await fixture();
+  const dir = await contentDir(f);
+  const file = await writePipeline(
+    f,
+    persistentYaml(dir, `  - id: sneaky\n    run: |\n      cp -p keep.txt /tmp/ref\n      printf 'OLD\\n' > keep.txt\n      touch -r /tmp/ref keep.txt\n`),
+  );
+  const r = await execPipeline(f, file);
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(r.json.steps.sneaky.changes.modified.map((c: any) => c.path), ['keep.txt']);
+});
+
+test('a paused runner keeps its lock on the directory', async () => {
+  const f = await fixture();
+  const dir = await contentDir(f);
+  const file = await writePipeline(f, persistentYaml(dir, `  - id: slow\n    run: echo "holding"; sleep 3\n`));
+  let paused: ReturnType<typeof import('node:child_process').spawn> | undefined;
+  const holder = execPipeline(f, file, [], {
+    onLine: (line, child) => {
+      if (line.includes('[slow] holding') && !paused) {
+        paused = child;
+        child.kill('SIGSTOP');
+      }
+    },
+  });
+  while (!paused) await new Promise((r) => setTimeout(r, 100));
+  await new Promise((r) => setTimeout(r, 1500));
+  const other = await execPipeline(f, file, ['--no-wait']);
+  paused.kill('SIGCONT');
+  assert.equal(other.code, 3, other.stderr);
+  assert.equal(other.json.error.code, 'workspace_busy');
+  assert.equal((await holder).code, 0);
+});

@@ -101,3 +101,16 @@ test('a second Ctrl-C kills the step at once, and the next command leaves no con
   await runCli(['runs', 'ls', '--home', f.home]);
   assert.deepEqual(containersOfRun(runId), []);
 });
+
+test('a home named through a symlink is the same home: its live run is not taken for dead', async () => {
+  const f = await fixture();
+  const { symlink } = await import('node:fs/promises');
+  const file = await writePipeline(f, pipelineYaml(`  - id: slow\n    run: |\n      echo "slow step running"\n      sleep 3\n      echo ok > ok.txt\n`));
+  const { runId, done } = await startRun(file, f.home, '[slow] slow step running');
+  const alias = path.join(f.root, 'home-alias');
+  await symlink(f.home, alias);
+  const ls = await runCli(['runs', 'ls', '--home', alias, '--json']);
+  assert.equal(JSON.parse(ls.stdout)[0].status, 'running');
+  assert.equal(await done, 0);
+  assert.equal(git(f.project, 'show', `run/${runId}:ok.txt`), 'ok');
+});

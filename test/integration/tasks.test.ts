@@ -113,3 +113,17 @@ test('bad task ids are refused; --title needs --task', async () => {
   assert.equal(r.code, 2);
   assert.match(r.stderr, /--title goes with --task/);
 });
+
+test('task rm refuses a worktree holding uncommitted changes, unless --force', async () => {
+  const f = await fixture();
+  const file = await writePipeline(f, pipelineYaml(STEP));
+  assert.equal((await execPipeline(f, file, ['--task', 't4'])).code, 0);
+  await writeFile(path.join(f.home, 'tasks', 't4', 'NOTES.md'), 'my notes\n');
+  const r = await runCli(['task', 'rm', 't4', '--home', f.home]);
+  assert.equal(r.code, 2, r.stderr);
+  assert.match(r.stderr, /holds changes no commit has \(\?\? NOTES\.md\).*--force/);
+  assert.ok(existsSync(path.join(f.home, 'tasks', 't4', 'NOTES.md')));
+  const forced = await runCli(['task', 'rm', 't4', '--force', '--home', f.home]);
+  assert.equal(forced.code, 0, forced.stderr);
+  assert.equal(existsSync(path.join(f.home, 'tasks', 't4')), false);
+});
