@@ -5,19 +5,13 @@ import { writeFileSync } from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { execPipeline, git, pipelineYaml, projectsForThisFile, runCli, writePipeline, type Fixture } from '../fixtures/project.js';
+import { execPipeline, git, pipelineYaml, projectsForThisFile, runCli, treeHash, writePipeline, type Fixture } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 
 /** The checkout as a person sees it: files, index, HEAD and branch tips. */
 async function checkoutState(dir: string): Promise<string> {
-  const h = createHash('sha256');
-  const entries = (await readdir(dir, { recursive: true, withFileTypes: true }))
-    .filter((e) => e.isFile())
-    .map((e) => path.join(e.parentPath ?? (e as any).path, e.name))
-    .filter((p) => !path.relative(dir, p).startsWith('.git'))
-    .sort();
-  for (const p of entries) h.update(p).update(await readFile(p));
+  const h = createHash('sha256').update(await treeHash(dir));
   h.update(await readFile(path.join(dir, '.git', 'index')));
   h.update(git(dir, 'rev-parse', 'HEAD')).update(git(dir, 'for-each-ref', '--format=%(refname) %(objectname)', 'refs/heads/main', 'refs/heads/other'));
   return h.digest('hex');

@@ -1,10 +1,9 @@
 /** How a step can end: failed, timed out, oom, a write to the read-only project. Real git, real engine. */
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { commitsOn, containersOfRun, execPipeline, git, projectsForThisFile, pipelineYaml, writePipeline } from '../fixtures/project.js';
+import { commitsOn, containersOfRun, execPipeline, git, pipelineYaml, projectsForThisFile, treeHash, writePipeline } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 
@@ -114,15 +113,3 @@ test('a step writing to the read-only project fails and the project is unchanged
   assert.equal(await treeHash(f.project), before, 'the project tree (outside .git) is byte-identical');
   assert.equal(git(f.project, 'status', '--porcelain'), '');
 });
-
-/** A hash of every file's path and content under dir, .git excluded. */
-async function treeHash(dir: string): Promise<string> {
-  const h = createHash('sha256');
-  const entries = (await readdir(dir, { recursive: true, withFileTypes: true }))
-    .filter((e) => e.isFile())
-    .map((e) => path.join(e.parentPath ?? (e as any).path, e.name))
-    .filter((p) => !path.relative(dir, p).startsWith('.git'))
-    .sort();
-  for (const p of entries) h.update(p).update(await readFile(p));
-  return h.digest('hex');
-}
