@@ -3,6 +3,7 @@
  * references to agents, steps, outputs and secrets that exist). Pure.
  */
 import { didYouMean } from '../common/did-you-mean.js';
+import { cronProblem } from '../schedule/cron.js';
 import type { DocPath } from './positions.js';
 import type { PipelineFile, StepFile } from './schema.js';
 import { describeExpression, findExpressions } from './template.js';
@@ -25,6 +26,10 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
       issues.push({ path: ['env', name], message: '${{ }} expressions are only allowed in a step\'s env, run and command' });
     }
   }
+  p.schedule?.forEach((entry, i) => {
+    const problem = cronProblem(entry);
+    if (problem) issues.push({ path: ['schedule', i, 'cron'], message: `${problem} (cron "${entry.cron}"${entry.timezone ? ` in ${entry.timezone}` : ''})` });
+  });
   for (const [name, agent] of Object.entries(agents)) {
     agent.secrets?.forEach((s, j) => {
       if (!declaredSecrets.has(s)) issues.push({ path: ['agents', name, 'secrets', j], message: undeclaredSecret(s) });

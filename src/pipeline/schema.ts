@@ -100,6 +100,8 @@ export const scheduleSchema = z.strictObject({
   cron: z.string().regex(/^\S+(\s+\S+){4}$/, 'expected a 5-field cron expression like "0 6 * * 1-5"'),
   timezone: z.string().optional(),
   overlap: z.enum(['skip', 'queue', 'allow']).default('skip'),
+  /** after the server was down: one run for the fires it missed */
+  catchup: z.boolean().default(false),
 });
 
 export const hooksSchema = z.strictObject({

@@ -127,3 +127,24 @@ test('YAML syntax errors carry their position', () => {
   assert.equal(out.length >= 1, true);
   assert.match(out[0]!, /^x\.yaml:\d+:\d+ YAML: /);
 });
+
+test('schedule entries: a bad cron expression or time zone is an error with its place', () => {
+  const text = `version: 1
+name: s
+defaults: { image: img }
+steps:
+  - id: a
+    run: "true"
+schedule:
+  - cron: "0 6 * * 1-5"
+    timezone: Europe/Berlin
+  - cron: "61 * * * *"
+  - cron: "0 6 * * *"
+    timezone: Mars/Olympus
+`;
+  const out = problems(text);
+  assert.equal(out.length, 2, out.join('\n'));
+  assert.match(out[0]!, /^x\.yaml:10:\d+ schedule\[1\]\.cron: /);
+  assert.match(out[1]!, /^x\.yaml:11:\d+ schedule\[2\]\.cron: .*Mars\/Olympus/);
+  assert.equal(parsePipeline(text.split('  - cron: "61')[0]!, 'x.yaml').schedule?.[0]?.overlap, 'skip');
+});

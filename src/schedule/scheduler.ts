@@ -1,0 +1,152 @@
+/**
+ * Runs pipelines on their cron schedules: one timer for the earliest next
+ * fire, the overlap rule of each entry, a global cap on concurrent runs with
+ * a FIFO queue, and one catch-up run for entries that ask for it. The clock,
+ * the timers and what "start a run" means are injected.
+ */
+import { errorMessage } from '../common/errors.js';
+import { firedBetween, nextFire, type CronSpec } from './cron.js';
+import { admit, catchUp, decideFire, type Overlap } from './planner.js';
+
+export interface ScheduleEntry extends CronSpec {
+  overlap: Overlap;
+  catchup: boolean;
+}
+
+export interface ScheduledPipeline {
+  name: string;
+  entries: ScheduleEntry[];
+}
+
+export interface SchedulerDeps {
+  now: () => Date;
+  setTimer: (ms: number, fn: () => void) => { cancel(): void };
+  /** starts a run of the pipeline; resolves when the run has ended */
+  start: (pipeline: string, why: 'schedule' | 'catchup') => Promise<void>;
+  maxConcurrent: number;
+  /** the last time an entry fired, as recorded (for catch-up) */
+  lastFire: (pipeline: string, entry: number) => Date | undefined;
+  recordFire: (pipeline: string, entry: number, at: Date) => void;
+  log: (message: string) => void;
+}
+
+interface Pending {
+  pipeline: string;
+  why: 'schedule' | 'catchup';
+}
+
+export class Scheduler {
+  private pipelines = new Map<string, ScheduledPipeline>();
+  private next = new Map<string, Date>(); // `${pipeline}#${entry}` → next fire
+  private running = new Map<string, number>();
+  private heldBack = new Map<string, Pending>(); // overlap: queue, waiting for the pipeline's run
+  private waiting: Pending[] = []; // admitted by the schedule, waiting for room under the cap
+  private timer: { cancel(): void } | undefined;
+  private stopped = false;
+  private started = false;
+
+  constructor(private readonly d: SchedulerDeps) {}
+
+  /** Replaces the set of pipelines (on start and on every reload); the first call also catches up. */
+  setPipelines(list: ScheduledPipeline[]): void {
+    const now = this.d.now();
+    this.pipelines = new Map(list.map((p) => [p.name, p]));
+    this.next.clear();
+    for (const p of list) {
+      p.entries.forEach((e, i) => {
+        if (!this.started && catchUp(e.catchup, (a, b) => firedBetween(e, a, b), this.d.lastFire(p.name, i), now)) {
+          this.d.log(`${p.name}: fires were missed while the server was down; one catch-up run`);
+          this.d.recordFire(p.name, i, now);
+          this.fire(p.name, e.overlap, 'catchup');
+        }
+        const at = nextFire(e, now);
+        if (at) this.next.set(`${p.name}#${i}`, at);
+      });
+    }
+    this.started = true;
+    this.arm();
+  }
+
+  /** When each entry fires next, for the API and the dashboard. */
+  nextFires(pipeline: string): Date[] {
+    return [...this.next.entries()].filter(([k]) => k.startsWith(`${pipeline}#`)).map(([, at]) => at);
+  }
+
+  queueLength(): number {
+    return this.waiting.length + this.heldBack.size;
+  }
+
+  runningCount(pipeline?: string): number {
+    if (pipeline) return this.running.get(pipeline) ?? 0;
+    return [...this.running.values()].reduce((a, b) => a + b, 0);
+  }
+
+  /** No more fires and no more starts; runs going on are left to the caller. */
+  stop(): void {
+    this.stopped = true;
+    this.timer?.cancel();
+    this.waiting = [];
+    this.heldBack.clear();
+  }
+
+  private arm(): void {
+    this.timer?.cancel();
+    if (this.stopped || this.next.size === 0) return;
+    const earliest = Math.min(...[...this.next.values()].map((d) => d.getTime()));
+    this.timer = this.d.setTimer(Math.max(0, earliest - this.d.now().getTime()), () => this.tick());
+  }
+
+  private tick(): void {
+    const now = this.d.now();
+    for (const [key, at] of this.next) {
+      if (at.getTime() > now.getTime()) continue;
+      const [name, idx] = [key.slice(0, key.lastIndexOf('#')), Number(key.slice(key.lastIndexOf('#') + 1))];
+      const entry = this.pipelines.get(name)?.entries[idx];
+      if (!entry) continue;
+      this.d.recordFire(name, idx, at);
+      this.fire(name, entry.overlap, 'schedule');
+      const following = nextFire(entry, at);
+      if (following) this.next.set(key, following);
+      else this.next.delete(key);
+    }
+    this.arm();
+  }
+
+  private fire(pipeline: string, overlap: Overlap, why: Pending['why']): void {
+    const queuedHere = (this.heldBack.has(pipeline) ? 1 : 0) + this.waiting.filter((w) => w.pipeline === pipeline).length;
+    const decision = decideFire(overlap, this.runningCount(pipeline), queuedHere);
+    if (decision.action === 'skip') {
+      this.d.log(`${pipeline}: fire skipped: ${decision.reason}`);
+    } else if (decision.action === 'queue') {
+      this.heldBack.set(pipeline, { pipeline, why });
+      this.d.log(`${pipeline}: queued behind its running run`);
+    } else {
+      this.waiting.push({ pipeline, why });
+      this.pump();
+    }
+  }
+
+  private pump(): void {
+    if (this.stopped) return;
+    const { start, wait } = admit(this.waiting, this.runningCount(), this.d.maxConcurrent);
+    this.waiting = wait;
+    for (const p of start) this.launch(p);
+  }
+
+  private launch(p: Pending): void {
+    this.running.set(p.pipeline, this.runningCount(p.pipeline) + 1);
+    const done = () => {
+      this.running.set(p.pipeline, this.runningCount(p.pipeline) - 1);
+      const held = this.heldBack.get(p.pipeline);
+      if (held && this.runningCount(p.pipeline) === 0) {
+        this.heldBack.delete(p.pipeline);
+        this.waiting.push(held);
+      }
+      this.pump();
+    };
+    this.d.start(p.pipeline, p.why).then(done, (err) => {
+      this.d.log(`${p.pipeline}: the run could not start: ${errorMessage(err)}`);
+      done();
+    });
+  }
+}
