@@ -42,6 +42,11 @@ Usage:
       (and the checkout, when it is the target). A refusal (target_dirty,
       verification_failed, patch_invalid, scope_violation, conflict) changes
       nothing and exits 1.
+  runner serve --pipelines DIR [--home DIR] [--max-concurrent N] [--grace 30s]
+      Run the pipelines in DIR on their schedule: entries (cron, timezone,
+      overlap, catchup), reloading DIR when it changes. SIGTERM: no new runs,
+      running ones get --grace to finish, then are canceled. (No HTTP API or
+      dashboard yet.)
   runner --help | -h       this text
   runner --version | -v    the version
 

@@ -18,6 +18,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   push: async () => (await import('./push-command.js')).pushCommand,
   apply: async () => (await import('./apply-command.js')).applyCommand,
   merge: async () => (await import('./merge-command.js')).mergeCommand,
+  serve: async () => (await import('./serve-command.js')).serveCommand,
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -30,6 +30,8 @@ export interface SchedulerDeps {
   log: (message: string) => void;
 }
 
+const MAX_WAIT_MS = 3_600_000;
+
 interface Pending {
   pipeline: string;
   why: 'schedule' | 'catchup';
@@ -93,7 +95,8 @@ export class Scheduler {
     this.timer?.cancel();
     if (this.stopped || this.next.size === 0) return;
     const earliest = Math.min(...[...this.next.values()].map((d) => d.getTime()));
-    this.timer = this.d.setTimer(Math.max(0, earliest - this.d.now().getTime()), () => this.tick());
+    // At most an hour at a time: timers cannot wait past 24.8 days, and a tick with nothing due just re-arms.
+    this.timer = this.d.setTimer(Math.min(MAX_WAIT_MS, Math.max(0, earliest - this.d.now().getTime())), () => this.tick());
   }
 
   private tick(): void {

@@ -1,0 +1,57 @@
+/** `runner serve --pipelines DIR [--home DIR] [--max-concurrent N] [--grace 30s]` */
+import os from 'node:os';
+import path from 'node:path';
+import { parseDuration } from '../common/durations.js';
+import { UsageError } from '../common/errors.js';
+import { DockerRuntime } from '../container/docker.js';
+import { Git } from '../git/git.js';
+import { serve } from '../serve/serve.js';
+import { canonicalHome } from '../workspace/home.js';
+import { parseFlags } from './args.js';
+import { ConsoleReporter } from './console-reporter.js';
+
+export async function serveCommand(args: string[]): Promise<number> {
+  const { values } = parseFlags(
+    'serve',
+    args,
+    {
+      pipelines: { type: 'string' },
+      home: { type: 'string' },
+      'max-concurrent': { type: 'string' },
+      grace: { type: 'string', default: '30s' },
+    },
+    [],
+  );
+  if (!values.pipelines) throw new UsageError('serve: --pipelines DIR is required (runner --help)');
+  const maxConcurrent = values['max-concurrent'] ? Number(values['max-concurrent']) : os.availableParallelism();
+  if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) throw new UsageError('serve: --max-concurrent takes a whole number of runs, at least 1');
+  const graceMs = parseDuration(values.grace ?? '30s');
+  if (graceMs === undefined) throw new UsageError(`serve: --grace takes a duration like 30s, got "${values.grace}"`);
+
+  const runtime = new DockerRuntime();
+  await runtime.ping();
+  const stop = new AbortController();
+  const say = (m: string) => process.stderr.write(`runner serve: ${m}\n`);
+  const onSignal = (sig: NodeJS.Signals) => {
+    say(`${sig}`);
+    stop.abort();
+  };
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, onSignal);
+  await serve(
+    {
+      pipelinesDir: path.resolve(values.pipelines),
+      home: await canonicalHome(values.home),
+      maxConcurrent,
+      graceMs,
+      stop: stop.signal,
+      say,
+      reporterFor: (name) => {
+        const prefixed = { write: (s: string) => process.stderr.write(s.replace(/^(?=.)/gm, `[${name}] `)) };
+        return new ConsoleReporter(prefixed, prefixed, false);
+      },
+    },
+    { runtime, makeGit: (who) => new Git(who) },
+  );
+  say('stopped');
+  return 0;
+}

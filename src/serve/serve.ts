@@ -1,0 +1,147 @@
+/**
+ * `runner serve`: the pipelines of a folder, run on their schedules. Recovers
+ * the runner home at start, reloads the folder when it changes, keeps the last
+ * fire of each schedule (for catch-up) in `<home>/schedule.json`, and on stop
+ * lets running steps finish up to a grace period, then cancels them cleanly.
+ */
+import { watch, type FSWatcher } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { writeFileAtomic } from '../common/atomic-write.js';
+import { errorMessage } from '../common/errors.js';
+import type { ContainerRuntime } from '../container/runtime.js';
+import type { Git, GitIdentity } from '../git/git.js';
+import { executeRun } from '../run/orchestrator.js';
+import { reconcile } from '../run/reconcile.js';
+import type { Reporter } from '../run/reporter.js';
+import { Scheduler, type ScheduledPipeline } from '../schedule/scheduler.js';
+import { RunnerHome } from '../workspace/home.js';
+import { PipelineDir } from './pipeline-dir.js';
+
+export interface ServeOptions {
+  pipelinesDir: string;
+  home: string;
+  maxConcurrent: number;
+  graceMs: number;
+  /** aborted to stop the server */
+  stop: AbortSignal;
+  say: (message: string) => void;
+  /** a reporter for one run of a pipeline */
+  reporterFor: (pipeline: string) => Reporter;
+}
+
+export interface ServeDeps {
+  runtime: ContainerRuntime;
+  makeGit: (who: GitIdentity) => Git;
+}
+
+export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
+  const home = new RunnerHome(o.home);
+  await home.ensure();
+  const recovered = await reconcile({ runtime: deps.runtime, makeGit: deps.makeGit, clock: () => new Date(), say: o.say }, home);
+  if (recovered.interrupted.length) o.say(`recovered ${recovered.interrupted.length} interrupted run(s)`);
+
+  const fires = await FireLog.open(path.join(home.root, 'schedule.json'));
+  const dir = new PipelineDir(o.pipelinesDir);
+  const live = new Map<number, { cancel: AbortController; kill: AbortController; done: Promise<void> }>();
+  let seq = 0;
+
+  const scheduler = new Scheduler({
+    now: () => new Date(),
+    setTimer: (ms, fn) => {
+      const t = setTimeout(fn, ms);
+      return { cancel: () => clearTimeout(t) };
+    },
+    maxConcurrent: o.maxConcurrent,
+    lastFire: (p, i) => fires.get(p, i),
+    recordFire: (p, i, at) => fires.set(p, i, at),
+    log: o.say,
+    start: (name, why) => {
+      const loaded = dir.pipelines().find((p) => p.pipeline.name === name);
+      if (!loaded) return Promise.resolve();
+      const cancel = new AbortController();
+      const kill = new AbortController();
+      const id = seq++;
+      o.say(`${name}: starting a run (${why})`);
+      const done = executeRun(
+        { runtime: deps.runtime, makeGit: deps.makeGit, clock: () => new Date(), reporter: o.reporterFor(name), signal: cancel.signal, killSignal: kill.signal },
+        { loaded, home: home.root, keepWorkspace: false, secretSource: process.env },
+      ).then(
+        (r) => o.say(`${name}: run ${r.runId} ${r.status}`),
+        (err) => o.say(`${name}: the run could not start: ${errorMessage(err)}`),
+      );
+      const entry = { cancel, kill, done: done.finally(() => live.delete(id)) };
+      live.set(id, entry);
+      return entry.done;
+    },
+  });
+
+  const reload = async () => {
+    if (!(await dir.scan())) return;
+    for (const s of dir.states()) for (const e of s.errors) o.say(`pipeline file problem: ${e}`);
+    const list = dir.pipelines().map(toScheduled);
+    scheduler.setPipelines(list);
+    o.say(`watching ${list.length} pipeline(s): ${list.map((p) => p.name).join(', ') || 'none'}`);
+  };
+  await reload();
+
+  let watcher: FSWatcher | undefined;
+  let pending: NodeJS.Timeout | undefined;
+  const soon = () => {
+    clearTimeout(pending);
+    pending = setTimeout(() => void reload().catch((e) => o.say(`reload failed: ${errorMessage(e)}`)), 300);
+  };
+  try {
+    watcher = watch(o.pipelinesDir, soon);
+  } catch (err) {
+    o.say(`cannot watch ${o.pipelinesDir} (${errorMessage(err)}): rescanning every 10 s`);
+  }
+  const rescan = setInterval(soon, 10_000);
+
+  await new Promise<void>((resolve) => (o.stop.aborted ? resolve() : o.stop.addEventListener('abort', () => resolve(), { once: true })));
+  o.say(`stopping: no new runs; ${live.size} running run(s) get ${Math.round(o.graceMs / 1000)} s to finish`);
+  scheduler.stop();
+  watcher?.close();
+  clearInterval(rescan);
+  clearTimeout(pending);
+  const all = Promise.all([...live.values()].map((r) => r.done));
+  const timer = new Promise<'late'>((r) => setTimeout(() => r('late'), o.graceMs).unref());
+  if ((await Promise.race([all.then(() => 'done' as const), timer])) === 'late') {
+    o.say('grace period over: canceling the running runs (their work is committed)');
+    for (const r of live.values()) r.cancel.abort();
+    await all;
+  }
+}
+
+function toScheduled(l: { pipeline: { name: string; schedule?: Array<{ cron: string; timezone?: string | undefined; overlap: 'skip' | 'queue' | 'allow'; catchup: boolean }> | undefined } }): ScheduledPipeline {
+  return { name: l.pipeline.name, entries: l.pipeline.schedule ?? [] };
+}
+
+/** The last fire of each schedule entry, kept across restarts for catch-up. */
+class FireLog {
+  private constructor(
+    private readonly file: string,
+    private readonly data: Record<string, string>,
+  ) {}
+
+  static async open(file: string): Promise<FireLog> {
+    const text = await readFile(file, 'utf8').catch(() => '{}');
+    let data: Record<string, string> = {};
+    try {
+      data = JSON.parse(text) as Record<string, string>;
+    } catch {
+      // a damaged file only costs catch-up
+    }
+    return new FireLog(file, data);
+  }
+
+  get(pipeline: string, entry: number): Date | undefined {
+    const v = this.data[`${pipeline}#${entry}`];
+    return v ? new Date(v) : undefined;
+  }
+
+  set(pipeline: string, entry: number, at: Date): void {
+    this.data[`${pipeline}#${entry}`] = at.toISOString();
+    void writeFileAtomic(this.file, JSON.stringify(this.data, null, 2)).catch(() => undefined);
+  }
+}

@@ -1,0 +1,61 @@
+/** runner serve with a real clock: a pipeline scheduled every minute fires, and SIGTERM stops the server cleanly. */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { test } from 'node:test';
+import { CLI, containersOfRun, git, IMAGE, projectsForThisFile } from '../fixtures/project.js';
+
+const fixture = projectsForThisFile();
+
+test('a pipeline scheduled every minute runs; an edit is reloaded; SIGTERM stops with nothing left behind', { timeout: 180_000 }, async () => {
+  const f = await fixture();
+  const dir = path.join(f.root, 'pipelines');
+  await mkdir(dir);
+  await writeFile(
+    path.join(dir, 'tick.yaml'),
+    `version: 1
+name: tick
+project: { path: ${f.project}, push: never }
+defaults: { image: ${IMAGE} }
+schedule:
+  - cron: "* * * * *"
+steps:
+  - id: tick
+    run: date > tick.txt
+`,
+  );
+  await writeFile(path.join(dir, 'broken.yaml'), 'version: 1\nname: broken\nsteps: nope\n');
+  const child = spawn(process.execPath, [CLI, 'serve', '--pipelines', dir, '--home', f.home, '--grace', '5s'], {
+    env: { ...process.env, CI: 'true' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (b) => (out += b));
+  child.stderr.on('data', (b) => (out += b));
+  const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
+  const waitFor = async (re: RegExp, ms: number) => {
+    const end = Date.now() + ms;
+    while (!re.test(out)) {
+      if (Date.now() > end) throw new Error(`no ${re} in ${ms} ms:\n${out}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  };
+  try {
+    await waitFor(/watching 1 pipeline\(s\): tick/, 15_000);
+    assert.match(out, /pipeline file problem: .*broken\.yaml:3:8 steps: /);
+    await waitFor(/tick: run (\S+) succeeded/, 75_000);
+    const runId = /tick: run (\S+) succeeded/.exec(out)![1]!;
+    const rec = JSON.parse(await readFile(path.join(f.home, 'runs', runId, 'run.json'), 'utf8'));
+    assert.equal(rec.status, 'succeeded');
+    assert.ok(git(f.project, 'show', `run/${runId}:tick.txt`));
+    assert.deepEqual(containersOfRun(runId), []);
+
+    await writeFile(path.join(dir, 'broken.yaml'), `version: 1\nname: fixed\nproject: { path: ${f.project}, push: never }\ndefaults: { image: ${IMAGE} }\nsteps:\n  - id: a\n    run: "true"\n`);
+    await waitFor(/watching 2 pipeline\(s\): (tick, fixed|fixed, tick)/, 15_000);
+  } finally {
+    child.kill('SIGTERM');
+  }
+  assert.equal(await exited, 0, out);
+  assert.match(out, /stopping: no new runs/);
+});
