@@ -43,10 +43,11 @@ Usage:
       verification_failed, patch_invalid, scope_violation, conflict) changes
       nothing and exits 1.
   runner serve --pipelines DIR [--home DIR] [--max-concurrent N] [--grace 30s]
+               [--listen 127.0.0.1:7700]
       Run the pipelines in DIR on their schedule: entries (cron, timezone,
-      overlap, catchup), reloading DIR when it changes. SIGTERM: no new runs,
-      running ones get --grace to finish, then are canceled. (No HTTP API or
-      dashboard yet.)
+      overlap, catchup), reloading DIR when it changes, with a JSON API on
+      --listen (a non-loopback address needs RUNNER_TOKEN). SIGTERM: no new
+      runs, running ones get --grace to finish, then are canceled.
   runner --help | -h       this text
   runner --version | -v    the version
 

@@ -19,6 +19,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       home: { type: 'string' },
       'max-concurrent': { type: 'string' },
       grace: { type: 'string', default: '30s' },
+      listen: { type: 'string', default: '127.0.0.1:7700' },
     },
     [],
   );
@@ -27,6 +28,12 @@ export async function serveCommand(args: string[]): Promise<number> {
   if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) throw new UsageError('serve: --max-concurrent takes a whole number of runs, at least 1');
   const graceMs = parseDuration(values.grace ?? '30s');
   if (graceMs === undefined) throw new UsageError(`serve: --grace takes a duration like 30s, got "${values.grace}"`);
+
+  const listen = parseListen(values.listen ?? '127.0.0.1:7700');
+  const token = process.env.RUNNER_TOKEN || undefined;
+  if (!isLoopback(listen.host) && !token) {
+    throw new UsageError(`serve: listening on ${listen.host} (not loopback) needs a token: set RUNNER_TOKEN, or listen on 127.0.0.1`);
+  }
 
   const runtime = new DockerRuntime();
   await runtime.ping();
@@ -45,6 +52,8 @@ export async function serveCommand(args: string[]): Promise<number> {
       graceMs,
       stop: stop.signal,
       say,
+      listen,
+      ...(token ? { token } : {}),
       reporterFor: (name) => {
         const prefixed = { write: (s: string) => process.stderr.write(s.replace(/^(?=.)/gm, `[${name}] `)) };
         return new ConsoleReporter(prefixed, prefixed, false);
@@ -54,4 +63,14 @@ export async function serveCommand(args: string[]): Promise<number> {
   );
   say('stopped');
   return 0;
+}
+
+function parseListen(text: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(text);
+  if (!m) throw new UsageError(`serve: --listen takes HOST:PORT, like 127.0.0.1:7700, got "${text}"`);
+  return { host: m[1] ?? m[2]!, port: Number(m[3]) };
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\./.test(host);
 }

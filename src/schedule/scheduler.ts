@@ -22,7 +22,7 @@ export interface SchedulerDeps {
   now: () => Date;
   setTimer: (ms: number, fn: () => void) => { cancel(): void };
   /** starts a run of the pipeline; resolves when the run has ended */
-  start: (pipeline: string, why: 'schedule' | 'catchup') => Promise<void>;
+  start: (pipeline: string, why: 'schedule' | 'catchup' | 'trigger') => Promise<void>;
   maxConcurrent: number;
   /** the last time an entry fired, as recorded (for catch-up) */
   lastFire: (pipeline: string, entry: number) => Date | undefined;
@@ -34,7 +34,7 @@ const MAX_WAIT_MS = 3_600_000;
 
 interface Pending {
   pipeline: string;
-  why: 'schedule' | 'catchup';
+  why: 'schedule' | 'catchup' | 'trigger';
 }
 
 export class Scheduler {
@@ -81,6 +81,14 @@ export class Scheduler {
   runningCount(pipeline?: string): number {
     if (pipeline) return this.running.get(pipeline) ?? 0;
     return [...this.running.values()].reduce((a, b) => a + b, 0);
+  }
+
+  /** A run asked for by a person: it waits only for room under the cap. False when the pipeline is unknown or stopped. */
+  trigger(pipeline: string): boolean {
+    if (this.stopped || !this.pipelines.has(pipeline)) return false;
+    this.waiting.push({ pipeline, why: 'trigger' });
+    this.pump();
+    return true;
   }
 
   /** No more fires and no more starts; runs going on are left to the caller. */

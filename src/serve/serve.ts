@@ -5,6 +5,8 @@
  * lets running steps finish up to a grace period, then cancels them cleanly.
  */
 import { watch, type FSWatcher } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from '../common/atomic-write.js';
@@ -16,6 +18,7 @@ import { reconcile } from '../run/reconcile.js';
 import type { Reporter } from '../run/reporter.js';
 import { Scheduler, type ScheduledPipeline } from '../schedule/scheduler.js';
 import { RunnerHome } from '../workspace/home.js';
+import { createApi } from './api.js';
 import { PipelineDir } from './pipeline-dir.js';
 
 export interface ServeOptions {
@@ -28,6 +31,10 @@ export interface ServeOptions {
   say: (message: string) => void;
   /** a reporter for one run of a pipeline */
   reporterFor: (pipeline: string) => Reporter;
+  /** serve the HTTP API there (port 0: any free port) */
+  listen?: { host: string; port: number };
+  /** required on every API call but /healthz, when set */
+  token?: string;
 }
 
 export interface ServeDeps {
@@ -43,7 +50,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
 
   const fires = await FireLog.open(path.join(home.root, 'schedule.json'));
   const dir = new PipelineDir(o.pipelinesDir);
-  const live = new Map<number, { cancel: AbortController; kill: AbortController; done: Promise<void> }>();
+  const live = new Map<number, { cancel: AbortController; kill: AbortController; done: Promise<void>; runId?: string }>();
   let seq = 0;
 
   const scheduler = new Scheduler({
@@ -63,8 +70,17 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
       const kill = new AbortController();
       const id = seq++;
       o.say(`${name}: starting a run (${why})`);
+      const base = o.reporterFor(name);
+      // The run's id is known once it starts: the API cancels runs by it.
+      const reporter: Reporter = Object.assign(Object.create(base) as Reporter, {
+        runStarted: (r: Parameters<Reporter['runStarted']>[0], ids: string[]) => {
+          const entry = live.get(id);
+          if (entry) entry.runId = r.runId;
+          base.runStarted(r, ids);
+        },
+      });
       const done = executeRun(
-        { runtime: deps.runtime, makeGit: deps.makeGit, clock: () => new Date(), reporter: o.reporterFor(name), signal: cancel.signal, killSignal: kill.signal },
+        { runtime: deps.runtime, makeGit: deps.makeGit, clock: () => new Date(), reporter, signal: cancel.signal, killSignal: kill.signal },
         { loaded, home: home.root, keepWorkspace: false, secretSource: process.env },
       ).then(
         (r) => o.say(`${name}: run ${r.runId} ${r.status}`),
@@ -98,9 +114,41 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
   }
   const rescan = setInterval(soon, 10_000);
 
+  let api: http.Server | undefined;
+  if (o.listen) {
+    api = createApi(
+      {
+        runsDir: home.runs,
+        queueLength: () => scheduler.queueLength(),
+        trigger: (name) => scheduler.trigger(name),
+        cancel: (runId) => {
+          const run = [...live.values()].find((r) => r.runId === runId);
+          run?.cancel.abort();
+          return run !== undefined;
+        },
+        pipelines: () =>
+          dir.states().map((st) => ({
+            name: st.loaded?.pipeline.name ?? null,
+            file: st.file,
+            nextRuns: st.loaded ? scheduler.nextFires(st.loaded.pipeline.name).map((d) => d.toISOString()) : [],
+            errors: st.errors,
+          })),
+      },
+      o.token,
+    );
+    await new Promise<void>((resolve, reject) => {
+      api!.once('error', reject);
+      api!.listen(o.listen!.port, o.listen!.host, () => resolve());
+    });
+    const addr = api.address() as AddressInfo;
+    o.say(`listening on http://${addr.address.includes(':') ? `[${addr.address}]` : addr.address}:${addr.port}`);
+  }
+
   await new Promise<void>((resolve) => (o.stop.aborted ? resolve() : o.stop.addEventListener('abort', () => resolve(), { once: true })));
   o.say(`stopping: no new runs; ${live.size} running run(s) get ${Math.round(o.graceMs / 1000)} s to finish`);
   scheduler.stop();
+  api?.close();
+  api?.closeAllConnections();
   watcher?.close();
   clearInterval(rescan);
   clearTimeout(pending);

@@ -26,7 +26,7 @@ steps:
 `,
   );
   await writeFile(path.join(dir, 'broken.yaml'), 'version: 1\nname: broken\nsteps: nope\n');
-  const child = spawn(process.execPath, [CLI, 'serve', '--pipelines', dir, '--home', f.home, '--grace', '5s'], {
+  const child = spawn(process.execPath, [CLI, 'serve', '--pipelines', dir, '--home', f.home, '--grace', '5s', '--listen', '127.0.0.1:0'], {
     env: { ...process.env, CI: 'true' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -102,3 +102,15 @@ test('stop: no fire after it', async () => {
   await h.time.advance(5 * 60_000);
   assert.equal(h.started.length, 0);
 });
+
+test('a trigger starts a run at once, under the cap, whatever the schedule', async () => {
+  const h = harness(1);
+  h.s.setPipelines([every('p', '0 6 * * *'), every('q', '0 6 * * *')]);
+  assert.equal(h.s.trigger('p'), true);
+  assert.equal(h.s.trigger('q'), true);
+  assert.equal(h.s.trigger('nope'), false);
+  assert.deepEqual(h.started.map((s) => [s.pipeline, s.why]), [['p', 'trigger']]);
+  h.finishers.shift()!();
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(h.started.map((s) => s.pipeline), ['p', 'q']);
+});
