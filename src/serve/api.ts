@@ -67,8 +67,9 @@ export function createApi(state: ServeState, token: string | undefined): http.Se
       const m = re.exec(url.pathname);
       if (!m || req.method !== method) continue;
       handler(req, res, m.slice(1), url).catch((err) => {
-        const unknown = err instanceof RunnerError && err.code === 'run_unknown';
-        if (!res.headersSent) json(res, unknown ? 404 : 500, { error: errorMessage(err) });
+        const code = err instanceof RunnerError ? err.code : '';
+        const status = code === 'run_unknown' ? 404 : code === 'unsafe_name' ? 400 : 500;
+        if (!res.headersSent) json(res, status, { error: errorMessage(err) });
         else res.end();
       });
       return;

@@ -91,6 +91,8 @@ test('trigger a run, follow its log live, cancel another, read the metrics', { t
     assert.equal((await fetch(`${s.base}/api/runs/${long.runId}/cancel`, { method: 'POST' })).status, 404);
     assert.equal((await fetch(`${s.base}/api/pipelines/nope/runs`, { method: 'POST' })).status, 404);
     assert.equal((await fetch(`${s.base}/api/runs/no-such-run`)).status, 404);
+    assert.equal((await fetch(`${s.base}/api/runs/..`)).status, 404, 'dot segments never reach a path');
+    assert.equal((await fetch(`${s.base}/api/runs/...`)).status, 400);
 
     const metrics = await (await fetch(`${s.base}/metrics`)).text();
     assert.match(metrics, /^runner_runs\{status="succeeded"\} 1$/m);
