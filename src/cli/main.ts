@@ -3,7 +3,6 @@
  * argv → a command. The only place that calls process.exit. Commands are
  * imported on demand so `runner --help` loads no docker or logging library.
  */
-
 import { HELP } from './help.js';
 
 type Command = (args: string[]) => Promise<number>;

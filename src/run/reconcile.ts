@@ -13,7 +13,7 @@ import { errorMessage } from '../common/errors.js';
 import { LABELS, type ContainerRuntime } from '../container/runtime.js';
 import type { Git, GitIdentity } from '../git/git.js';
 import { tryLock } from '../common/kernel-lock.js';
-import { commitAll, diffToFile, removeWorktree, repositoryFilters, savePatch, type GitWorktree } from '../workspace/git-worktree.js';
+import { commitAll, diffToFile, headOf, removeWorktree, repositoryFilters, savePatch, type GitWorktree } from '../workspace/git-worktree.js';
 import { taskLockKey } from '../workspace/task-worktree.js';
 import type { RunnerHome } from '../workspace/home.js';
 import { inspectProject } from '../workspace/project.js';
@@ -133,7 +133,7 @@ async function recoverRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord)
       } finally {
         await taskLock?.release();
       }
-      rec.headSha = await git.out(['rev-parse', `refs/heads/${rec.branch}`], { cwd: project.root, gitDir: project.commonDir });
+      rec.headSha = await headOf(git, wt);
       await diffToFile(git, project, rec.baseSha, rec.headSha, path.join(home.runs, rec.runId, 'diff.patch')).catch(() => undefined);
       if (rec.workspace === 'git_worktree' && !rec.keptWorkspace) await removeWorktree(git, wt);
     } catch (err) {

@@ -62,7 +62,3 @@ export function describeStatus(status: StepStatus, exitCode: number | null): str
       return status;
   }
 }
-
-export function isSuccess(status: StepStatus): boolean {
-  return status === 'completed';
-}

@@ -89,10 +89,6 @@ export function diffSnapshots(before: Snapshot, after: Snapshot): ChangeList {
   return out;
 }
 
-export function countChanges(c: ChangeList): number {
-  return c.added.length + c.modified.length + c.deleted.length;
-}
-
 function sha(s: string): string {
   return createHash('sha256').update(s).digest('hex');
 }

@@ -1,10 +1,9 @@
 /** runner serve's HTTP API end to end on a real port: trigger, follow the live log, cancel, metrics, the token. */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { CLI, containersOfRun, IMAGE, projectsForThisFile, runCli, type Fixture } from '../fixtures/project.js';
+import { containersOfRun, IMAGE, projectsForThisFile, runCli, spawnServe, type Fixture } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 
@@ -27,21 +26,9 @@ steps:
     path.join(dir, 'long.yaml'),
     `version: 1\nname: long\nproject: { path: ${f.project}, push: never }\ndefaults: { image: ${IMAGE} }\nsteps:\n  - id: wait\n    run: echo started > s.txt; echo waiting; sleep 300\n`,
   );
-  const child = spawn(process.execPath, [CLI, 'serve', '--pipelines', dir, '--home', f.home, '--grace', '2s', '--listen', listen], {
-    env: { ...process.env, CI: 'true', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (b) => (out += b));
-  child.stderr.on('data', (b) => (out += b));
-  const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
-  const end = Date.now() + 20_000;
-  let m: RegExpExecArray | null = null;
-  while (!(m = /listening on (http:\/\/\S+)/.exec(out))) {
-    if (Date.now() > end) throw new Error(`serve did not listen:\n${out}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return { base: m[1]!.replace('0.0.0.0', '127.0.0.1'), child, exited, out: () => out };
+  const serve = spawnServe(['--pipelines', dir, '--home', f.home, '--grace', '2s', '--listen', listen], env);
+  const m = await serve.waitFor(/listening on (http:\/\/\S+)/, 20_000);
+  return { ...serve, base: m[1]!.replace('0.0.0.0', '127.0.0.1') };
 }
 
 async function until<T>(fn: () => Promise<T | undefined>, ms = 30_000): Promise<T> {

@@ -1,10 +1,9 @@
 /** runner serve with a real clock: a pipeline scheduled every minute fires, and SIGTERM stops the server cleanly. */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { CLI, containersOfRun, git, IMAGE, projectsForThisFile } from '../fixtures/project.js';
+import { containersOfRun, git, IMAGE, projectsForThisFile, spawnServe } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 
@@ -26,26 +25,11 @@ steps:
 `,
   );
   await writeFile(path.join(dir, 'broken.yaml'), 'version: 1\nname: broken\nsteps: nope\n');
-  const child = spawn(process.execPath, [CLI, 'serve', '--pipelines', dir, '--home', f.home, '--grace', '5s', '--listen', '127.0.0.1:0'], {
-    env: { ...process.env, CI: 'true' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (b) => (out += b));
-  child.stderr.on('data', (b) => (out += b));
-  const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
-  const waitFor = async (re: RegExp, ms: number) => {
-    const end = Date.now() + ms;
-    while (!re.test(out)) {
-      if (Date.now() > end) throw new Error(`no ${re} in ${ms} ms:\n${out}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  };
+  const { child, exited, out, waitFor } = spawnServe(['--pipelines', dir, '--home', f.home, '--grace', '5s', '--listen', '127.0.0.1:0']);
   try {
     await waitFor(/watching 1 pipeline\(s\): tick/, 15_000);
-    assert.match(out, /pipeline file problem: .*broken\.yaml:3:8 steps: /);
-    await waitFor(/tick: run (\S+) succeeded/, 75_000);
-    const runId = /tick: run (\S+) succeeded/.exec(out)![1]!;
+    assert.match(out(), /pipeline file problem: .*broken\.yaml:3:8 steps: /);
+    const runId = (await waitFor(/tick: run (\S+) succeeded/, 75_000))[1]!;
     const rec = JSON.parse(await readFile(path.join(f.home, 'runs', runId, 'run.json'), 'utf8'));
     assert.equal(rec.status, 'succeeded');
     assert.ok(git(f.project, 'show', `run/${runId}:tick.txt`));
@@ -56,6 +40,6 @@ steps:
   } finally {
     child.kill('SIGTERM');
   }
-  assert.equal(await exited, 0, out);
-  assert.match(out, /stopping: no new runs/);
+  assert.equal(await exited, 0, out());
+  assert.match(out(), /stopping: no new runs/);
 });
