@@ -7,7 +7,7 @@ SHELL := /bin/bash
 RUNNER := node dist/src/cli/main.js
 DEMO_HOME := .demo/home
 
-.PHONY: all deps build docker images demo test test-unit bench clean
+.PHONY: all deps build docker images browser demo test test-unit bench clean
 
 all: build
 
@@ -18,8 +18,7 @@ node_modules/.installed: package.json package-lock.json
 deps: node_modules/.installed
 
 build: deps
-	npx tsc -p tsconfig.json
-	@chmod +x dist/src/cli/main.js
+	npm run --silent build
 
 # Starts a Docker engine when none answers (installs Debian's docker.io if needed).
 docker:
@@ -28,6 +27,10 @@ docker:
 # runner/base:latest, built without any registry (debootstrap + docker import).
 images: docker
 	@bash images/base/build.sh
+
+# Debian's Chromium, for the dashboard tests (driven by playwright-core).
+browser:
+	@bash scripts/ensure-chromium.sh
 
 demo: build images
 	@bash scripts/demo-repo.sh
@@ -38,7 +41,7 @@ demo: build images
 	@echo "Pushed to the demo remote:"; git -C .demo/remote.git branch --list 'run/*' | sed 's/^/ /'
 	@echo "Worktrees left in $(DEMO_HOME)/worktrees: $$(ls $(DEMO_HOME)/worktrees | wc -l)"
 
-test: build images
+test: build images browser
 	node --test --test-reporter=spec dist/test/
 
 test-unit: build

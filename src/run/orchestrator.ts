@@ -51,6 +51,8 @@ export interface ExecOptions {
   task?: TaskFlags;
   /** fail at once, rather than wait, when the workspace is in use by another run */
   noWait?: boolean;
+  /** the run's id, when the caller gave it out before the run started (runner serve's trigger) */
+  runId?: string;
 }
 
 export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<RunRecord> {
@@ -73,7 +75,7 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
 
   const home = new RunnerHome(opts.home);
   await home.ensure();
-  const runId = newRunId(deps.clock());
+  const runId = opts.runId ?? newRunId(deps.clock());
   const store = await RunStore.create(home.runs, runId, masker);
   // Held while the run lives: recovery tells a live run from a dead one by it.
   const owner = await holdOwnerLock(opts.home, runId);

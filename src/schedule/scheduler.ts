@@ -21,8 +21,10 @@ export interface ScheduledPipeline {
 export interface SchedulerDeps {
   now: () => Date;
   setTimer: (ms: number, fn: () => void) => { cancel(): void };
-  /** starts a run of the pipeline; resolves when the run has ended */
-  start: (pipeline: string, why: 'schedule' | 'catchup' | 'trigger') => Promise<void>;
+  /** starts a run of the pipeline, under the id given out when it was asked for; resolves when the run has ended */
+  start: (pipeline: string, why: Why, runId: string) => Promise<void>;
+  /** a new run id (given out when a run is asked for, so a queued run can be named and canceled) */
+  newRunId: () => string;
   maxConcurrent: number;
   /** the last time an entry fired, as recorded (for catch-up) */
   lastFire: (pipeline: string, entry: number) => Date | undefined;
@@ -32,9 +34,13 @@ export interface SchedulerDeps {
 
 const MAX_WAIT_MS = 3_600_000;
 
-interface Pending {
+export type Why = 'schedule' | 'catchup' | 'trigger';
+
+/** A run asked for that has not started yet. */
+export interface Pending {
   pipeline: string;
-  why: 'schedule' | 'catchup' | 'trigger';
+  why: Why;
+  runId: string;
 }
 
 export class Scheduler {
@@ -83,12 +89,27 @@ export class Scheduler {
     return [...this.running.values()].reduce((a, b) => a + b, 0);
   }
 
-  /** A run asked for by a person: it waits only for room under the cap. False when the pipeline is unknown or stopped. */
-  trigger(pipeline: string): boolean {
-    if (this.stopped || !this.pipelines.has(pipeline)) return false;
-    this.waiting.push({ pipeline, why: 'trigger' });
+  /** A run asked for by a person: it waits only for room under the cap. Its id, or undefined when the pipeline is unknown or the scheduler stopped. */
+  trigger(pipeline: string): string | undefined {
+    if (this.stopped || !this.pipelines.has(pipeline)) return undefined;
+    const p: Pending = { pipeline, why: 'trigger', runId: this.d.newRunId() };
+    this.waiting.push(p);
     this.pump();
-    return true;
+    return p.runId;
+  }
+
+  /** The runs asked for that have not started, in the order they will start. */
+  queued(): Pending[] {
+    return [...this.waiting, ...this.heldBack.values()];
+  }
+
+  /** Drops a run that has not started; false when no queued run has that id. */
+  dequeue(runId: string): boolean {
+    const before = this.waiting.length;
+    this.waiting = this.waiting.filter((w) => w.runId !== runId);
+    if (this.waiting.length !== before) return true;
+    for (const [k, v] of this.heldBack) if (v.runId === runId) return this.heldBack.delete(k);
+    return false;
   }
 
   /** No more fires and no more starts; runs going on are left to the caller. */
@@ -123,16 +144,16 @@ export class Scheduler {
     this.arm();
   }
 
-  private fire(pipeline: string, overlap: Overlap, why: Pending['why']): void {
+  private fire(pipeline: string, overlap: Overlap, why: Why): void {
     const queuedHere = (this.heldBack.has(pipeline) ? 1 : 0) + this.waiting.filter((w) => w.pipeline === pipeline).length;
     const decision = decideFire(overlap, this.runningCount(pipeline), queuedHere);
     if (decision.action === 'skip') {
       this.d.log(`${pipeline}: fire skipped: ${decision.reason}`);
     } else if (decision.action === 'queue') {
-      this.heldBack.set(pipeline, { pipeline, why });
+      this.heldBack.set(pipeline, { pipeline, why, runId: this.d.newRunId() });
       this.d.log(`${pipeline}: queued behind its running run`);
     } else {
-      this.waiting.push({ pipeline, why });
+      this.waiting.push({ pipeline, why, runId: this.d.newRunId() });
       this.pump();
     }
   }
@@ -155,7 +176,7 @@ export class Scheduler {
       }
       this.pump();
     };
-    this.d.start(p.pipeline, p.why).then(done, (err) => {
+    this.d.start(p.pipeline, p.why, p.runId).then(done, (err) => {
       this.d.log(`${p.pipeline}: the run could not start: ${errorMessage(err)}`);
       done();
     });

@@ -1,42 +1,73 @@
 /**
- * runner serve's HTTP API, thin over the serve loop and the run records.
+ * runner serve's HTTP API and dashboard, thin over the serve loop and the run records.
  *   GET  /healthz                      liveness (no token needed)
  *   GET  /metrics                      Prometheus text: runs by status, step durations, queue length
  *   GET  /api/pipelines                pipelines with their next fire times and file errors
- *   POST /api/pipelines/:name/runs     trigger a run (202; it waits for room under --max-concurrent)
- *   GET  /api/runs[?pipeline=&status=] run records, newest first
- *   GET  /api/runs/:id                 one run record
+ *   POST /api/pipelines/:name/runs     trigger a run: 202 with its run id (it waits for room under --max-concurrent)
+ *   GET  /api/runs[?pipeline=&status=] queued runs, then run records, newest first
+ *   GET  /api/runs/:id                 one run: its record, or {status: queued | not_started, error}
  *   GET  /api/runs/:id/log             the run's log, live, as Server-Sent Events
- *   POST /api/runs/:id/cancel          cancel a run this server is running
- * With a token, every request but /healthz needs `Authorization: Bearer <token>`.
+ *   GET  /api/runs/:id/diff            the run's change against its base, as a patch
+ *   POST /api/runs/:id/cancel          cancel a run this server is running or has queued
+ *   GET  /, /login, /assets/*          the dashboard (see dashboard.ts)
+ * Who may call what is decided in access.ts.
  */
-import { timingSafeEqual } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
+import { pipeline as pipe } from 'node:stream/promises';
 import { errorMessage, RunnerError } from '../common/errors.js';
 import { LogCursor } from '../run/log-cursor.js';
 import { listRuns, readRun, runDir } from '../run/records.js';
+import { checkAccess, sessionCookie, tokenMatches } from './access.js';
+import { SECURITY_HEADERS, withLoginError, type Asset } from './dashboard.js';
+
+export interface NotStarted {
+  runId: string;
+  pipeline: string | null;
+  status: 'queued' | 'not_started';
+  error: string | null;
+}
 
 export interface ServeState {
   pipelines(): Array<{ name: string | null; file: string; nextRuns: string[]; errors: string[] }>;
-  trigger(name: string): boolean;
+  /** the new run's id, or undefined for an unknown pipeline */
+  trigger(name: string): string | undefined;
   cancel(runId: string): boolean;
   queueLength(): number;
+  queued(): Array<{ runId: string; pipeline: string; status: 'queued'; why: string }>;
+  /** a run given an id that has no record (yet): queued, or never started and why */
+  notStarted(runId: string): NotStarted | undefined;
   runsDir: string;
 }
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse, params: string[], url: URL) => Promise<void>;
 
-export function createApi(state: ServeState, token: string | undefined): http.Server {
+const ID = '([A-Za-z0-9._-]+)';
+
+export function createApi(state: ServeState, token: string | undefined, dashboard: Map<string, Asset>): http.Server {
+  const record = async (id: string) => {
+    try {
+      return await readRun(state.runsDir, id);
+    } catch (err) {
+      const pending = err instanceof RunnerError && err.code === 'run_unknown' ? state.notStarted(id) : undefined;
+      if (pending) return pending;
+      throw err;
+    }
+  };
   const routes: Array<[string, RegExp, Handler]> = [
     ['GET', /^\/healthz$/, async (_q, res) => json(res, 200, { ok: true })],
     ['GET', /^\/metrics$/, async (_q, res) => metrics(res, state)],
     ['GET', /^\/api\/pipelines$/, async (_q, res) => json(res, 200, state.pipelines())],
     [
       'POST',
-      /^\/api\/pipelines\/([A-Za-z0-9._-]+)\/runs$/,
-      async (_q, res, [name]) =>
-        state.trigger(name!) ? json(res, 202, { queued: true, pipeline: name }) : json(res, 404, { error: `no pipeline ${name} (GET /api/pipelines)` }),
+      new RegExp(`^/api/pipelines/${ID}/runs$`),
+      async (_q, res, [name]) => {
+        const runId = state.trigger(name!);
+        if (runId) json(res, 202, { queued: true, pipeline: name, runId });
+        else json(res, 404, { error: `no pipeline ${name} (GET /api/pipelines)` });
+      },
     ],
     [
       'GET',
@@ -44,23 +75,33 @@ export function createApi(state: ServeState, token: string | undefined): http.Se
       async (_q, res, _p, url) => {
         const p = url.searchParams.get('pipeline');
         const s = url.searchParams.get('status');
-        json(res, 200, (await listRuns(state.runsDir)).filter((r) => (!p || r.pipeline === p) && (!s || r.status === s)));
+        const all = [...state.queued(), ...(await listRuns(state.runsDir))];
+        json(res, 200, all.filter((r) => (!p || r.pipeline === p) && (!s || r.status === s)));
       },
     ],
-    ['GET', /^\/api\/runs\/([A-Za-z0-9._-]+)$/, async (_q, res, [id]) => json(res, 200, await readRun(state.runsDir, id!))],
-    ['GET', /^\/api\/runs\/([A-Za-z0-9._-]+)\/log$/, async (req, res, [id]) => followLog(req, res, state.runsDir, id!)],
+    ['GET', new RegExp(`^/api/runs/${ID}$`), async (_q, res, [id]) => json(res, 200, await record(id!))],
+    ['GET', new RegExp(`^/api/runs/${ID}/log$`), async (req, res, [id]) => followLog(req, res, state.runsDir, id!)],
+    ['GET', new RegExp(`^/api/runs/${ID}/diff$`), async (_q, res, [id]) => sendDiff(res, state.runsDir, id!)],
     [
       'POST',
-      /^\/api\/runs\/([A-Za-z0-9._-]+)\/cancel$/,
+      new RegExp(`^/api/runs/${ID}/cancel$`),
       async (_q, res, [id]) =>
-        state.cancel(id!) ? json(res, 202, { canceling: id }) : json(res, 404, { error: `run ${id} is not running on this server` }),
+        state.cancel(id!) ? json(res, 202, { canceling: id }) : json(res, 404, { error: `run ${id} is not running or queued on this server` }),
     ],
+    ['POST', /^\/login$/, async (req, res) => login(req, res, token, dashboard)],
   ];
 
   return http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
-    if (token && url.pathname !== '/healthz' && !authorized(req, token)) {
-      json(res, 401, { error: 'a token is required: send Authorization: Bearer <RUNNER_TOKEN>' });
+    const verdict = checkAccess(req.method ?? 'GET', url.pathname, req.headers, token);
+    if (!verdict.ok) {
+      if (url.pathname === '/' && verdict.status === 401) redirect(res, '/login');
+      else json(res, verdict.status, { error: verdict.message });
+      return;
+    }
+    const asset = req.method === 'GET' ? dashboard.get(url.pathname) : undefined;
+    if (asset) {
+      send(res, 200, asset);
       return;
     }
     for (const [method, re, handler] of routes) {
@@ -68,7 +109,7 @@ export function createApi(state: ServeState, token: string | undefined): http.Se
       if (!m || req.method !== method) continue;
       handler(req, res, m.slice(1), url).catch((err) => {
         const code = err instanceof RunnerError ? err.code : '';
-        const status = code === 'run_unknown' ? 404 : code === 'unsafe_name' ? 400 : 500;
+        const status = code === 'run_unknown' || code === 'no_diff' ? 404 : code === 'unsafe_name' || code === 'bad_request' ? 400 : 500;
         if (!res.headersSent) json(res, status, { error: errorMessage(err) });
         else res.end();
       });
@@ -78,11 +119,43 @@ export function createApi(state: ServeState, token: string | undefined): http.Se
   });
 }
 
-function authorized(req: http.IncomingMessage, token: string): boolean {
-  const given = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
-  const a = Buffer.from(given);
-  const b = Buffer.from(token);
-  return a.length === b.length && timingSafeEqual(a, b);
+function send(res: http.ServerResponse, status: number, asset: Asset, extra: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': asset.type, 'cache-control': 'no-store', ...SECURITY_HEADERS, ...extra });
+  res.end(asset.body);
+}
+
+function redirect(res: http.ServerResponse, to: string, extra: Record<string, string> = {}): void {
+  res.writeHead(303, { location: to, 'cache-control': 'no-store', ...extra });
+  res.end();
+}
+
+async function login(req: http.IncomingMessage, res: http.ServerResponse, token: string | undefined, dashboard: Map<string, Asset>): Promise<void> {
+  if (!token) return redirect(res, '/');
+  const form = new URLSearchParams(await readBody(req, 4096));
+  if (tokenMatches(form.get('token') ?? '', token)) return redirect(res, '/', { 'set-cookie': sessionCookie(token) });
+  send(res, 401, withLoginError(dashboard.get('/login')!, 'That token is not the one this server was started with.'));
+}
+
+async function readBody(req: http.IncomingMessage, limit: number): Promise<string> {
+  let body = '';
+  for await (const chunk of req) {
+    body += chunk;
+    if (body.length > limit) throw new RunnerError('bad_request', `the request body is over ${limit} bytes`);
+  }
+  return body;
+}
+
+async function sendDiff(res: http.ServerResponse, runsDir: string, runId: string): Promise<void> {
+  const rec = await readRun(runsDir, runId);
+  const file = path.join(runDir(runsDir, runId), 'diff.patch');
+  const size = (await stat(file).catch(() => undefined))?.size;
+  if (size === undefined) {
+    const why =
+      rec.workspace === 'persistent_directory' ? 'it worked on a persistent directory' : rec.status === 'running' ? 'it is still running' : 'it ended before its change was recorded';
+    throw new RunnerError('no_diff', `run ${runId} has no diff: ${why}`);
+  }
+  res.writeHead(200, { 'content-type': 'text/x-diff; charset=utf-8', 'content-length': size, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
+  await pipe(createReadStream(file), res);
 }
 
 function json(res: http.ServerResponse, status: number, body: unknown): void {

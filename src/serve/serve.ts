@@ -16,9 +16,11 @@ import type { Git, GitIdentity } from '../git/git.js';
 import { executeRun } from '../run/orchestrator.js';
 import { reconcile } from '../run/reconcile.js';
 import type { Reporter } from '../run/reporter.js';
+import { newRunId } from '../run/run-id.js';
 import { Scheduler, type ScheduledPipeline } from '../schedule/scheduler.js';
 import { RunnerHome } from '../workspace/home.js';
 import { createApi } from './api.js';
+import { loadDashboard } from './dashboard.js';
 import { PipelineDir } from './pipeline-dir.js';
 
 export interface ServeOptions {
@@ -50,8 +52,8 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
 
   const fires = await FireLog.open(path.join(home.root, 'schedule.json'));
   const dir = new PipelineDir(o.pipelinesDir);
-  const live = new Map<number, { cancel: AbortController; kill: AbortController; done: Promise<void>; runId?: string }>();
-  let seq = 0;
+  const live = new Map<string, { cancel: AbortController; done: Promise<void> }>(); // by run id
+  const notStarted = new RecentFailures(100);
 
   const scheduler = new Scheduler({
     now: () => new Date(),
@@ -63,31 +65,34 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
     lastFire: (p, i) => fires.get(p, i),
     recordFire: (p, i, at) => fires.set(p, i, at),
     log: o.say,
-    start: (name, why) => {
+    newRunId: () => newRunId(new Date()),
+    start: (name, why, runId) => {
       const loaded = dir.pipelines().find((p) => p.pipeline.name === name);
-      if (!loaded) return Promise.resolve();
+      if (!loaded) {
+        notStarted.add(runId, name, `the pipeline ${name} was removed before the run could start`);
+        return Promise.resolve();
+      }
       const cancel = new AbortController();
-      const kill = new AbortController();
-      const id = seq++;
-      o.say(`${name}: starting a run (${why})`);
-      const base = o.reporterFor(name);
-      // The run's id is known once it starts: the API cancels runs by it.
-      const reporter: Reporter = Object.assign(Object.create(base) as Reporter, {
-        runStarted: (r: Parameters<Reporter['runStarted']>[0], ids: string[]) => {
-          const entry = live.get(id);
-          if (entry) entry.runId = r.runId;
-          base.runStarted(r, ids);
-        },
-      });
+      o.say(`${name}: starting run ${runId} (${why})`);
       const done = executeRun(
-        { runtime: deps.runtime, makeGit: deps.makeGit, clock: () => new Date(), reporter, signal: cancel.signal, killSignal: kill.signal },
-        { loaded, home: home.root, keepWorkspace: false, secretSource: process.env },
+        {
+          runtime: deps.runtime,
+          makeGit: deps.makeGit,
+          clock: () => new Date(),
+          reporter: o.reporterFor(name),
+          signal: cancel.signal,
+          killSignal: new AbortController().signal,
+        },
+        { loaded, home: home.root, keepWorkspace: false, secretSource: process.env, runId },
       ).then(
         (r) => o.say(`${name}: run ${r.runId} ${r.status}`),
-        (err) => o.say(`${name}: the run could not start: ${errorMessage(err)}`),
+        (err) => {
+          notStarted.add(runId, name, errorMessage(err));
+          o.say(`${name}: run ${runId} could not start: ${errorMessage(err)}`);
+        },
       );
-      const entry = { cancel, kill, done: done.finally(() => live.delete(id)) };
-      live.set(id, entry);
+      const entry = { cancel, done: done.finally(() => live.delete(runId)) };
+      live.set(runId, entry);
       return entry.done;
     },
   });
@@ -122,10 +127,20 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
         queueLength: () => scheduler.queueLength(),
         trigger: (name) => scheduler.trigger(name),
         cancel: (runId) => {
-          const run = [...live.values()].find((r) => r.runId === runId);
+          if (scheduler.dequeue(runId)) {
+            notStarted.add(runId, null, 'canceled before it started');
+            return true;
+          }
+          const run = live.get(runId);
           run?.cancel.abort();
           return run !== undefined;
         },
+        notStarted: (runId) => {
+          const q = scheduler.queued().find((p) => p.runId === runId);
+          if (q) return { runId, pipeline: q.pipeline, status: 'queued', error: null };
+          return notStarted.get(runId);
+        },
+        queued: () => scheduler.queued().map((p) => ({ runId: p.runId, pipeline: p.pipeline, status: 'queued' as const, why: p.why })),
         pipelines: () =>
           dir.states().map((st) => ({
             name: st.loaded?.pipeline.name ?? null,
@@ -135,6 +150,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
           })),
       },
       o.token,
+      await loadDashboard(),
     );
     await new Promise<void>((resolve, reject) => {
       api!.once('error', reject);
@@ -191,5 +207,21 @@ class FireLog {
   set(pipeline: string, entry: number, at: Date): void {
     this.data[`${pipeline}#${entry}`] = at.toISOString();
     void writeFileAtomic(this.file, JSON.stringify(this.data, null, 2)).catch(() => undefined);
+  }
+}
+
+/** Runs given an id that never got a record (the pipeline broke, or they were canceled while queued), so the API can say why. */
+class RecentFailures {
+  private readonly byId = new Map<string, { runId: string; pipeline: string | null; status: 'not_started'; error: string }>();
+
+  constructor(private readonly keep: number) {}
+
+  add(runId: string, pipeline: string | null, error: string): void {
+    this.byId.set(runId, { runId, pipeline, status: 'not_started', error });
+    if (this.byId.size > this.keep) this.byId.delete(this.byId.keys().next().value!);
+  }
+
+  get(runId: string) {
+    return this.byId.get(runId);
   }
 }

@@ -28,14 +28,16 @@ class FakeTime {
 
 function harness(maxConcurrent = 4, last: Record<string, Date> = {}) {
   const time = new FakeTime();
-  const started: Array<{ pipeline: string; why: string; at: string }> = [];
+  const started: Array<{ pipeline: string; why: string; at: string; runId: string }> = [];
+  let ids = 0;
   const finishers: Array<() => void> = [];
   const logs: string[] = [];
   const s = new Scheduler({
     now: () => new Date(time.now),
     setTimer: time.setTimer,
-    start: (pipeline, why) => {
-      started.push({ pipeline, why, at: new Date(time.now).toISOString() });
+    newRunId: () => `run-${++ids}`,
+    start: (pipeline, why, runId) => {
+      started.push({ pipeline, why, at: new Date(time.now).toISOString(), runId });
       return new Promise<void>((r) => finishers.push(r));
     },
     maxConcurrent,
@@ -106,11 +108,27 @@ test('stop: no fire after it', async () => {
 test('a trigger starts a run at once, under the cap, whatever the schedule', async () => {
   const h = harness(1);
   h.s.setPipelines([every('p', '0 6 * * *'), every('q', '0 6 * * *')]);
-  assert.equal(h.s.trigger('p'), true);
-  assert.equal(h.s.trigger('q'), true);
-  assert.equal(h.s.trigger('nope'), false);
-  assert.deepEqual(h.started.map((s) => [s.pipeline, s.why]), [['p', 'trigger']]);
+  assert.equal(h.s.trigger('p'), 'run-1');
+  assert.equal(h.s.trigger('q'), 'run-2');
+  assert.equal(h.s.trigger('nope'), undefined);
+  assert.deepEqual(h.started.map((s) => [s.pipeline, s.why, s.runId]), [['p', 'trigger', 'run-1']]);
+  assert.deepEqual(h.s.queued(), [{ pipeline: 'q', why: 'trigger', runId: 'run-2' }]);
   h.finishers.shift()!();
   await new Promise((r) => setImmediate(r));
   assert.deepEqual(h.started.map((s) => s.pipeline), ['p', 'q']);
+  assert.deepEqual(h.s.queued(), []);
+});
+
+test('a queued run can be dropped by its id before it starts', async () => {
+  const h = harness(1);
+  h.s.setPipelines([every('p', '0 6 * * *'), every('q', '0 6 * * *')]);
+  h.s.trigger('p');
+  const waiting = h.s.trigger('q')!;
+  assert.equal(h.s.dequeue('run-1'), false, 'a started run is not in the queue');
+  assert.equal(h.s.dequeue(waiting), true);
+  assert.equal(h.s.dequeue(waiting), false);
+  h.finishers.shift()!();
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(h.started.map((s) => s.pipeline), ['p'], 'the dropped run never starts');
+  assert.equal(h.s.queueLength(), 0);
 });

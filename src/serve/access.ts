@@ -1,0 +1,88 @@
+/**
+ * Who may use runner serve's HTTP endpoints. Pure: it reads request headers
+ * and decides.
+ *
+ * - With a token (RUNNER_TOKEN), every endpoint but /healthz, the login page
+ *   and the dashboard's static files needs it: as `Authorization: Bearer
+ *   <token>` (scripts), or as the session cookie the login page sets (the
+ *   dashboard; browsers cannot add headers to page loads or EventSource).
+ *   The cookie holds an HMAC of the token, never the token.
+ * - Without a token (loopback only), the Host header must name a loopback
+ *   host, so a web page cannot reach the API through DNS rebinding.
+ * - A request that changes something (POST) with an Origin header must come
+ *   from the server's own origin: another site's page cannot trigger or
+ *   cancel runs through the visitor's browser.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+
+export const SESSION_COOKIE = 'runner_session';
+
+export type Verdict = { ok: true } | { ok: false; status: 401 | 403; message: string };
+
+const OPEN_PATHS = new Set(['/healthz', '/login', '/assets/app.js', '/assets/style.css']);
+
+export function sessionValue(token: string): string {
+  return createHmac('sha256', token).update('runner dashboard session v1').digest('hex');
+}
+
+export function sessionCookie(token: string): string {
+  return `${SESSION_COOKIE}=${sessionValue(token)}; HttpOnly; SameSite=Strict; Path=/; Max-Age=604800`;
+}
+
+export function checkAccess(method: string, pathname: string, headers: IncomingHttpHeaders, token: string | undefined): Verdict {
+  const host = headers.host ?? '';
+  if (!token && !isLoopbackHost(host)) {
+    return { ok: false, status: 403, message: `this server answers only to a loopback host name, not "${host}" (set RUNNER_TOKEN to serve other names)` };
+  }
+  if (method !== 'GET' && method !== 'HEAD' && headers.origin !== undefined && !sameOrigin(headers.origin, host)) {
+    return { ok: false, status: 403, message: `a request from ${headers.origin} may not change anything here` };
+  }
+  if (!token || OPEN_PATHS.has(pathname)) return { ok: true };
+  if (bearerMatches(headers.authorization, token) || cookieMatches(headers.cookie, token)) return { ok: true };
+  return { ok: false, status: 401, message: 'a token is required: send Authorization: Bearer <RUNNER_TOKEN>, or log in at /login' };
+}
+
+export function isLoopbackHost(hostHeader: string): boolean {
+  const name = hostName(hostHeader);
+  return name === 'localhost' || name === '::1' || /^127\.\d+\.\d+\.\d+$/.test(name);
+}
+
+function hostName(hostHeader: string): string {
+  const m = /^\[([^\]]+)\](?::\d+)?$/.exec(hostHeader);
+  if (m) return m[1]!.toLowerCase();
+  return hostHeader.replace(/:\d+$/, '').toLowerCase();
+}
+
+function sameOrigin(origin: string, host: string): boolean {
+  try {
+    return new URL(origin).host === host.toLowerCase();
+  } catch {
+    return false;
+  }
+}
+
+function bearerMatches(header: string | undefined, token: string): boolean {
+  const given = /^Bearer (.+)$/.exec(header ?? '')?.[1];
+  return given !== undefined && equal(given, token);
+}
+
+function cookieMatches(header: string | undefined, token: string): boolean {
+  const value = (header ?? '')
+    .split(';')
+    .map((c) => c.trim())
+    .find((c) => c.startsWith(`${SESSION_COOKIE}=`))
+    ?.slice(SESSION_COOKIE.length + 1);
+  return value !== undefined && equal(value, sessionValue(token));
+}
+
+function equal(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** Whether the token the login form sent is the right one. */
+export function tokenMatches(given: string, token: string): boolean {
+  return equal(given, token);
+}

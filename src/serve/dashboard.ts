@@ -1,0 +1,53 @@
+/**
+ * The dashboard's files: a page, a script and a style sheet, read once at
+ * start from dashboard/ beside this module (the build copies them there).
+ * The script builds the page from the JSON API with textContent only, and the
+ * Content-Security-Policy allows no inline script at all: whatever a step
+ * printed is shown as text.
+ */
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { RunnerError } from '../common/errors.js';
+
+export interface Asset {
+  type: string;
+  body: Buffer;
+}
+
+export const SECURITY_HEADERS = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'same-origin',
+  'x-frame-options': 'DENY',
+};
+
+const FILES: Record<string, string> = {
+  '/': 'index.html',
+  '/login': 'login.html',
+  '/assets/app.js': 'app.js',
+  '/assets/style.css': 'style.css',
+};
+
+const TYPES: Record<string, string> = {
+  html: 'text/html; charset=utf-8',
+  js: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
+};
+
+export async function loadDashboard(dir = fileURLToPath(new URL('./dashboard/', import.meta.url))): Promise<Map<string, Asset>> {
+  const assets = new Map<string, Asset>();
+  for (const [route, file] of Object.entries(FILES)) {
+    const body = await readFile(`${dir}${file}`).catch(() => {
+      throw new RunnerError('dashboard_missing', `the dashboard's ${file} is missing from ${dir}: build the runner with make build`);
+    });
+    assets.set(route, { type: TYPES[file.slice(file.lastIndexOf('.') + 1)]!, body });
+  }
+  return assets;
+}
+
+/** The login page with a line saying the last token was wrong. */
+export function withLoginError(page: Asset, message: string): Asset {
+  const note = `<p class="error">${message.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)}</p>`;
+  return { ...page, body: Buffer.from(page.body.toString('utf8').replace('<!--error-->', note)) };
+}

@@ -1,0 +1,292 @@
+// @ts-check
+/**
+ * runner serve's dashboard: two views over the JSON API, chosen by the URL's
+ * hash. `#/` lists the pipelines (next run, file errors, a Run now button)
+ * and the recent runs; `#/runs/<id>` shows one run: its steps, its live log
+ * (Server-Sent Events) and its diff.
+ *
+ * Every value from the server goes into the page as text (textContent, text
+ * nodes), never as markup: steps are hostile, and their output is shown as
+ * the characters they printed. The page's Content-Security-Policy backs this
+ * up by allowing no inline script.
+ */
+
+const POLL_MS = 2000;
+const MAX_LOG_LINES = 5000;
+
+/** @type {Array<() => void>} what to stop when the view changes */
+let cleanups = [];
+
+/**
+ * An element with properties and children; strings become text nodes.
+ * @param {string} tag
+ * @param {Record<string, any>} [props]
+ * @param {Array<Node | string | null | undefined | false>} children
+ * @returns {HTMLElement}
+ */
+function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) {
+    if (k === 'class') node.className = v;
+    else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
+    else if (k === 'dataset') Object.assign(node.dataset, v);
+    else node.setAttribute(k, String(v));
+  }
+  for (const c of children) if (c !== null && c !== undefined && c !== false) node.append(c);
+  return node;
+}
+
+/** @param {string} url @param {RequestInit} [init] */
+async function api(url, init) {
+  const res = await fetch(url, { credentials: 'same-origin', ...init });
+  if (res.status === 401) {
+    location.assign('/login');
+    throw new Error('not logged in');
+  }
+  const body = res.headers.get('content-type')?.includes('json') ? await res.json() : await res.text();
+  if (!res.ok) throw new Error(typeof body === 'object' && body && 'error' in body ? body.error : `${res.status} ${res.statusText}`);
+  return body;
+}
+
+/** @param {number | null | undefined} ms */
+function duration(ms) {
+  if (ms === null || ms === undefined) return '';
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
+  return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+}
+
+/** @param {string} iso */
+function when(iso) {
+  const d = new Date(iso);
+  const diff = d.getTime() - Date.now();
+  const abs = Math.abs(diff);
+  const rel = abs < 60_000 ? `${Math.round(abs / 1000)}s` : abs < 3_600_000 ? `${Math.round(abs / 60_000)} min` : abs < 172_800_000 ? `${Math.round(abs / 3_600_000)} h` : `${Math.round(abs / 86_400_000)} days`;
+  return el('time', { datetime: iso, title: d.toLocaleString() }, diff >= 0 ? `in ${rel}` : `${rel} ago`);
+}
+
+/** @param {string} status */
+function badge(status) {
+  return el('span', { class: `badge ${status}` }, status.replace('_', ' '));
+}
+
+/** @param {string} message */
+function setStatus(message) {
+  const s = document.getElementById('status');
+  if (s) s.textContent = message;
+}
+
+/** @param {() => Promise<void>} fn */
+function every(fn) {
+  let stopped = false;
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let timer;
+  const loop = async () => {
+    try {
+      await fn();
+      setStatus('');
+    } catch (err) {
+      setStatus(`cannot reach the server: ${err instanceof Error ? err.message : err}`);
+    }
+    if (!stopped) timer = setTimeout(loop, POLL_MS);
+  };
+  void loop();
+  cleanups.push(() => {
+    stopped = true;
+    clearTimeout(timer);
+  });
+}
+
+// ---- #/ : pipelines and recent runs ---------------------------------------
+
+function homeView() {
+  const pipelines = el('tbody');
+  const runs = el('tbody');
+  const main = el(
+    'div',
+    {},
+    el('h1', {}, 'Pipelines'),
+    el('table', { id: 'pipelines' }, el('thead', {}, el('tr', {}, el('th', {}, 'Pipeline'), el('th', {}, 'Next run'), el('th', {}, 'File'), el('th', {}))), pipelines),
+    el('h1', {}, 'Recent runs'),
+    el(
+      'table',
+      { id: 'runs' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'Run'), el('th', {}, 'Pipeline'), el('th', {}, 'Status'), el('th', {}, 'Started'), el('th', {}, 'Duration'))),
+      runs,
+    ),
+  );
+  every(async () => {
+    /** @type {Array<{name: string | null, file: string, nextRuns: string[], errors: string[]}>} */
+    const ps = await api('/api/pipelines');
+    pipelines.replaceChildren(
+      ...ps.map((p) =>
+        el(
+          'tr',
+          { dataset: { pipeline: p.name ?? '' } },
+          el('td', {}, p.name ?? el('span', { class: 'muted' }, '(does not load)')),
+          el('td', {}, p.nextRuns.length ? when(p.nextRuns.slice().sort()[0] ?? '') : el('span', { class: 'muted' }, 'no schedule')),
+          el('td', {}, el('code', {}, p.file), ...p.errors.map((e) => el('div', { class: 'error' }, e))),
+          el('td', {}, p.name ? el('button', { onclick: () => trigger(/** @type {string} */ (p.name)) }, 'Run now') : ''),
+        ),
+      ),
+    );
+    if (!ps.length) pipelines.append(el('tr', {}, el('td', { colspan: 4, class: 'muted' }, 'No pipeline files in the folder yet.')));
+    /** @type {Array<any>} */
+    const rs = await api('/api/runs');
+    runs.replaceChildren(
+      ...rs.slice(0, 50).map((r) =>
+        el(
+          'tr',
+          { dataset: { run: r.runId } },
+          el('td', {}, el('a', { href: `#/runs/${encodeURIComponent(r.runId)}` }, r.runId)),
+          el('td', {}, r.pipeline ?? ''),
+          el('td', {}, badge(r.status)),
+          el('td', {}, r.startedAt ? when(r.startedAt) : ''),
+          el('td', {}, r.status === 'running' ? duration(Date.now() - new Date(r.startedAt).getTime()) : duration(r.durationMs)),
+        ),
+      ),
+    );
+    if (!rs.length) runs.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No runs yet.')));
+  });
+  return main;
+}
+
+/** @param {string} name */
+async function trigger(name) {
+  try {
+    const r = await api(`/api/pipelines/${encodeURIComponent(name)}/runs`, { method: 'POST' });
+    location.hash = `#/runs/${encodeURIComponent(r.runId)}`;
+  } catch (err) {
+    setStatus(`could not start ${name}: ${err instanceof Error ? err.message : err}`);
+  }
+}
+
+// ---- #/runs/<id> : one run ------------------------------------------------
+
+/** @param {string} runId */
+function runView(runId) {
+  const head = el('div', { class: 'run-head' });
+  const steps = el('tbody');
+  const log = el('pre', { id: 'log', class: 'log' });
+  const diff = el('pre', { id: 'diff', class: 'diff muted' }, 'The diff appears when the run ends.');
+  const main = el(
+    'div',
+    {},
+    el('p', {}, el('a', { href: '#/' }, '← all runs')),
+    head,
+    el('h2', {}, 'Steps'),
+    el('table', { id: 'steps' }, el('thead', {}, el('tr', {}, el('th', {}, 'Step'), el('th', {}, 'Status'), el('th', {}, 'Exit'), el('th', {}, 'Duration'), el('th', {}, 'Commit'))), steps),
+    el('h2', {}, 'Log'),
+    log,
+    el('h2', {}, 'Diff'),
+    diff,
+  );
+
+  let streaming = false;
+  let diffShown = false;
+  let lines = 0;
+  every(async () => {
+    const r = await api(`/api/runs/${encodeURIComponent(runId)}`);
+    const live = r.status === 'running' || r.status === 'queued';
+    head.replaceChildren(
+      el(
+        'div',
+        {},
+        el('h1', {}, r.pipeline ?? 'run', ' ', badge(r.status)),
+        el(
+          'dl',
+          {},
+          el('dt', {}, 'Run'),
+          el('dd', {}, el('code', {}, r.runId)),
+          r.branch && el('dt', {}, 'Branch'),
+          r.branch && el('dd', {}, el('code', {}, r.branch)),
+          r.startedAt && el('dt', {}, 'Started'),
+          r.startedAt && el('dd', {}, when(r.startedAt)),
+          r.durationMs !== undefined && el('dt', {}, 'Duration'),
+          r.durationMs !== undefined && el('dd', {}, r.status === 'running' ? duration(Date.now() - new Date(r.startedAt).getTime()) : duration(r.durationMs)),
+          r.push && el('dt', {}, 'Push'),
+          r.push && el('dd', {}, r.pushed ? `pushed to ${r.push.remote ?? 'the remote'}` : r.push.error ?? (r.push.reason ? `not pushed (${r.push.reason})` : 'not pushed')),
+        ),
+        r.error && el('p', { class: 'error' }, typeof r.error === 'string' ? r.error : r.error.message),
+        live && el('button', { class: 'danger', onclick: () => cancel(runId) }, 'Cancel run'),
+      ),
+    );
+    /** @type {Array<any>} */
+    const list = [...(r.steps ?? [])];
+    if (r.current && !list.some((s) => s.id === r.current.id)) list.push({ id: r.current.id, status: 'running', exitCode: null, durationMs: Date.now() - new Date(r.current.startedAt).getTime(), commit: null });
+    steps.replaceChildren(
+      ...list.map((s) =>
+        el(
+          'tr',
+          { dataset: { step: s.id } },
+          el('td', {}, s.id),
+          el('td', {}, badge(s.status)),
+          el('td', {}, s.exitCode === null || s.exitCode === undefined ? '' : String(s.exitCode)),
+          el('td', {}, duration(s.durationMs)),
+          el('td', {}, s.commit ? el('code', {}, s.commit.slice(0, 10)) : ''),
+        ),
+      ),
+    );
+    if (!streaming && r.status !== 'queued' && r.status !== 'not_started') {
+      streaming = true;
+      const source = new EventSource(`/api/runs/${encodeURIComponent(runId)}/log`);
+      source.onmessage = (e) => {
+        const { step, line } = JSON.parse(e.data);
+        if (++lines > MAX_LOG_LINES) log.firstChild?.remove();
+        const atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
+        log.append(el('span', { class: 'line' }, el('span', { class: 'step' }, `[${step}] `), `${line}\n`));
+        if (atEnd) log.scrollTop = log.scrollHeight;
+      };
+      source.addEventListener('end', () => source.close());
+      source.onerror = () => source.close();
+      cleanups.push(() => source.close());
+    }
+    if (!live && !diffShown) {
+      diffShown = true;
+      await showDiff(runId, diff);
+    }
+  });
+  return main;
+}
+
+/** @param {string} runId @param {HTMLElement} into */
+async function showDiff(runId, into) {
+  try {
+    /** @type {string} */
+    const text = await api(`/api/runs/${encodeURIComponent(runId)}/diff`);
+    into.classList.remove('muted');
+    into.replaceChildren(
+      ...(text || '(no change)').split('\n').map((l) => {
+        const kind = l.startsWith('+++') || l.startsWith('---') ? 'file' : l.startsWith('+') ? 'add' : l.startsWith('-') ? 'del' : l.startsWith('@@') ? 'hunk' : '';
+        return el('span', { class: kind }, `${l}\n`);
+      }),
+    );
+  } catch (err) {
+    into.textContent = err instanceof Error ? err.message : String(err);
+  }
+}
+
+/** @param {string} runId */
+async function cancel(runId) {
+  try {
+    await api(`/api/runs/${encodeURIComponent(runId)}/cancel`, { method: 'POST' });
+    setStatus('canceling…');
+  } catch (err) {
+    setStatus(`could not cancel: ${err instanceof Error ? err.message : err}`);
+  }
+}
+
+// ---- routing ------------------------------------------------------------
+
+function route() {
+  for (const c of cleanups.splice(0)) c();
+  const main = document.getElementById('main');
+  if (!main) return;
+  const m = /^#\/runs\/(.+)$/.exec(location.hash);
+  main.replaceChildren(m ? runView(decodeURIComponent(m[1] ?? '')) : homeView());
+  document.title = m ? `runner: ${decodeURIComponent(m[1] ?? '')}` : 'runner';
+}
+
+window.addEventListener('hashchange', route);
+route();

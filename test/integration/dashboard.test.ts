@@ -1,0 +1,135 @@
+/**
+ * The dashboard in a real browser: Debian's Chromium, headless, driven by
+ * playwright-core. A run triggered from the page appears with its live log,
+ * what a step prints is shown as text (never markup), the token's login page
+ * guards it all, and screenshots of each view are taken and checked.
+ */
+import assert from 'node:assert/strict';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { IMAGE, projectsForThisFile, spawnServe, type Fixture } from '../fixtures/project.js';
+
+const fixture = projectsForThisFile();
+const CHROMIUM = '/usr/bin/chromium';
+// Chromium on a closed network: no background calls home, no GPU, no sandbox (root in CI).
+const FLAGS = ['--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const HOSTILE = `<script>window.pwned=1</script><img src=x onerror="window.pwned=2">`;
+
+let browser: Browser;
+before(async () => {
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, chromiumSandbox: false, args: FLAGS }).catch((err: Error) => {
+    throw new Error(`cannot start ${CHROMIUM} (make browser installs Debian's chromium): ${err.message}`);
+  });
+});
+after(async () => browser?.close());
+
+async function startServe(f: Fixture, listen: string, env: NodeJS.ProcessEnv = {}) {
+  const dir = path.join(f.root, 'pipelines');
+  await mkdir(dir, { recursive: true });
+  await writeFile(
+    path.join(dir, 'talk.yaml'),
+    `version: 1
+name: talk
+project: { path: ${f.project}, push: never }
+defaults: { image: ${IMAGE} }
+schedule:
+  - cron: "0 6 * * *"
+steps:
+  - id: talk
+    run: |
+      echo 'written by the step' > note.txt
+      for i in 1 2 3; do echo "line $i ${HOSTILE.replace(/"/g, '\\"')}"; sleep 0.3; done
+`,
+  );
+  await writeFile(path.join(dir, 'broken.yaml'), 'version: 1\nname: broken\nsteps: not-a-list\n');
+  const serve = spawnServe(['--pipelines', dir, '--home', f.home, '--grace', '2s', '--listen', listen], env);
+  const m = await serve.waitFor(/listening on (http:\/\/\S+)/, 20_000);
+  return { ...serve, base: m[1]!.replace('0.0.0.0', '127.0.0.1') };
+}
+
+/** A screenshot, checked: a PNG of the viewport's size with more than a blank page in it. */
+async function screenshot(page: Page, f: Fixture, name: string): Promise<Buffer> {
+  const file = path.join(process.env.RUNNER_SCREENSHOTS ?? f.root, `dashboard-${name}.png`);
+  await page.screenshot({ path: file });
+  const png = await readFile(file);
+  assert.deepEqual([...png.subarray(1, 4)].map((c) => String.fromCharCode(c)).join(''), 'PNG', `${file} is a PNG`);
+  assert.deepEqual([png.readUInt32BE(16), png.readUInt32BE(20)], [1280, 800], `${file} has the viewport's size`);
+  assert.ok(png.length > 15_000, `${file} holds a rendered page (${png.length} bytes), not a blank one`);
+  return png;
+}
+
+test('a run triggered from the page appears with its live log, printed markup shown as text', { timeout: 120_000 }, async () => {
+  const f = await fixture();
+  const s = await startServe(f, '127.0.0.1:0');
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const problems: string[] = [];
+  page.on('pageerror', (e) => problems.push(e.message));
+  try {
+    await page.goto(s.base);
+    const talk = page.locator('#pipelines tr[data-pipeline="talk"]');
+    await talk.waitFor();
+    assert.match(await talk.innerText(), /in \d+ (h|min)/, 'the next scheduled run is shown');
+    assert.match(await page.locator('#pipelines').innerText(), /broken\.yaml[\s\S]*steps/, "a broken file's errors are shown");
+    const home = await screenshot(page, f, 'home');
+
+    await talk.getByRole('button', { name: 'Run now' }).click();
+    await page.waitForURL(/#\/runs\/\d{8}-\d{6}-[a-z0-9]+$/);
+    const runId = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
+    await page.locator('#log').getByText('line 3 <script>').waitFor({ timeout: 60_000 });
+    await page.locator('.run-head .badge.succeeded').waitFor({ timeout: 60_000 });
+    await page.locator('#diff .add').first().waitFor();
+
+    const log = await page.locator('#log').innerText();
+    for (const i of [1, 2, 3]) assert.ok(log.includes(`[talk] line ${i} ${HOSTILE}`), `line ${i} is shown as the characters printed:\n${log}`);
+    assert.equal(await page.locator('#log script, #log img, #main script, #main img').count(), 0, 'no element was made from step output');
+    assert.equal(await page.evaluate(() => (globalThis as { pwned?: number }).pwned), undefined, 'no step output ran as script');
+    assert.match(await page.locator('#diff').innerText(), /\+written by the step/);
+    assert.match(await page.locator('#steps').innerText(), /talk\s+completed\s+0/);
+    const run = await screenshot(page, f, 'run');
+    assert.notDeepEqual(run, home);
+
+    await page.getByRole('link', { name: '← all runs' }).click();
+    const row = page.locator(`#runs tr[data-run="${runId}"]`);
+    await row.waitFor();
+    assert.match(await row.innerText(), /talk\s+succeeded/);
+    assert.deepEqual(problems, [], 'the page threw no errors');
+  } finally {
+    await page.close();
+    s.child.kill('SIGTERM');
+  }
+  assert.equal(await s.exited, 0, s.out());
+});
+
+test('with a token, the dashboard asks for it and the API takes the session it sets', { timeout: 60_000 }, async () => {
+  const f = await fixture();
+  const s = await startServe(f, '0.0.0.0:0', { RUNNER_TOKEN: 'correct-horse-battery' });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  try {
+    await page.goto(s.base);
+    await page.waitForURL(/\/login$/);
+    await page.getByLabel('Token').fill('wrong');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByText('That token is not the one').waitFor();
+    await screenshot(page, f, 'login');
+
+    await page.getByLabel('Token').fill('correct-horse-battery');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.locator('#pipelines tr[data-pipeline="talk"]').waitFor();
+    const cookies = await context.cookies();
+    assert.equal(cookies.length, 1);
+    assert.ok(cookies[0]!.httpOnly && cookies[0]!.sameSite === 'Strict', 'the session cookie is HttpOnly and SameSite=Strict');
+    assert.ok(!cookies[0]!.value.includes('correct-horse-battery'), 'the cookie does not hold the token');
+
+    const inPage = await page.evaluate(async () => (await fetch('/api/pipelines')).status);
+    assert.equal(inPage, 200, 'the session cookie opens the API to the page');
+    assert.equal((await fetch(`${s.base}/api/pipelines`)).status, 401, 'without it, the API is shut');
+    assert.equal((await fetch(`${s.base}/`, { redirect: 'manual' })).status, 303, 'and the dashboard sends you to log in');
+  } finally {
+    await context.close();
+    s.child.kill('SIGTERM');
+  }
+  assert.equal(await s.exited, 0, s.out());
+});
