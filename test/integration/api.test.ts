@@ -1,6 +1,7 @@
 /** runner serve's HTTP API end to end on a real port: trigger, follow the live log, cancel, metrics, the token. */
 import assert from 'node:assert/strict';
 import { mkdir, writeFile } from 'node:fs/promises';
+import http from 'node:http';
 import path from 'node:path';
 import { test } from 'node:test';
 import { containersOfRun, IMAGE, projectsForThisFile, runCli, spawnServe, type Fixture } from '../fixtures/project.js';
@@ -19,6 +20,7 @@ defaults: { image: ${IMAGE} }
 steps:
   - id: talk
     run: |
+      echo said > said.txt
       for i in 1 2 3; do echo "line $i <script>"; sleep \${SLEEP:-0.3}; done
 `,
   );
@@ -26,9 +28,19 @@ steps:
     path.join(dir, 'long.yaml'),
     `version: 1\nname: long\nproject: { path: ${f.project}, push: never }\ndefaults: { image: ${IMAGE} }\nsteps:\n  - id: wait\n    run: echo started > s.txt; echo waiting; sleep 300\n`,
   );
-  const serve = spawnServe(['--pipelines', dir, '--home', f.home, '--grace', '2s', '--listen', listen], env);
+  const serve = spawnServe(['--pipelines', dir, '--home', f.home, '--grace', '2s', '--listen', listen, '--max-concurrent', '1'], env);
   const m = await serve.waitFor(/listening on (http:\/\/\S+)/, 20_000);
   return { ...serve, base: m[1]!.replace('0.0.0.0', '127.0.0.1') };
+}
+
+/** fetch cannot set Host; http.request can. */
+function statusWithHost(base: string, p: string, host: string): Promise<number | undefined> {
+  return new Promise((resolve, reject) => {
+    http.get(`${base}${p}`, { headers: { host } }, (res) => {
+      res.resume();
+      resolve(res.statusCode);
+    }).on('error', reject);
+  });
 }
 
 async function until<T>(fn: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
@@ -51,16 +63,18 @@ test('trigger a run, follow its log live, cancel another, read the metrics', { t
 
     const trig = await fetch(`${s.base}/api/pipelines/talk/runs`, { method: 'POST' });
     assert.equal(trig.status, 202);
-    const run = await until(async () => {
-      const runs = (await (await fetch(`${s.base}/api/runs?pipeline=talk`)).json()) as Array<{ runId: string }>;
-      return runs[0];
-    });
+    const run = (await trig.json()) as { runId: string };
+    assert.match(run.runId, /^\d{8}-\d{6}-[a-z0-9]{6}$/, 'the trigger names the run it will start');
+    await until(async () => ((await fetch(`${s.base}/api/runs/${run.runId}`)).status === 200 ? true : undefined));
     const sse = await fetch(`${s.base}/api/runs/${run.runId}/log`);
     assert.match(sse.headers.get('content-type') ?? '', /text\/event-stream/);
     const text = await sse.text();
     const lines = [...text.matchAll(/^data: (.+)$/gm)].map((m) => JSON.parse(m[1]!));
     assert.deepEqual(lines.slice(0, 3), [1, 2, 3].map((i) => ({ step: 'talk', line: `line ${i} <script>` })));
     assert.match(text, /event: end\ndata: \{"status":"succeeded"\}/);
+    const diff = await fetch(`${s.base}/api/runs/${run.runId}/diff`);
+    assert.equal(diff.status, 200);
+    assert.match(await diff.text(), /^\+said$/m);
 
     assert.equal((await fetch(`${s.base}/api/pipelines/long/runs`, { method: 'POST' })).status, 202);
     const long = await until(async () => {
@@ -68,6 +82,18 @@ test('trigger a run, follow its log live, cancel another, read the metrics', { t
       return runs[0]?.current ? runs[0] : undefined;
     });
     await until(async () => (containersOfRun(long.runId).length ? true : undefined));
+    // --max-concurrent 1: a second run waits, named, and can be dropped before it starts.
+    const waiting = (await (await fetch(`${s.base}/api/pipelines/talk/runs`, { method: 'POST' })).json()) as { runId: string };
+    assert.deepEqual(await (await fetch(`${s.base}/api/runs/${waiting.runId}`)).json(), { runId: waiting.runId, pipeline: 'talk', status: 'queued', error: null });
+    assert.equal((await (await fetch(`${s.base}/metrics`)).text()).match(/^runner_queue_length (\d+)$/m)?.[1], '1');
+    assert.equal((await fetch(`${s.base}/api/runs/${waiting.runId}/cancel`, { method: 'POST' })).status, 202);
+    assert.deepEqual(await (await fetch(`${s.base}/api/runs/${waiting.runId}`)).json(), {
+      runId: waiting.runId,
+      pipeline: null,
+      status: 'not_started',
+      error: 'canceled before it started',
+    });
+    assert.equal((await fetch(`${s.base}/api/runs/${waiting.runId}/log`)).status, 404, 'no log for a run that never started');
     assert.equal((await fetch(`${s.base}/api/runs/${long.runId}/cancel`, { method: 'POST' })).status, 202);
     const canceled = await until(async () => {
       const r = (await (await fetch(`${s.base}/api/runs/${long.runId}`)).json()) as { status: string };
@@ -80,6 +106,10 @@ test('trigger a run, follow its log live, cancel another, read the metrics', { t
     assert.equal((await fetch(`${s.base}/api/runs/no-such-run`)).status, 404);
     assert.equal((await fetch(`${s.base}/api/runs/..`)).status, 404, 'dot segments never reach a path');
     assert.equal((await fetch(`${s.base}/api/runs/...`)).status, 400);
+    assert.equal((await fetch(`${s.base}/api/runs/${run.runId}/diff`.replace(run.runId, long.runId))).status, 200, 'a canceled run keeps its diff');
+    assert.equal(await statusWithHost(s.base, '/api/runs', 'attacker.example'), 403, 'a rebound DNS name is refused');
+    const csrf = await fetch(`${s.base}/api/pipelines/talk/runs`, { method: 'POST', headers: { origin: 'https://attacker.example' } });
+    assert.equal(csrf.status, 403, "another site's page cannot start runs");
 
     const metrics = await (await fetch(`${s.base}/metrics`)).text();
     assert.match(metrics, /^runner_runs\{status="succeeded"\} 1$/m);
