@@ -7,7 +7,7 @@ SHELL := /bin/bash
 RUNNER := node dist/src/cli/main.js
 DEMO_HOME := .demo/home
 
-.PHONY: all deps build docker images browser demo test test-unit bench clean
+.PHONY: all deps build docker images runner-image compose browser demo test test-unit bench clean
 
 all: build
 
@@ -28,6 +28,14 @@ docker:
 images: docker
 	@bash images/base/build.sh
 
+# runner/runner:latest, the runner's own image for docker compose (runner serve).
+runner-image: build images
+	@bash images/runner/build.sh
+
+# Debian's docker-compose (Compose v1), for the compose deployment's test.
+compose: docker
+	@bash scripts/ensure-compose.sh
+
 # Debian's Chromium, for the dashboard tests (driven by playwright-core).
 browser:
 	@bash scripts/ensure-chromium.sh
@@ -41,7 +49,7 @@ demo: build images
 	@echo "Pushed to the demo remote:"; git -C .demo/remote.git branch --list 'run/*' | sed 's/^/ /'
 	@echo "Worktrees left in $(DEMO_HOME)/worktrees: $$(ls $(DEMO_HOME)/worktrees | wc -l)"
 
-test: build images browser
+test: build images runner-image compose browser
 	node --test --test-reporter=spec dist/test/
 
 test-unit: build

@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { ContainerError, errorMessage } from '../common/errors.js';
+import { hostPathProblem, ownContainerId, type OwnMount } from './host-paths.js';
 import type { ContainerHandle, ContainerRuntime, ContainerSpec, ExitState, OutputHandler, PullProgress } from './runtime.js';
 
 interface HttpError {
@@ -20,6 +21,7 @@ export function describeEndpoint(): string {
 
 export class DockerRuntime implements ContainerRuntime {
   private readonly docker: Docker;
+  private ownMounts: Promise<OwnMount[] | undefined> | undefined;
 
   constructor(docker?: Docker) {
     this.docker = docker ?? new Docker();
@@ -80,7 +82,27 @@ export class DockerRuntime implements ContainerRuntime {
     }
   }
 
+  async checkHostPaths(paths: string[]): Promise<void> {
+    const mounts = await (this.ownMounts ??= this.readOwnMounts());
+    if (!mounts) return;
+    const problems = paths.map((p) => hostPathProblem(p, mounts)).filter((p) => p !== undefined);
+    if (problems.length) throw new ContainerError('host_path', problems.join('\n'));
+  }
+
+  /** The mounts of the container the runner itself runs in; undefined on a host, or in a container of another engine. */
+  private async readOwnMounts(): Promise<OwnMount[] | undefined> {
+    const id = ownContainerId(await readFile('/proc/self/mountinfo', 'utf8').catch(() => ''));
+    if (!id) return undefined;
+    try {
+      const info = await this.docker.getContainer(id).inspect();
+      return info.Mounts.map((m) => ({ type: m.Type, source: m.Source, destination: m.Destination }));
+    } catch {
+      return undefined;
+    }
+  }
+
   async create(spec: ContainerSpec): Promise<ContainerHandle> {
+    await this.checkHostPaths(spec.mounts.map((m) => m.source));
     try {
       const c = await this.docker.createContainer({
         name: spec.name,

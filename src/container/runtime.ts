@@ -77,6 +77,12 @@ export interface ContainerRuntime {
   /** Pulls the image when it is not present locally, reporting progress. */
   ensureImage(image: string, onProgress: (p: PullProgress) => void): Promise<void>;
   create(spec: ContainerSpec): Promise<ContainerHandle>;
+  /**
+   * Throws a ContainerError with what to change when the engine would not find
+   * these paths where the runner sees them (a runner in a container whose
+   * mounts differ from the host's paths). Does nothing on a host.
+   */
+  checkHostPaths(paths: string[]): Promise<void>;
   /** The containers (running or not) whose labels include all of `labels`. */
   listByLabels(labels: Record<string, string>): Promise<Array<{ id: string; labels: Record<string, string> }>>;
   /** Force-removes every container whose labels include all of `labels`; returns how many. */

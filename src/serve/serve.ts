@@ -47,6 +47,8 @@ export interface ServeDeps {
 export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
   const home = new RunnerHome(o.home);
   await home.ensure();
+  // In a container (docker compose), the home must be the host's directory at the same path: steps mount from it.
+  await deps.runtime.checkHostPaths([home.root]);
   const recovered = await reconcile({ runtime: deps.runtime, makeGit: deps.makeGit, clock: () => new Date(), say: o.say }, home);
   if (recovered.interrupted.length) o.say(`recovered ${recovered.interrupted.length} interrupted run(s)`);
 
