@@ -1,7 +1,8 @@
-/** `runner exec FILE [--json] [--home DIR] [--keep-workspace] [--secrets-file F] [--task ID [--title T]] [--no-wait]` */
+/** `runner exec FILE [--json] [--home DIR] [--keep-workspace] [--secrets-file F] [--input NAME=VALUE]... [--task ID [--title T]] [--no-wait]` */
 import { errorMessage, RunnerError, UsageError } from '../common/errors.js';
 import { DockerRuntime } from '../container/docker.js';
 import { Git } from '../git/git.js';
+import { parseInputFlags, resolveInputs } from '../pipeline/inputs.js';
 import { loadPipeline } from '../pipeline/load.js';
 import { executeRun } from '../run/orchestrator.js';
 import { summarize } from '../run/record.js';
@@ -21,6 +22,7 @@ export async function execCommand(args: string[]): Promise<number> {
       home: { type: 'string' },
       'keep-workspace': { type: 'boolean', default: false },
       'secrets-file': { type: 'string' },
+      input: { type: 'string', multiple: true, default: [] },
       task: { type: 'string' },
       title: { type: 'string' },
       'no-wait': { type: 'boolean', default: false },
@@ -30,6 +32,8 @@ export async function execCommand(args: string[]): Promise<number> {
   if (values.title !== undefined && values.task === undefined) throw new UsageError('exec: --title goes with --task (runner --help)');
   if (values.task !== undefined) checkTaskId(values.task);
   const loaded = await loadPipeline(positionals[0]!);
+  const inputs = parseInputFlags(values.input ?? []);
+  resolveInputs(loaded.pipeline, inputs); // a wrong name or a missing value is said before anything starts
   const fromFile = values['secrets-file'] ? await readSecretsFile(values['secrets-file']) : {};
 
   // Runs a crashed runner left behind are recovered first (a home that does not exist yet is left alone).
@@ -69,6 +73,7 @@ export async function execCommand(args: string[]): Promise<number> {
         // The file wins over the environment; only the names the pipeline declares are read.
         secretSource: { ...process.env, ...fromFile },
         noWait: values['no-wait'] === true,
+        inputs,
         ...(values.task !== undefined ? { task: { id: values.task, ...(values.title !== undefined ? { title: values.title } : {}) } } : {}),
       },
     ));

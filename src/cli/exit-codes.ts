@@ -27,6 +27,7 @@ const BAD_INPUT_CODES = new Set([
   'no_diff',
   'run_live',
   'task_uncommitted',
+  'bad_input',
 ]);
 
 /** A run that ended in error for one of these failed as a step would have: exit 1. */

@@ -4,7 +4,7 @@ export const HELP = `runner: run a pipeline of steps, each in its own container,
 
 Usage:
   runner exec FILE [--json] [--home DIR] [--keep-workspace] [--secrets-file F]
-                   [--task ID [--title TEXT]] [--no-wait]
+                   [--input NAME=VALUE]... [--task ID [--title TEXT]] [--no-wait]
       Run the pipeline in FILE. Each run gets branch run/<runId> in the project,
       one commit per step, pushed to the project's remote at the end.
       (A persistent_directory project is worked on in place: no git.)
@@ -15,6 +15,8 @@ Usage:
         --keep-workspace   keep the run's worktree and print its path
         --secrets-file F   read the pipeline's secrets from F (KEY=value lines,
                            dotenv format) rather than the environment
+        --input NAME=VALUE a value for one of the pipeline's inputs: (repeat
+                           for more); the others take their defaults
         --task ID          work in the task's worktree (branch feat/ID-<slug>),
                            created on first use and kept for the next runs
         --title TEXT       the task's title, for its branch name

@@ -67,6 +67,7 @@ async function runsShow(args: string[]): Promise<number> {
     `run        ${r.runId}`,
     `pipeline   ${r.pipeline} (${r.pipelineFile})`,
     `status     ${r.status}${r.error ? `: ${r.error.message}` : ''}`,
+    ...(r.inputs && Object.keys(r.inputs).length ? [`inputs     ${Object.entries(r.inputs).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(' ')}`] : []),
     `project    ${r.project} (${r.workspace}${r.taskId ? `, task ${r.taskId}` : ''})`,
     ...(r.branch ? [`branch     ${r.branch}  ${r.baseSha?.slice(0, 10)}..${r.headSha?.slice(0, 10) ?? '?'}${r.pushed ? `  pushed to ${r.push?.remote}` : ''}`] : []),
     `started    ${r.startedAt}${r.durationMs !== null ? `  (${formatDuration(r.durationMs)})` : ''}`,

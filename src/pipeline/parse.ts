@@ -69,6 +69,7 @@ function knownKeysAt(path: DocPath): readonly string[] {
   if (a === 'hooks') return KNOWN_KEYS.hooks;
   if (a === 'delivery') return KNOWN_KEYS.delivery;
   if (a === 'schedule') return KNOWN_KEYS.schedule;
+  if (a === 'inputs') return KNOWN_KEYS.input;
   if (a === 'defaults') return path.length === 1 ? KNOWN_KEYS.defaults : KNOWN_KEYS.resources;
   if (a === 'steps') return c === 'resources' ? KNOWN_KEYS.resources : KNOWN_KEYS.step;
   if (a === 'agents') return d === 'resources' ? KNOWN_KEYS.resources : KNOWN_KEYS.agent;

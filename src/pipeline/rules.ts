@@ -26,6 +26,17 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
       issues.push({ path: ['env', name], message: '${{ }} expressions are only allowed in a step\'s env, run and command' });
     }
   }
+  if (p.schedule?.length) {
+    for (const [name, input] of Object.entries(p.inputs ?? {})) {
+      if (input.default === undefined) {
+        issues.push({
+          path: ['inputs', name],
+          atKey: true,
+          message: `input ${name} has no default, so a scheduled run would have no value for it: give it a default:, or drop the schedule`,
+        });
+      }
+    }
+  }
   p.schedule?.forEach((entry, i) => {
     const problem = cronProblem(entry);
     if (problem) issues.push({ path: ['schedule', i, 'cron'], message: `${problem} (cron "${entry.cron}"${entry.timezone ? ` in ${entry.timezone}` : ''})` });
@@ -72,7 +83,7 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
 
     for (const { path, value } of templatedFields(step, i, p)) {
       for (const found of findExpressions(value)) {
-        const problem = checkExpression(found, step, i, p);
+        const problem = checkExpression(found, step, i, p, path.length === 3 && path[2] === 'prompt');
         if (problem) issues.push({ path, message: problem });
       }
     }
@@ -89,6 +100,7 @@ function templatedFields(step: StepFile, i: number, p: PipelineFile): { path: Do
   const fields: { path: DocPath; value: string }[] = [];
   const agent = step.agent !== undefined ? p.agents?.[step.agent] : undefined;
   if (step.run !== undefined) fields.push({ path: ['steps', i, 'run'], value: step.run });
+  if (step.prompt !== undefined) fields.push({ path: ['steps', i, 'prompt'], value: step.prompt });
   step.command?.forEach((arg, j) => fields.push({ path: ['steps', i, 'command', j], value: arg }));
   for (const [k, v] of Object.entries(step.env ?? {})) fields.push({ path: ['steps', i, 'env', k], value: v });
   if (agent && step.run === undefined && step.command === undefined) {
@@ -106,13 +118,21 @@ function checkExpression(
   step: StepFile,
   i: number,
   p: PipelineFile,
+  inPrompt: boolean,
 ): string | undefined {
   const expr = found.expr;
   if (!expr) {
-    return `unknown expression ${found.raw}: expected \${{ prompt }} or \${{ steps.<id>.outputs.<key> }}`;
+    return `unknown expression ${found.raw}: expected \${{ prompt }}, \${{ inputs.<name> }} or \${{ steps.<id>.outputs.<key> }}`;
   }
   if (expr.kind === 'prompt') {
+    if (inPrompt) return `a prompt cannot use \${{ prompt }} (itself)`;
     return step.prompt === undefined ? `step "${step.id}" uses \${{ prompt }} but has no prompt:` : undefined;
+  }
+  if (expr.kind === 'input') {
+    const declared = Object.keys(p.inputs ?? {});
+    return declared.includes(expr.name)
+      ? undefined
+      : `\${{ inputs.${expr.name} }} names an input that is not declared${didYouMean(expr.name, declared)} (add it to the top-level inputs:)`;
   }
   const j = p.steps.findIndex((s) => s.id === expr.step);
   if (j < 0) {

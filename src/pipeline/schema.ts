@@ -104,6 +104,13 @@ export const scheduleSchema = z.strictObject({
   catchup: z.boolean().default(false),
 });
 
+/** A value a run is started with (runner exec --input, the API's trigger); used as ${{ inputs.<name> }}. */
+export const inputSchema = z.strictObject({
+  description: z.string().optional(),
+  /** without one, every run must be given a value (and the pipeline cannot be scheduled) */
+  default: z.union([z.string(), z.number(), z.boolean()]).transform(String).optional(),
+});
+
 export const hooksSchema = z.strictObject({
   timeout: duration.optional(),
   after_create: z.string().optional(),
@@ -123,6 +130,7 @@ export const pipelineSchema = z.strictObject({
   defaults: z.strictObject(stepSettings).optional(),
   env: envMap.optional(),
   secrets: z.array(envName).optional(),
+  inputs: z.record(z.string().regex(ENV_NAME_RE, 'expected an input name of letters, digits and "_", like topic'), inputSchema).optional(),
   agents: z.record(z.string().regex(NAME_RE, 'expected an agent name of letters, digits, ".", "_" and "-"'), agentSchema).optional(),
   steps: z.array(stepSchema).min(1, 'a pipeline needs at least one step'),
   schedule: z.array(scheduleSchema).optional(),
@@ -147,6 +155,7 @@ export const KNOWN_KEYS = {
   agent: Object.keys(agentSchema.shape),
   resources: Object.keys(resources.shape),
   schedule: Object.keys(scheduleSchema.shape),
+  input: Object.keys(inputSchema.shape),
   delivery: ['paths'],
   hooks: Object.keys(hooksSchema.shape),
   defaults: Object.keys(stepSettings),

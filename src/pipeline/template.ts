@@ -1,10 +1,12 @@
 /**
  * `${{ ... }}` expressions in env values, run scripts and command arguments.
- * Two forms exist: `${{ prompt }}` and `${{ steps.<id>.outputs.<key> }}`. Pure.
+ * Three forms exist: `${{ prompt }}`, `${{ inputs.<name> }}` and
+ * `${{ steps.<id>.outputs.<key> }}`. Pure.
  */
 
 export type Expression =
   | { kind: 'prompt' }
+  | { kind: 'input'; name: string }
   | { kind: 'output'; step: string; key: string };
 
 export interface Found {
@@ -18,9 +20,12 @@ export interface Found {
 
 const EXPR_RE = /\$\{\{\s*(.*?)\s*\}\}/g;
 const OUTPUT_RE = /^steps\.([a-z0-9_-]+)\.outputs\.([A-Za-z_][A-Za-z0-9_]*)$/;
+const INPUT_RE = /^inputs\.([A-Za-z_][A-Za-z0-9_]*)$/;
 
 export function parseExpression(text: string): Expression | undefined {
   if (text === 'prompt') return { kind: 'prompt' };
+  const input = INPUT_RE.exec(text);
+  if (input) return { kind: 'input', name: input[1]! };
   const m = OUTPUT_RE.exec(text);
   return m ? { kind: 'output', step: m[1]!, key: m[2]! } : undefined;
 }
@@ -64,5 +69,7 @@ export function renderScript(
 }
 
 export function describeExpression(expr: Expression): string {
-  return expr.kind === 'prompt' ? 'prompt' : `steps.${expr.step}.outputs.${expr.key}`;
+  if (expr.kind === 'prompt') return 'prompt';
+  if (expr.kind === 'input') return `inputs.${expr.name}`;
+  return `steps.${expr.step}.outputs.${expr.key}`;
 }

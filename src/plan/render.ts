@@ -1,6 +1,7 @@
 /**
- * A StepPlan and what is known at run time (outputs of earlier steps, the
- * run's identity) → the argv and environment of the step's container. Pure.
+ * A StepPlan and what is known at run time (the run's inputs, outputs of
+ * earlier steps, the run's identity) → the argv and environment of the step's
+ * container. Pure.
  */
 import { renderScript, renderTemplate, type Expression } from '../pipeline/template.js';
 import type { StepPlan } from './step-plan.js';
@@ -33,11 +34,15 @@ export function renderStep(
   outputs: ReadonlyMap<string, Record<string, string>>,
   id: RunIdentity,
   secretValues: Readonly<Record<string, string>>,
+  inputs: Readonly<Record<string, string>> = {},
 ): RenderedStep {
-  const resolve = (expr: Expression): string => {
-    if (expr.kind === 'prompt') return plan.prompt ?? '';
-    return outputs.get(expr.step)?.[expr.key] ?? '';
+  const known = (expr: Expression): string => {
+    if (expr.kind === 'input') return inputs[expr.name] ?? '';
+    if (expr.kind === 'output') return outputs.get(expr.step)?.[expr.key] ?? '';
+    return '';
   };
+  const prompt = plan.prompt === undefined ? undefined : renderTemplate(plan.prompt, known);
+  const resolve = (expr: Expression): string => (expr.kind === 'prompt' ? (prompt ?? '') : known(expr));
 
   let cmd: string[];
   let scriptEnv: Record<string, string> = {};
@@ -66,6 +71,6 @@ export function renderStep(
     RUNNER_TASK_ID: id.taskId,
     RUNNER_OUTPUT: CONTAINER_PATHS.output,
   });
-  if (plan.prompt !== undefined) env.RUNNER_PROMPT = plan.prompt;
+  if (prompt !== undefined) env.RUNNER_PROMPT = prompt;
   return { cmd, env };
 }

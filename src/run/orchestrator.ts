@@ -11,6 +11,7 @@ import { LABELS, type ContainerRuntime } from '../container/runtime.js';
 import type { Git, GitIdentity } from '../git/git.js';
 import { pushLaterHint } from '../git/push.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
+import { resolveInputs } from '../pipeline/inputs.js';
 import type { RunIdentity } from '../plan/render.js';
 import { planSteps, secretsNeeded, type StepPlan } from '../plan/step-plan.js';
 import { RunnerHome } from '../workspace/home.js';
@@ -53,11 +54,14 @@ export interface ExecOptions {
   noWait?: boolean;
   /** the run's id, when the caller gave it out before the run started (runner serve's trigger) */
   runId?: string;
+  /** values for the pipeline's inputs (the rest take their defaults) */
+  inputs?: Record<string, string>;
 }
 
 export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<RunRecord> {
   const { pipeline } = opts.loaded;
   const plans = planSteps(pipeline);
+  const inputs = resolveInputs(pipeline, opts.inputs ?? {});
 
   // Everything that can be checked before a run exists is checked here, so a
   // bad project, a missing secret or an unreachable engine leaves nothing behind.
@@ -84,6 +88,7 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     runId,
     pipeline: pipeline.name,
     pipelineFile: path.resolve(opts.loaded.file),
+    inputs,
     project: prepared.kind === 'persistent_directory' ? prepared.dir : prepared.project.root,
     workspace: prepared.kind,
     taskId: opts.task?.id ?? null,
@@ -215,6 +220,7 @@ async function runSteps(
       identity,
       outputs,
       secrets,
+      inputs: record.inputs ?? {},
     });
     record.steps.push(result);
     record.current = null;

@@ -8,6 +8,8 @@ export interface RunRecord {
   runId: string;
   pipeline: string;
   pipelineFile: string;
+  /** the values the run was started with, defaults filled in (absent in records of older runners) */
+  inputs?: Record<string, string>;
   project: string;
   workspace: WorkspaceKind;
   taskId: string | null;

@@ -33,13 +33,15 @@ export interface StepContext {
   /** outputs of the steps that ran so far, by step id */
   outputs: Map<string, Record<string, string>>;
   secrets: Record<string, string>;
+  /** the run's inputs, defaults filled in */
+  inputs: Record<string, string>;
 }
 
 export async function runStep(c: StepContext): Promise<StepResult> {
   const { deps, plan, ws, store, masker } = c;
   const user = resolveUser(plan.user, ws.owner);
   const ioDir = await store.stepIoDir(plan.id, user.uid, user.gid);
-  const rendered = renderStep(plan, c.outputs, c.identity, c.secrets);
+  const rendered = renderStep(plan, c.outputs, c.identity, c.secrets, c.inputs);
 
   deps.reporter.stepStarted({ id: plan.id, index: plan.index, total: c.total, image: plan.image });
   store.event('step_started', { step: plan.id, image: plan.image, user: `${user.uid}:${user.gid}`, network: plan.network });

@@ -21,8 +21,8 @@ export interface ScheduledPipeline {
 export interface SchedulerDeps {
   now: () => Date;
   setTimer: (ms: number, fn: () => void) => { cancel(): void };
-  /** starts a run of the pipeline, under the id given out when it was asked for; resolves when the run has ended */
-  start: (pipeline: string, why: Why, runId: string) => Promise<void>;
+  /** starts a run, under the id given out when it was asked for; resolves when the run has ended */
+  start: (run: Pending) => Promise<void>;
   /** a new run id (given out when a run is asked for, so a queued run can be named and canceled) */
   newRunId: () => string;
   maxConcurrent: number;
@@ -41,6 +41,8 @@ export interface Pending {
   pipeline: string;
   why: Why;
   runId: string;
+  /** values for the pipeline's inputs (a trigger's); scheduled runs take the defaults */
+  inputs?: Record<string, string>;
 }
 
 export class Scheduler {
@@ -90,9 +92,9 @@ export class Scheduler {
   }
 
   /** A run asked for by a person: it waits only for room under the cap. Its id, or undefined when the pipeline is unknown or the scheduler stopped. */
-  trigger(pipeline: string): string | undefined {
+  trigger(pipeline: string, inputs?: Record<string, string>): string | undefined {
     if (this.stopped || !this.pipelines.has(pipeline)) return undefined;
-    const p: Pending = { pipeline, why: 'trigger', runId: this.d.newRunId() };
+    const p: Pending = { pipeline, why: 'trigger', runId: this.d.newRunId(), ...(inputs ? { inputs } : {}) };
     this.waiting.push(p);
     this.pump();
     return p.runId;
@@ -176,7 +178,7 @@ export class Scheduler {
       }
       this.pump();
     };
-    this.d.start(p.pipeline, p.why, p.runId).then(done, (err) => {
+    this.d.start(p).then(done, (err) => {
       this.d.log(`${p.pipeline}: the run could not start: ${errorMessage(err)}`);
       done();
     });

@@ -3,7 +3,8 @@
  *   GET  /healthz                      liveness (no token needed)
  *   GET  /metrics                      Prometheus text: runs by status, step durations, queue length
  *   GET  /api/pipelines                pipelines with their next fire times and file errors
- *   POST /api/pipelines/:name/runs     trigger a run: 202 with its run id (it waits for room under --max-concurrent)
+ *   POST /api/pipelines/:name/runs     trigger a run: 202 with its run id (it waits for room under --max-concurrent);
+ *                                      an optional JSON body {"inputs": {"name": "value"}} sets the pipeline's inputs
  *   GET  /api/runs[?pipeline=&status=] queued runs, then run records, newest first
  *   GET  /api/runs/:id                 one run: its record, or {status: queued | not_started, error}
  *   GET  /api/runs/:id/log             the run's log, live, as Server-Sent Events
@@ -31,9 +32,9 @@ export interface NotStarted {
 }
 
 export interface ServeState {
-  pipelines(): Array<{ name: string | null; file: string; nextRuns: string[]; errors: string[] }>;
-  /** the new run's id, or undefined for an unknown pipeline */
-  trigger(name: string): string | undefined;
+  pipelines(): Array<{ name: string | null; file: string; nextRuns: string[]; errors: string[]; inputs: Record<string, { description?: string | undefined; default?: string | undefined }> }>;
+  /** the new run's id, or undefined for an unknown pipeline; throws bad_input for inputs the pipeline does not take */
+  trigger(name: string, inputs: Record<string, string>): string | undefined;
   cancel(runId: string): boolean;
   queueLength(): number;
   queued(): Array<{ runId: string; pipeline: string; status: 'queued'; why: string }>;
@@ -63,8 +64,8 @@ export function createApi(state: ServeState, token: string | undefined, dashboar
     [
       'POST',
       new RegExp(`^/api/pipelines/${ID}/runs$`),
-      async (_q, res, [name]) => {
-        const runId = state.trigger(name!);
+      async (req, res, [name]) => {
+        const runId = state.trigger(name!, await readInputs(req));
         if (runId) json(res, 202, { queued: true, pipeline: name, runId });
         else json(res, 404, { error: `no pipeline ${name} (GET /api/pipelines)` });
       },
@@ -109,7 +110,7 @@ export function createApi(state: ServeState, token: string | undefined, dashboar
       if (!m || req.method !== method) continue;
       handler(req, res, m.slice(1), url).catch((err) => {
         const code = err instanceof RunnerError ? err.code : '';
-        const status = code === 'run_unknown' || code === 'no_diff' ? 404 : code === 'unsafe_name' || code === 'bad_request' ? 400 : 500;
+        const status = code === 'run_unknown' || code === 'no_diff' ? 404 : code === 'unsafe_name' || code === 'bad_request' || code === 'bad_input' ? 400 : 500;
         if (!res.headersSent) json(res, status, { error: errorMessage(err) });
         else res.end();
       });
@@ -137,12 +138,34 @@ async function login(req: http.IncomingMessage, res: http.ServerResponse, token:
 }
 
 async function readBody(req: http.IncomingMessage, limit: number): Promise<string> {
-  let body = '';
-  for await (const chunk of req) {
-    body += chunk;
-    if (body.length > limit) throw new RunnerError('bad_request', `the request body is over ${limit} bytes`);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) throw new RunnerError('bad_request', `the request body is over ${limit} bytes`);
+    chunks.push(chunk);
   }
-  return body;
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The trigger's optional body: {"inputs": {"name": "value"}}, values strings (numbers and booleans are taken as text). */
+async function readInputs(req: http.IncomingMessage): Promise<Record<string, string>> {
+  const text = await readBody(req, 64 * 1024);
+  if (!text.trim()) return {};
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new RunnerError('bad_request', 'the body is not JSON: send {"inputs": {"name": "value"}} or nothing');
+  }
+  const inputs = (body as { inputs?: unknown } | null)?.inputs ?? {};
+  if (typeof inputs !== 'object' || inputs === null || Array.isArray(inputs)) throw new RunnerError('bad_request', '"inputs" must be an object of names to values');
+  return Object.fromEntries(
+    Object.entries(inputs).map(([k, v]) => {
+      if (!['string', 'number', 'boolean'].includes(typeof v)) throw new RunnerError('bad_request', `input ${k} must be a string, number or boolean`);
+      return [k, String(v)];
+    }),
+  );
 }
 
 async function sendDiff(res: http.ServerResponse, runsDir: string, runId: string): Promise<void> {

@@ -13,6 +13,7 @@ import { writeFileAtomic } from '../common/atomic-write.js';
 import { errorMessage } from '../common/errors.js';
 import type { ContainerRuntime } from '../container/runtime.js';
 import type { Git, GitIdentity } from '../git/git.js';
+import { resolveInputs } from '../pipeline/inputs.js';
 import { executeRun } from '../run/orchestrator.js';
 import { reconcile } from '../run/reconcile.js';
 import type { Reporter } from '../run/reporter.js';
@@ -68,7 +69,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
     recordFire: (p, i, at) => fires.set(p, i, at),
     log: o.say,
     newRunId: () => newRunId(new Date()),
-    start: (name, why, runId) => {
+    start: ({ pipeline: name, why, runId, inputs }) => {
       const loaded = dir.pipelines().find((p) => p.pipeline.name === name);
       if (!loaded) {
         notStarted.add(runId, name, `the pipeline ${name} was removed before the run could start`);
@@ -85,7 +86,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
           signal: cancel.signal,
           killSignal: new AbortController().signal,
         },
-        { loaded, home: home.root, keepWorkspace: false, secretSource: process.env, runId },
+        { loaded, home: home.root, keepWorkspace: false, secretSource: process.env, runId, ...(inputs ? { inputs } : {}) },
       ).then(
         (r) => o.say(`${name}: run ${r.runId} ${r.status}`),
         (err) => {
@@ -127,7 +128,12 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
       {
         runsDir: home.runs,
         queueLength: () => scheduler.queueLength(),
-        trigger: (name) => scheduler.trigger(name),
+        trigger: (name, inputs) => {
+          const loaded = dir.pipelines().find((p) => p.pipeline.name === name);
+          if (!loaded) return undefined;
+          resolveInputs(loaded.pipeline, inputs); // a wrong name or a missing value is a 400 now, not a failed run later
+          return scheduler.trigger(name, inputs);
+        },
         cancel: (runId) => {
           if (scheduler.dequeue(runId)) {
             notStarted.add(runId, null, 'canceled before it started');
@@ -148,6 +154,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
             name: st.loaded?.pipeline.name ?? null,
             file: st.file,
             nextRuns: st.loaded ? scheduler.nextFires(st.loaded.pipeline.name).map((d) => d.toISOString()) : [],
+            inputs: st.loaded?.pipeline.inputs ?? {},
             errors: st.errors,
           })),
       },

@@ -108,6 +108,11 @@ test('trigger a run, follow its log live, cancel another, read the metrics', { t
     assert.equal((await fetch(`${s.base}/api/runs/...`)).status, 400);
     assert.equal((await fetch(`${s.base}/api/runs/${run.runId}/diff`.replace(run.runId, long.runId))).status, 200, 'a canceled run keeps its diff');
     assert.equal(await statusWithHost(s.base, '/api/runs', 'attacker.example'), 403, 'a rebound DNS name is refused');
+    const wrongInput = await fetch(`${s.base}/api/pipelines/talk/runs`, { method: 'POST', body: JSON.stringify({ inputs: { topic: 'x' } }) });
+    assert.equal(wrongInput.status, 400);
+    assert.match(((await wrongInput.json()) as { error: string }).error, /pipeline talk takes no inputs \(got "topic"\)/);
+    const notJson = await fetch(`${s.base}/api/pipelines/talk/runs`, { method: 'POST', body: 'topic=x' });
+    assert.equal(notJson.status, 400);
     const csrf = await fetch(`${s.base}/api/pipelines/talk/runs`, { method: 'POST', headers: { origin: 'https://attacker.example' } });
     assert.equal(csrf.status, 403, "another site's page cannot start runs");
 

@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { projectsForThisFile, pipelineYaml, runCli, writePipeline } from '../fixtures/project.js';
+import { git, projectsForThisFile, pipelineYaml, runCli, writePipeline } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 
@@ -78,6 +78,30 @@ test('a named secret that is not set is an error before anything starts (exit 2)
   assert.equal(r.code, 2, r.stderr);
   assert.match(r.stderr, /secret RUNNER_TEST_UNSET_SECRET named by the pipeline is not set/);
   assert.equal(existsSync(f.home), false);
+});
+
+test('--input gives the run its inputs (recorded, used by the steps); a missing or unknown one exits 2 before anything starts', async () => {
+  const f = await fixture();
+  const file = await writePipeline(
+    f,
+    pipelineYaml('  - id: a\n    run: echo "topic=\${{ inputs.topic }} days=\${{ inputs.days }}" > out.txt\n').replace(
+      'steps:',
+      'inputs:\n  topic: { description: what to write about }\n  days: { default: 7 }\nsteps:',
+    ),
+  );
+  const missing = await runCli(['exec', file, '--home', f.home]);
+  assert.equal(missing.code, 2, missing.stderr);
+  assert.match(missing.stderr, /input topic is required \(what to write about\): give it a value/);
+  const unknown = await runCli(['exec', file, '--home', f.home, '--input', 'topic=x', '--input', 'dayz=1']);
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /no input "dayz" \(did you mean "days"\?\)/);
+  assert.equal(existsSync(f.home), false, 'nothing was created');
+
+  const r = await runCli(['exec', file, '--home', f.home, '--json', '--input', 'topic=$(id) & co']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(git(f.project, 'show', `${r.json.branch}:out.txt`), 'topic=$(id) & co days=7');
+  const shown = await runCli(['runs', 'show', r.json.runId, '--json', '--home', f.home]);
+  assert.deepEqual(JSON.parse(shown.stdout).inputs, { topic: '$(id) & co', days: '7' });
 });
 
 test('a project that is not a git repository exits 2 and says what to do', async () => {

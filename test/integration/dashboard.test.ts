@@ -43,6 +43,20 @@ steps:
       for i in 1 2 3; do echo "line $i ${HOSTILE.replace(/"/g, '\\"')}"; sleep 0.3; done
 `,
   );
+  await writeFile(
+    path.join(dir, 'greet.yaml'),
+    `version: 1
+name: greet
+project: { path: ${f.project}, push: never }
+defaults: { image: ${IMAGE} }
+inputs:
+  who: { description: who to greet }
+  punctuation: { default: "!" }
+steps:
+  - id: greet
+    run: echo "hello \${{ inputs.who }}\${{ inputs.punctuation }}"
+`,
+  );
   await writeFile(path.join(dir, 'broken.yaml'), 'version: 1\nname: broken\nsteps: not-a-list\n');
   const serve = spawnServe(['--pipelines', dir, '--home', f.home, '--grace', '2s', '--listen', listen], env);
   const m = await serve.waitFor(/listening on (http:\/\/\S+)/, 20_000);
@@ -94,6 +108,17 @@ test('a run triggered from the page appears with its live log, printed markup sh
     const row = page.locator(`#runs tr[data-run="${runId}"]`);
     await row.waitFor();
     assert.match(await row.innerText(), /talk\s+succeeded/);
+
+    // A pipeline with inputs asks for them; the run shows them, as text.
+    await page.locator('#pipelines tr[data-pipeline="greet"]').getByRole('button', { name: 'Run now' }).click();
+    await page.getByLabel('who').fill('<b>world</b>');
+    assert.equal(await page.getByLabel('punctuation').inputValue(), '!', 'defaults are filled in');
+    await screenshot(page, f, 'inputs');
+    await page.getByRole('button', { name: 'Start run' }).click();
+    await page.waitForURL(/#\/runs\/(?!.*\b${runId}$)/);
+    await page.locator('#log').getByText('hello <b>world</b>!').waitFor({ timeout: 60_000 });
+    assert.match(await page.locator('#inputs').innerText(), /who = <b>world<\/b>\s+punctuation = !/);
+    assert.equal(await page.locator('#main b').count(), 0);
     assert.deepEqual(problems, [], 'the page threw no errors');
   } finally {
     await page.close();

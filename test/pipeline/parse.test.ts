@@ -100,7 +100,7 @@ steps:
     'x.yaml:9:9 steps[1].id: duplicate step id "a" (first used by steps[0])',
     'x.yaml:10:12 steps[1].agent: unknown agent "fin" (did you mean "finn"?); known agents: finn',
     'x.yaml:14:10 steps[3].run: ${{ steps.a.outputs.nope }}: step "a" declares no output "nope" (add it to its outputs: list)',
-    'x.yaml:14:10 steps[3].run: unknown expression ${{ secrets.X }}: expected ${{ prompt }} or ${{ steps.<id>.outputs.<key> }}',
+    'x.yaml:14:10 steps[3].run: unknown expression ${{ secrets.X }}: expected ${{ prompt }}, ${{ inputs.<name> }} or ${{ steps.<id>.outputs.<key> }}',
     'x.yaml:15:15 steps[3].secrets[0]: secret TOKEN is not declared in the top-level secrets: list',
   ]);
 });
@@ -147,4 +147,32 @@ schedule:
   assert.match(out[0]!, /^x\.yaml:10:\d+ schedule\[1\]\.cron: /);
   assert.match(out[1]!, /^x\.yaml:11:\d+ schedule\[2\]\.cron: .*Mars\/Olympus/);
   assert.equal(parsePipeline(text.split('  - cron: "61')[0]!, 'x.yaml').schedule?.[0]?.overlap, 'skip');
+});
+
+test('inputs: ${{ inputs.<name> }} must name a declared input; a scheduled pipeline needs a default for each', () => {
+  const text = `version: 1
+name: i
+defaults: { image: img }
+inputs:
+  topic: { description: what to write about }
+  days: { default: 7 }
+schedule:
+  - cron: "0 6 * * *"
+steps:
+  - id: a
+    prompt: "Write about \${{ inputs.topic }} over \${{ inputs.days }} days"
+    command: ["agent", "\${{ prompt }}"]
+  - id: b
+    run: echo "\${{ inputs.topik }}"
+  - id: c
+    prompt: "again: \${{ prompt }}"
+    command: ["agent"]
+`;
+  const out = problems(text);
+  assert.equal(out.length, 3, out.join('\n'));
+  assert.match(out[0]!, /^x\.yaml:5:\d+ inputs\.topic: input topic has no default, so a scheduled run would have no value for it/);
+  assert.match(out[1]!, /steps\[1\]\.run: \$\{\{ inputs\.topik \}\} names an input that is not declared \(did you mean "topic"\?\)/);
+  assert.match(out[2]!, /steps\[2\]\.prompt: a prompt cannot use \$\{\{ prompt \}\}/);
+  const ok = parsePipeline(text.replace('topic: { description: what to write about }', 'topic: { default: rust }').replace('topik', 'topic').replace('again: ${{ prompt }}', 'again'), 'x.yaml');
+  assert.deepEqual(ok.inputs, { topic: { default: 'rust' }, days: { default: '7' } }, 'a number default is taken as text');
 });

@@ -64,3 +64,28 @@ test('user auto is the project owner, never root unless asked', () => {
   assert.deepEqual(resolveUser('0', { uid: 1000, gid: 100 }), { uid: 0, gid: 0 });
   assert.deepEqual(resolveUser('5:6', { uid: 1000, gid: 100 }), { uid: 5, gid: 6 });
 });
+
+test('render: inputs go into the prompt, env and argv, and into scripts only through the environment', () => {
+  const [a] = planSteps(
+    parsePipeline(
+      `version: 1
+name: p
+defaults: { image: base }
+inputs: { topic: { default: x } }
+steps:
+  - id: a
+    prompt: "Write about \${{ inputs.topic }}"
+    command: ["agent", "\${{ prompt }}", "--topic=\${{ inputs.topic }}"]
+    env: { TOPIC: "\${{ inputs.topic }}" }
+  - id: b
+    run: echo "\${{ inputs.topic }}"
+`,
+      'p.yaml',
+    ),
+  );
+  const id = { runId: 'r1', pipeline: 'p', branch: 'run/r1', baseSha: 'abc', attempt: 1, taskId: '' };
+  const d = renderStep(a!, new Map(), id, {}, { topic: '$(rm -rf /)' });
+  assert.deepEqual(d.cmd, ['agent', 'Write about $(rm -rf /)', '--topic=$(rm -rf /)']);
+  assert.equal(d.env.RUNNER_PROMPT, 'Write about $(rm -rf /)');
+  assert.equal(d.env.TOPIC, '$(rm -rf /)');
+});

@@ -36,7 +36,7 @@ function harness(maxConcurrent = 4, last: Record<string, Date> = {}) {
     now: () => new Date(time.now),
     setTimer: time.setTimer,
     newRunId: () => `run-${++ids}`,
-    start: (pipeline, why, runId) => {
+    start: ({ pipeline, why, runId }) => {
       started.push({ pipeline, why, at: new Date(time.now).toISOString(), runId });
       return new Promise<void>((r) => finishers.push(r));
     },

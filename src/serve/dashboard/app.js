@@ -103,10 +103,12 @@ function every(fn) {
 function homeView() {
   const pipelines = el('tbody');
   const runs = el('tbody');
+  const form = el('div', { id: 'run-form' });
   const main = el(
     'div',
     {},
     el('h1', {}, 'Pipelines'),
+    form,
     el('table', { id: 'pipelines' }, el('thead', {}, el('tr', {}, el('th', {}, 'Pipeline'), el('th', {}, 'Next run'), el('th', {}, 'File'), el('th', {}))), pipelines),
     el('h1', {}, 'Recent runs'),
     el(
@@ -117,7 +119,7 @@ function homeView() {
     ),
   );
   every(async () => {
-    /** @type {Array<{name: string | null, file: string, nextRuns: string[], errors: string[]}>} */
+    /** @type {Array<Pipeline>} */
     const ps = await api('/api/pipelines');
     pipelines.replaceChildren(
       ...ps.map((p) =>
@@ -127,7 +129,7 @@ function homeView() {
           el('td', {}, p.name ?? el('span', { class: 'muted' }, '(does not load)')),
           el('td', {}, p.nextRuns.length ? when(p.nextRuns.slice().sort()[0] ?? '') : el('span', { class: 'muted' }, 'no schedule')),
           el('td', {}, el('code', {}, p.file), ...p.errors.map((e) => el('div', { class: 'error' }, e))),
-          el('td', {}, p.name ? el('button', { onclick: () => trigger(/** @type {string} */ (p.name)) }, 'Run now') : ''),
+          el('td', {}, p.name ? el('button', { onclick: () => (Object.keys(p.inputs).length ? showRunForm(form, p) : trigger(p.name ?? '', {})) }, 'Run now') : ''),
         ),
       ),
     );
@@ -152,10 +154,49 @@ function homeView() {
   return main;
 }
 
-/** @param {string} name */
-async function trigger(name) {
+/**
+ * @typedef {{ description?: string, default?: string }} Input
+ * @typedef {{ name: string | null, file: string, nextRuns: string[], errors: string[], inputs: Record<string, Input> }} Pipeline
+ */
+
+/**
+ * The form for a pipeline's inputs, above the tables (which the polling redraws).
+ * @param {HTMLElement} into @param {Pipeline} p
+ */
+function showRunForm(into, p) {
+  const fields = Object.entries(p.inputs).map(([name, input]) => {
+    const field = /** @type {HTMLInputElement} */ (el('input', { id: `input-${name}`, name, type: 'text' }));
+    if (input.default !== undefined) field.value = input.default;
+    else field.required = true;
+    return { name, field, row: el('div', { class: 'field' }, el('label', { for: `input-${name}` }, name), field, input.description && el('small', { class: 'muted' }, input.description)) };
+  });
+  const submit = (/** @type {Event} */ e) => {
+    e.preventDefault();
+    into.replaceChildren();
+    void trigger(p.name ?? '', Object.fromEntries(fields.map((f) => [f.name, f.field.value])));
+  };
+  into.replaceChildren(
+    el(
+      'form',
+      { class: 'run-form', onsubmit: submit },
+      el('h2', {}, `Run ${p.name}`),
+      ...fields.map((f) => f.row),
+      el('button', { type: 'submit' }, 'Start run'),
+      ' ',
+      el('button', { type: 'button', class: 'secondary', onclick: () => into.replaceChildren() }, 'Cancel'),
+    ),
+  );
+  fields[0]?.field.focus();
+}
+
+/** @param {string} name @param {Record<string, string>} inputs */
+async function trigger(name, inputs) {
   try {
-    const r = await api(`/api/pipelines/${encodeURIComponent(name)}/runs`, { method: 'POST' });
+    const r = await api(`/api/pipelines/${encodeURIComponent(name)}/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ inputs }),
+    });
     location.hash = `#/runs/${encodeURIComponent(r.runId)}`;
   } catch (err) {
     setStatus(`could not start ${name}: ${err instanceof Error ? err.message : err}`);
@@ -189,6 +230,7 @@ function runView(runId) {
   every(async () => {
     const r = await api(`/api/runs/${encodeURIComponent(runId)}`);
     const live = r.status === 'running' || r.status === 'queued';
+    const hasInputs = r.inputs !== undefined && r.inputs !== null && Object.keys(r.inputs).length > 0;
     head.replaceChildren(
       el(
         'div',
@@ -205,6 +247,8 @@ function runView(runId) {
           r.startedAt && el('dd', {}, when(r.startedAt)),
           r.durationMs !== undefined && el('dt', {}, 'Duration'),
           r.durationMs !== undefined && el('dd', {}, r.status === 'running' ? duration(Date.now() - new Date(r.startedAt).getTime()) : duration(r.durationMs)),
+          hasInputs && el('dt', {}, 'Inputs'),
+          hasInputs && el('dd', { id: 'inputs' }, ...Object.entries(r.inputs).map(([k, v]) => el('div', {}, el('code', {}, k), ' = ', String(v)))),
           r.push && el('dt', {}, 'Push'),
           r.push && el('dd', {}, r.pushed ? `pushed to ${r.push.remote ?? 'the remote'}` : r.push.error ?? (r.push.reason ? `not pushed (${r.push.reason})` : 'not pushed')),
         ),
