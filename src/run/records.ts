@@ -28,18 +28,23 @@ export async function writeRun(runsRoot: string, record: RunRecord): Promise<voi
   await writeFileAtomic(path.join(runDir(runsRoot, record.runId), 'run.json'), JSON.stringify(record, null, 2) + '\n');
 }
 
-/** Every readable run record, newest first; unreadable ones are skipped. */
-export async function listRuns(runsRoot: string): Promise<RunRecord[]> {
-  const ids = (await readdir(runsRoot).catch(() => [] as string[])).filter((n) => !n.startsWith('.'));
-  const records = await Promise.all(
-    ids.map((id) =>
-      readFile(path.join(runsRoot, id, 'run.json'), 'utf8')
-        .then((t) => JSON.parse(t) as RunRecord)
-        .catch(() => undefined),
-    ),
-  );
+/**
+ * Readable run records, newest first; unreadable ones are skipped. With a
+ * limit, only as many records are read as it takes to find that many that
+ * match (run ids begin with their UTC time, so the newest ids are read first).
+ */
+export async function listRuns(runsRoot: string, opts: { limit?: number; where?: (r: RunRecord) => boolean } = {}): Promise<RunRecord[]> {
+  const ids = (await readdir(runsRoot).catch(() => [] as string[])).filter((n) => !n.startsWith('.')).sort().reverse();
+  const read = (id: string) =>
+    readFile(path.join(runsRoot, id, 'run.json'), 'utf8')
+      .then((t) => JSON.parse(t) as RunRecord)
+      .catch(() => undefined);
+  const found: RunRecord[] = [];
+  const batch = opts.limit === undefined ? ids.length : Math.max(32, opts.limit);
+  for (let i = 0; i < ids.length && (opts.limit === undefined || found.length < opts.limit); i += batch) {
+    for (const r of await Promise.all(ids.slice(i, i + batch).map(read))) if (r && (!opts.where || opts.where(r))) found.push(r);
+  }
   // Newest first by start time (ms), then by id: two runs can start within one second.
-  return records
-    .filter((r): r is RunRecord => r !== undefined)
-    .sort((a, b) => b.startedAt.localeCompare(a.startedAt) || b.runId.localeCompare(a.runId));
+  found.sort((a, b) => b.startedAt.localeCompare(a.startedAt) || b.runId.localeCompare(a.runId));
+  return opts.limit === undefined ? found : found.slice(0, opts.limit);
 }

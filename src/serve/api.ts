@@ -5,7 +5,7 @@
  *   GET  /api/pipelines                pipelines with their next fire times and file errors
  *   POST /api/pipelines/:name/runs     trigger a run: 202 with its run id (it waits for room under --max-concurrent);
  *                                      an optional JSON body {"inputs": {"name": "value"}} sets the pipeline's inputs
- *   GET  /api/runs[?pipeline=&status=] queued runs, then run records, newest first
+ *   GET  /api/runs[?pipeline=&status=&limit=] queued runs, then run records, newest first
  *   GET  /api/runs/:id                 one run: its record, or {status: queued | not_started, error}
  *   GET  /api/runs/:id/log             the run's log, live, as Server-Sent Events
  *   GET  /api/runs/:id/diff            the run's change against its base, as a patch
@@ -76,8 +76,13 @@ export function createApi(state: ServeState, token: string | undefined, dashboar
       async (_q, res, _p, url) => {
         const p = url.searchParams.get('pipeline');
         const s = url.searchParams.get('status');
-        const all = [...state.queued(), ...(await listRuns(state.runsDir))];
-        json(res, 200, all.filter((r) => (!p || r.pipeline === p) && (!s || r.status === s)));
+        const limitText = url.searchParams.get('limit');
+        const limit = limitText === null ? undefined : Number(limitText);
+        if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) throw new RunnerError('bad_request', `limit takes a whole number above 0, got "${limitText}"`);
+        const where = (r: { pipeline: string | null; status: string }) => (!p || r.pipeline === p) && (!s || r.status === s);
+        const records = await listRuns(state.runsDir, { where, ...(limit !== undefined ? { limit } : {}) });
+        const all = [...state.queued().filter(where), ...records];
+        json(res, 200, limit === undefined ? all : all.slice(0, limit));
       },
     ],
     ['GET', new RegExp(`^/api/runs/${ID}$`), async (_q, res, [id]) => json(res, 200, await record(id!))],

@@ -135,9 +135,9 @@ function homeView() {
     );
     if (!ps.length) pipelines.append(el('tr', {}, el('td', { colspan: 4, class: 'muted' }, 'No pipeline files in the folder yet.')));
     /** @type {Array<any>} */
-    const rs = await api('/api/runs');
+    const rs = await api('/api/runs?limit=50');
     runs.replaceChildren(
-      ...rs.slice(0, 50).map((r) =>
+      ...rs.map((r) =>
         el(
           'tr',
           { dataset: { run: r.runId } },
