@@ -27,9 +27,19 @@ mkdir -p "$CTX/app/dist"
 cp "$ROOT/package.json" "$ROOT/package-lock.json" "$CTX/app/"
 cp -r "$ROOT/dist/src" "$CTX/app/dist/"
 echo "runner-image: installing production dependencies"
-(cd "$CTX/app" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error 2>&1 | grep -v 'Unknown user config' || true)
-[[ -d "$CTX/app/node_modules/dockerode" ]] || { echo "runner-image: npm ci --omit=dev failed" >&2; exit 1; }
+(cd "$CTX/app" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error) >"$CTX.log" 2>&1 || {
+  echo "runner-image: npm ci --omit=dev failed; its output:" >&2
+  cat "$CTX.log" >&2
+  rm -f "$CTX.log"
+  exit 1
+}
 
 echo "runner-image: building $TAG"
-docker build --quiet --tag "$TAG" "$CTX" >/dev/null
+docker build --tag "$TAG" "$CTX" >"$CTX.log" 2>&1 || {
+  echo "runner-image: docker build failed; its output:" >&2
+  cat "$CTX.log" >&2
+  rm -f "$CTX.log"
+  exit 1
+}
+rm -f "$CTX.log"
 echo "runner-image: built $TAG ($(docker image inspect -f '{{.Size}}' "$TAG" | awk '{printf "%.0f MB", $1/1e6}'))"
