@@ -1,19 +1,13 @@
 /** runner serve's HTTP API end to end on a real port: trigger, follow the live log, cancel, metrics, the token. */
 import assert from 'node:assert/strict';
-import { mkdir, writeFile } from 'node:fs/promises';
 import http from 'node:http';
-import path from 'node:path';
 import { test } from 'node:test';
-import { containersOfRun, IMAGE, projectsForThisFile, runCli, spawnServe, type Fixture } from '../fixtures/project.js';
+import { containersOfRun, IMAGE, projectsForThisFile, runCli, serveFolder, until, type Fixture } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 
-async function startServe(f: Fixture, listen: string, env: NodeJS.ProcessEnv = {}) {
-  const dir = path.join(f.root, 'pipelines');
-  await mkdir(dir, { recursive: true });
-  await writeFile(
-    path.join(dir, 'talk.yaml'),
-    `version: 1
+function startServe(f: Fixture, listen: string, env: NodeJS.ProcessEnv = {}) {
+  const talk = `version: 1
 name: talk
 project: { path: ${f.project}, push: never }
 defaults: { image: ${IMAGE} }
@@ -22,15 +16,9 @@ steps:
     run: |
       echo said > said.txt
       for i in 1 2 3; do echo "line $i <script>"; sleep \${SLEEP:-0.3}; done
-`,
-  );
-  await writeFile(
-    path.join(dir, 'long.yaml'),
-    `version: 1\nname: long\nproject: { path: ${f.project}, push: never }\ndefaults: { image: ${IMAGE} }\nsteps:\n  - id: wait\n    run: echo started > s.txt; echo waiting; sleep 300\n`,
-  );
-  const serve = spawnServe(['--pipelines', dir, '--home', f.home, '--grace', '2s', '--listen', listen, '--max-concurrent', '1'], env);
-  const m = await serve.waitFor(/listening on (http:\/\/\S+)/, 20_000);
-  return { ...serve, base: m[1]!.replace('0.0.0.0', '127.0.0.1') };
+`;
+  const long = `version: 1\nname: long\nproject: { path: ${f.project}, push: never }\ndefaults: { image: ${IMAGE} }\nsteps:\n  - id: wait\n    run: echo started > s.txt; echo waiting; sleep 300\n`;
+  return serveFolder(f, { 'talk.yaml': talk, 'long.yaml': long }, listen, { env, args: ['--max-concurrent', '1'] });
 }
 
 /** fetch cannot set Host; http.request can. */
@@ -41,16 +29,6 @@ function statusWithHost(base: string, p: string, host: string): Promise<number |
       resolve(res.statusCode);
     }).on('error', reject);
   });
-}
-
-async function until<T>(fn: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 test('trigger a run, follow its log live, cancel another, read the metrics', { timeout: 120_000 }, async () => {
@@ -65,7 +43,7 @@ test('trigger a run, follow its log live, cancel another, read the metrics', { t
     assert.equal(trig.status, 202);
     const run = (await trig.json()) as { runId: string };
     assert.match(run.runId, /^\d{8}-\d{6}-[a-z0-9]{6}$/, 'the trigger names the run it will start');
-    await until(async () => ((await fetch(`${s.base}/api/runs/${run.runId}`)).status === 200 ? true : undefined));
+    await until('the run', async () => ((await fetch(`${s.base}/api/runs/${run.runId}`)).status === 200 ? true : undefined));
     const sse = await fetch(`${s.base}/api/runs/${run.runId}/log`);
     assert.match(sse.headers.get('content-type') ?? '', /text\/event-stream/);
     const text = await sse.text();
@@ -77,11 +55,11 @@ test('trigger a run, follow its log live, cancel another, read the metrics', { t
     assert.match(await diff.text(), /^\+said$/m);
 
     assert.equal((await fetch(`${s.base}/api/pipelines/long/runs`, { method: 'POST' })).status, 202);
-    const long = await until(async () => {
+    const long = await until('the run', async () => {
       const runs = (await (await fetch(`${s.base}/api/runs?pipeline=long&status=running`)).json()) as Array<{ runId: string; current: unknown }>;
       return runs[0]?.current ? runs[0] : undefined;
     });
-    await until(async () => (containersOfRun(long.runId).length ? true : undefined));
+    await until('the run', async () => (containersOfRun(long.runId).length ? true : undefined));
     // --max-concurrent 1: a second run waits, named, and can be dropped before it starts.
     const waiting = (await (await fetch(`${s.base}/api/pipelines/talk/runs`, { method: 'POST' })).json()) as { runId: string };
     assert.deepEqual(await (await fetch(`${s.base}/api/runs/${waiting.runId}`)).json(), { runId: waiting.runId, pipeline: 'talk', status: 'queued', error: null });
@@ -95,7 +73,7 @@ test('trigger a run, follow its log live, cancel another, read the metrics', { t
     });
     assert.equal((await fetch(`${s.base}/api/runs/${waiting.runId}/log`)).status, 404, 'no log for a run that never started');
     assert.equal((await fetch(`${s.base}/api/runs/${long.runId}/cancel`, { method: 'POST' })).status, 202);
-    const canceled = await until(async () => {
+    const canceled = await until('the run', async () => {
       const r = (await (await fetch(`${s.base}/api/runs/${long.runId}`)).json()) as { status: string };
       return r.status === 'running' ? undefined : r;
     });

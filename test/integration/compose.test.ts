@@ -13,7 +13,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
-import { git, IMAGE, projectsForThisFile } from '../fixtures/project.js';
+import { git, IMAGE, projectsForThisFile, until } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -33,16 +33,6 @@ function freePort(): Promise<number> {
     });
     srv.on('error', reject);
   });
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, ms: number): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
 }
 
 const composes: Array<{ name: string; cmd: string[] }> = [{ name: 'docker-compose (v1)', cmd: ['docker-compose'] }];

@@ -5,11 +5,11 @@
  * guards it all, and screenshots of each view are taken and checked.
  */
 import assert from 'node:assert/strict';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { IMAGE, projectsForThisFile, spawnServe, type Fixture } from '../fixtures/project.js';
+import { IMAGE, projectsForThisFile, serveFolder, type Fixture } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 const CHROMIUM = '/usr/bin/chromium';
@@ -25,12 +25,8 @@ before(async () => {
 });
 after(async () => browser?.close());
 
-async function startServe(f: Fixture, listen: string, env: NodeJS.ProcessEnv = {}) {
-  const dir = path.join(f.root, 'pipelines');
-  await mkdir(dir, { recursive: true });
-  await writeFile(
-    path.join(dir, 'talk.yaml'),
-    `version: 1
+function startServe(f: Fixture, listen: string, env: NodeJS.ProcessEnv = {}) {
+  const talk = `version: 1
 name: talk
 project: { path: ${f.project}, push: never }
 defaults: { image: ${IMAGE} }
@@ -41,11 +37,8 @@ steps:
     run: |
       echo 'written by the step' > note.txt
       for i in 1 2 3; do echo "line $i ${HOSTILE.replace(/"/g, '\\"')}"; sleep 0.3; done
-`,
-  );
-  await writeFile(
-    path.join(dir, 'greet.yaml'),
-    `version: 1
+`;
+  const greet = `version: 1
 name: greet
 project: { path: ${f.project}, push: never }
 defaults: { image: ${IMAGE} }
@@ -55,12 +48,9 @@ inputs:
 steps:
   - id: greet
     run: echo "hello \${{ inputs.who }}\${{ inputs.punctuation }}"
-`,
-  );
-  await writeFile(path.join(dir, 'broken.yaml'), 'version: 1\nname: broken\nsteps: not-a-list\n');
-  const serve = spawnServe(['--pipelines', dir, '--home', f.home, '--grace', '2s', '--listen', listen], env);
-  const m = await serve.waitFor(/listening on (http:\/\/\S+)/, 20_000);
-  return { ...serve, base: m[1]!.replace('0.0.0.0', '127.0.0.1') };
+`;
+  const broken = 'version: 1\nname: broken\nsteps: not-a-list\n';
+  return serveFolder(f, { 'talk.yaml': talk, 'greet.yaml': greet, 'broken.yaml': broken }, listen, { env });
 }
 
 /** A screenshot, checked: a PNG of the viewport's size with more than a blank page in it. */
