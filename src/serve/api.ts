@@ -98,7 +98,13 @@ export function createApi(state: ServeState, token: string | undefined, dashboar
   ];
 
   return http.createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://localhost');
+    } catch {
+      json(res, 400, { error: 'the request target is not a URL path' });
+      return;
+    }
     const verdict = checkAccess(req.method ?? 'GET', url.pathname, req.headers, token);
     if (!verdict.ok) {
       if (url.pathname === '/' && verdict.status === 401) redirect(res, '/login');

@@ -1,6 +1,7 @@
 /** runner serve's HTTP API end to end on a real port: trigger, follow the live log, cancel, metrics, the token. */
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import net from 'node:net';
 import { test } from 'node:test';
 import { containersOfRun, IMAGE, projectsForThisFile, runCli, serveFolder, until, type Fixture } from '../fixtures/project.js';
 
@@ -19,6 +20,18 @@ steps:
 `;
   const long = `version: 1\nname: long\nproject: { path: ${f.project}, push: never }\ndefaults: { image: ${IMAGE} }\nsteps:\n  - id: wait\n    run: echo started > s.txt; echo waiting; sleep 300\n`;
   return serveFolder(f, { 'talk.yaml': talk, 'long.yaml': long }, listen, { env, args: ['--max-concurrent', '1'] });
+}
+
+/** What the server answers to bytes sent as they are. */
+function rawRequest(base: string, text: string): Promise<string> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    let got = '';
+    const sock = net.connect(Number(port), hostname, () => sock.end(text));
+    sock.on('data', (b) => (got += b));
+    sock.on('close', () => resolve(got));
+    sock.on('error', reject);
+  });
 }
 
 /** fetch cannot set Host; http.request can. */
@@ -91,6 +104,9 @@ test('trigger a run, follow its log live, cancel another, read the metrics', { t
     assert.match(((await wrongInput.json()) as { error: string }).error, /pipeline talk takes no inputs \(got "topic"\)/);
     const notJson = await fetch(`${s.base}/api/pipelines/talk/runs`, { method: 'POST', body: 'topic=x' });
     assert.equal(notJson.status, 400);
+    const raw = await rawRequest(s.base, 'GET http://[ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
+    assert.match(raw, /^HTTP\/1\.1 400 /, 'a request target that is no URL is a 400');
+    assert.equal((await fetch(`${s.base}/healthz`)).status, 200, 'and the server lives on');
     const csrf = await fetch(`${s.base}/api/pipelines/talk/runs`, { method: 'POST', headers: { origin: 'https://attacker.example' } });
     assert.equal(csrf.status, 403, "another site's page cannot start runs");
 
