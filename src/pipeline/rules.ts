@@ -23,7 +23,7 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
 
   for (const [name, value] of Object.entries(p.env ?? {})) {
     if (findExpressions(value).length > 0) {
-      issues.push({ path: ['env', name], message: '${{ }} expressions are only allowed in a step\'s env, run and command' });
+      issues.push({ path: ['env', name], message: '${{ }} expressions are only allowed in a step\'s prompt, env, run and command (write $${{ for the text itself)' });
     }
   }
   if (p.schedule?.length) {
@@ -81,10 +81,18 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
       if (!declaredSecrets.has(s)) issues.push({ path: at('secrets', j), message: undeclaredSecret(s) });
     });
 
-    for (const { path, value } of templatedFields(step, i, p)) {
+    for (const { path, value, shellScript } of templatedFields(step, i, p)) {
       for (const found of findExpressions(value)) {
         const problem = checkExpression(found, step, i, p, path.length === 3 && path[2] === 'prompt');
         if (problem) issues.push({ path, message: problem });
+        else if (shellScript) {
+          issues.push({
+            path,
+            message:
+              `${found.raw} inside a shell's -c script would run its value as shell code: use run: (where values reach the script ` +
+              `as environment variables), or pass it as an argument after the script: ["sh", "-c", "echo \\"$1\\"", "sh", "${found.raw}"]`,
+          });
+        }
       }
     }
   });
@@ -96,21 +104,43 @@ function undeclaredSecret(name: string): string {
 }
 
 /** Every string of the step (and of its agent, as this step uses it) that may hold expressions. */
-function templatedFields(step: StepFile, i: number, p: PipelineFile): { path: DocPath; value: string }[] {
-  const fields: { path: DocPath; value: string }[] = [];
+function templatedFields(step: StepFile, i: number, p: PipelineFile): { path: DocPath; value: string; shellScript?: boolean }[] {
+  const fields: { path: DocPath; value: string; shellScript?: boolean }[] = [];
   const agent = step.agent !== undefined ? p.agents?.[step.agent] : undefined;
   if (step.run !== undefined) fields.push({ path: ['steps', i, 'run'], value: step.run });
   if (step.prompt !== undefined) fields.push({ path: ['steps', i, 'prompt'], value: step.prompt });
-  step.command?.forEach((arg, j) => fields.push({ path: ['steps', i, 'command', j], value: arg }));
+  const script = step.command ? shellScriptIndex(step.command) : -1;
+  step.command?.forEach((arg, j) => fields.push({ path: ['steps', i, 'command', j], value: arg, shellScript: j === script }));
   for (const [k, v] of Object.entries(step.env ?? {})) fields.push({ path: ['steps', i, 'env', k], value: v });
   if (agent && step.run === undefined && step.command === undefined) {
     if (agent.run !== undefined) fields.push({ path: ['agents', step.agent!, 'run'], value: agent.run });
-    agent.command?.forEach((arg, j) => fields.push({ path: ['agents', step.agent!, 'command', j], value: arg }));
+    const agentScript = agent.command ? shellScriptIndex(agent.command) : -1;
+    agent.command?.forEach((arg, j) => fields.push({ path: ['agents', step.agent!, 'command', j], value: arg, shellScript: j === agentScript }));
   }
   if (agent) {
     for (const [k, v] of Object.entries(agent.env ?? {})) fields.push({ path: ['agents', step.agent!, 'env', k], value: v });
   }
   return fields;
+}
+
+const SHELLS = new Set(['sh', 'bash', 'dash', 'ash', 'zsh', 'ksh', 'mksh']);
+
+/** Where the script of `sh -c SCRIPT …` (or `bash -ec`, `busybox sh -c`, `env bash -c`) sits in an argv, or -1. */
+export function shellScriptIndex(argv: readonly string[]): number {
+  let i = 0;
+  const base = (a: string | undefined) => (a ?? '').split('/').pop()!;
+  if (base(argv[0]) === 'busybox' || base(argv[0]) === 'env') i = 1;
+  if (!SHELLS.has(base(argv[i]))) return -1;
+  for (let j = i + 1; j < argv.length; j++) {
+    const a = argv[j]!;
+    if (a === '-o' || a === '+o') {
+      j++; // -o pipefail
+      continue;
+    }
+    if (!a.startsWith('-') && !a.startsWith('+')) return -1;
+    if (/^-[a-z]*c[a-z]*$/.test(a)) return j + 1 < argv.length ? j + 1 : -1;
+  }
+  return -1;
 }
 
 function checkExpression(
@@ -122,7 +152,10 @@ function checkExpression(
 ): string | undefined {
   const expr = found.expr;
   if (!expr) {
-    return `unknown expression ${found.raw}: expected \${{ prompt }}, \${{ inputs.<name> }} or \${{ steps.<id>.outputs.<key> }}`;
+    return (
+      `unknown expression ${found.raw}: expected \${{ prompt }}, \${{ inputs.<name> }} or \${{ steps.<id>.outputs.<key> }}` +
+      ` (to pass the text itself, as in a GitHub Actions workflow, write $${found.raw})`
+    );
   }
   if (expr.kind === 'prompt') {
     if (inPrompt) return `a prompt cannot use \${{ prompt }} (itself)`;

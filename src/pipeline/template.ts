@@ -1,7 +1,7 @@
 /**
  * `${{ ... }}` expressions in env values, run scripts and command arguments.
  * Three forms exist: `${{ prompt }}`, `${{ inputs.<name> }}` and
- * `${{ steps.<id>.outputs.<key> }}`. Pure.
+ * `${{ steps.<id>.outputs.<key> }}`; `$${{` is the literal text `${{`. Pure.
  */
 
 export type Expression =
@@ -18,7 +18,8 @@ export interface Found {
   expr?: Expression;
 }
 
-const EXPR_RE = /\$\{\{\s*(.*?)\s*\}\}/g;
+// `$${{ … }}` is an escape: it stands for the text `${{ … }}` (a prompt about GitHub Actions, say).
+const EXPR_RE = /(\$?)\$\{\{\s*(.*?)\s*\}\}/g;
 const OUTPUT_RE = /^steps\.([a-z0-9_-]+)\.outputs\.([A-Za-z_][A-Za-z0-9_]*)$/;
 const INPUT_RE = /^inputs\.([A-Za-z_][A-Za-z0-9_]*)$/;
 
@@ -31,8 +32,8 @@ export function parseExpression(text: string): Expression | undefined {
 }
 
 export function findExpressions(value: string): Found[] {
-  return [...value.matchAll(EXPR_RE)].map((m) => {
-    const text = m[1]!;
+  return [...value.matchAll(EXPR_RE)].filter((m) => m[1] === '').map((m) => {
+    const text = m[2]!;
     const expr = parseExpression(text);
     return expr ? { raw: m[0], text, expr } : { raw: m[0], text };
   });
@@ -40,7 +41,8 @@ export function findExpressions(value: string): Found[] {
 
 /** Replaces every expression by what `resolve` returns for it. */
 export function renderTemplate(value: string, resolve: (expr: Expression) => string): string {
-  return value.replace(EXPR_RE, (raw, text: string) => {
+  return value.replace(EXPR_RE, (raw: string, escape: string, text: string) => {
+    if (escape) return raw.slice(1);
     const expr = parseExpression(text);
     if (!expr) throw new Error(`unknown expression ${raw}`);
     return resolve(expr);
@@ -58,7 +60,8 @@ export function renderScript(
 ): { script: string; env: Record<string, string> } {
   const env: Record<string, string> = {};
   let n = 0;
-  const out = script.replace(EXPR_RE, (raw, text: string) => {
+  const out = script.replace(EXPR_RE, (raw: string, escape: string, text: string) => {
+    if (escape) return raw.slice(1);
     const expr = parseExpression(text);
     if (!expr) throw new Error(`unknown expression ${raw}`);
     const name = `RUNNER_EXPR_${n++}`;

@@ -100,9 +100,33 @@ steps:
     'x.yaml:9:9 steps[1].id: duplicate step id "a" (first used by steps[0])',
     'x.yaml:10:12 steps[1].agent: unknown agent "fin" (did you mean "finn"?); known agents: finn',
     'x.yaml:14:10 steps[3].run: ${{ steps.a.outputs.nope }}: step "a" declares no output "nope" (add it to its outputs: list)',
-    'x.yaml:14:10 steps[3].run: unknown expression ${{ secrets.X }}: expected ${{ prompt }}, ${{ inputs.<name> }} or ${{ steps.<id>.outputs.<key> }}',
+    'x.yaml:14:10 steps[3].run: unknown expression ${{ secrets.X }}: expected ${{ prompt }}, ${{ inputs.<name> }} or ${{ steps.<id>.outputs.<key> }} (to pass the text itself, as in a GitHub Actions workflow, write $${{ secrets.X }})',
     'x.yaml:15:15 steps[3].secrets[0]: secret TOKEN is not declared in the top-level secrets: list',
   ]);
+});
+
+test('rules: an expression inside a shell -c script is refused; as an argument after the script it is fine', () => {
+  const text = `version: 1
+name: shells
+defaults: { image: img }
+inputs: { topic: { default: x } }
+agents:
+  bad: { command: ["/bin/bash", "-o", "pipefail", "-ec", "claude -p '\${{ prompt }}'"] }
+steps:
+  - id: a
+    command: ["sh", "-c", "echo \${{ inputs.topic }}"]
+  - id: b
+    command: ["sh", "-c", "echo \\"$1\\"", "sh", "\${{ inputs.topic }}"]
+  - id: c
+    agent: bad
+    prompt: hi
+  - id: d
+    command: ["printf", "%s", "\${{ inputs.topic }}"]
+`;
+  const out = problems(text);
+  assert.equal(out.length, 2, out.join('\n'));
+  assert.match(out[0]!, /^x\.yaml:6:\d+ agents\.bad\.command\[4\]: \$\{\{ prompt \}\} inside a shell's -c script would run its value as shell code: use run:/);
+  assert.match(out[1]!, /^x\.yaml:9:\d+ steps\[0\]\.command\[2\]: \$\{\{ inputs\.topic \}\} inside a shell's -c script/);
 });
 
 test('missing keys, a bad name, a step without image or command', () => {

@@ -22,3 +22,11 @@ test('renderScript never puts a value into shell code', () => {
   assert.equal(r.script, 'echo "${RUNNER_EXPR_0}" ${RUNNER_EXPR_1}');
   assert.deepEqual(r.env, { RUNNER_EXPR_0: hostile, RUNNER_EXPR_1: 'p' });
 });
+
+test('$${{ is an escape: the text ${{ … }} passes through, in templates and scripts, and is not an expression', () => {
+  assert.deepEqual(findExpressions('uses $${{ secrets.X }} and ${{ prompt }}').map((f) => f.raw), ['${{ prompt }}']);
+  assert.equal(renderTemplate('token: $${{ secrets.X }} for ${{ prompt }}', () => 'p'), 'token: ${{ secrets.X }} for p');
+  const r = renderScript("echo '$${{ github.sha }}' \"${{ prompt }}\"", () => 'p');
+  assert.equal(r.script, 'echo \'${{ github.sha }}\' "${RUNNER_EXPR_0}"');
+  assert.deepEqual(r.env, { RUNNER_EXPR_0: 'p' });
+});

@@ -66,7 +66,7 @@ test('user auto is the project owner, never root unless asked', () => {
 });
 
 test('render: inputs go into the prompt, env and argv, and into scripts only through the environment', () => {
-  const [a] = planSteps(
+  const [a, b] = planSteps(
     parsePipeline(
       `version: 1
 name: p
@@ -88,4 +88,30 @@ steps:
   assert.deepEqual(d.cmd, ['agent', 'Write about $(rm -rf /)', '--topic=$(rm -rf /)']);
   assert.equal(d.env.RUNNER_PROMPT, 'Write about $(rm -rf /)');
   assert.equal(d.env.TOPIC, '$(rm -rf /)');
+  const s = renderStep(b!, new Map(), id, {}, { topic: '$(rm -rf /)' });
+  assert.deepEqual(s.cmd, ['sh', '-e', '-c', 'echo "${RUNNER_EXPR_0}"']);
+  assert.equal(s.env.RUNNER_EXPR_0, '$(rm -rf /)');
+});
+
+test('render: $${{ … }} is the text ${{ … }} (a prompt or script about GitHub Actions), never an expression', () => {
+  const [a] = planSteps(
+    parsePipeline(
+      `version: 1
+name: p
+defaults: { image: base }
+steps:
+  - id: a
+    prompt: "add a publish job using $\${{ secrets.NPM_TOKEN }}"
+    command: ["agent", "\${{ prompt }}"]
+    env: { SHA: "$\${{ github.sha }}" }
+  - id: b
+    run: echo '$\${{ github.sha }}'
+`,
+      'p.yaml',
+    ),
+  );
+  const id = { runId: 'r1', pipeline: 'p', branch: 'run/r1', baseSha: 'abc', attempt: 1, taskId: '' };
+  const d = renderStep(a!, new Map(), id, {});
+  assert.deepEqual(d.cmd, ['agent', 'add a publish job using ${{ secrets.NPM_TOKEN }}']);
+  assert.equal(d.env.SHA, '${{ github.sha }}');
 });
