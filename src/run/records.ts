@@ -44,7 +44,9 @@ export async function listRuns(runsRoot: string, opts: { limit?: number; where?:
   for (let i = 0; i < ids.length && (opts.limit === undefined || found.length < opts.limit); i += batch) {
     for (const r of await Promise.all(ids.slice(i, i + batch).map(read))) if (r && (!opts.where || opts.where(r))) found.push(r);
   }
-  // Newest first by start time (ms), then by id: two runs can start within one second.
-  found.sort((a, b) => b.startedAt.localeCompare(a.startedAt) || b.runId.localeCompare(a.runId));
+  // Newest first by the second in the id (when the run was asked for: the order records are read in, so a limit
+  // never skips one), then by start time (two runs in one second), then by id.
+  const second = (id: string) => id.slice(0, 15);
+  found.sort((a, b) => second(b.runId).localeCompare(second(a.runId)) || b.startedAt.localeCompare(a.startedAt) || b.runId.localeCompare(a.runId));
   return opts.limit === undefined ? found : found.slice(0, opts.limit);
 }

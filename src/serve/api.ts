@@ -5,12 +5,12 @@
  *   GET  /api/pipelines                pipelines with their next fire times and file errors
  *   POST /api/pipelines/:name/runs     trigger a run: 202 with its run id (it waits for room under --max-concurrent);
  *                                      an optional JSON body {"inputs": {"name": "value"}} sets the pipeline's inputs
- *   GET  /api/runs[?pipeline=&status=&limit=] queued runs, then run records, newest first
- *   GET  /api/runs/:id                 one run: its record, or {status: queued | not_started, error}
+ *   GET  /api/runs[?pipeline=&status=&limit=] this server's queued and running runs, then the other records, newest first
+ *   GET  /api/runs/:id                 one run: its record, or {status: queued | starting | not_started, error}
  *   GET  /api/runs/:id/log             the run's log, live, as Server-Sent Events
  *   GET  /api/runs/:id/diff            the run's change against its base, as a patch
  *   POST /api/runs/:id/cancel          cancel a run this server is running or has queued
- *   GET  /, /login, /assets/*          the dashboard (see dashboard.ts)
+ *   GET  /, /login, /assets/*          the dashboard (see dashboard.ts); POST /login, /logout: its session
  * Who may call what is decided in access.ts.
  */
 import { createReadStream } from 'node:fs';
@@ -20,14 +20,16 @@ import path from 'node:path';
 import { pipeline as pipe } from 'node:stream/promises';
 import { errorMessage, RunnerError } from '../common/errors.js';
 import { LogCursor } from '../run/log-cursor.js';
+import type { RunRecord } from '../run/record.js';
 import { listRuns, readRun, runDir } from '../run/records.js';
-import { checkAccess, sessionCookie, tokenMatches } from './access.js';
-import { SECURITY_HEADERS, withLoginError, type Asset } from './dashboard.js';
+import { checkAccess, LOGGED_OUT_COOKIE, sessionCookie, tokenMatches } from './access.js';
+import { SECURITY_HEADERS, withLoginError, withLogout, type Asset } from './dashboard.js';
 
 export interface NotStarted {
   runId: string;
   pipeline: string | null;
-  status: 'queued' | 'not_started';
+  /** starting: taken from the queue, its record not written yet (workspace, images) */
+  status: 'queued' | 'starting' | 'not_started';
   error: string | null;
 }
 
@@ -37,8 +39,9 @@ export interface ServeState {
   trigger(name: string, inputs: Record<string, string>): string | undefined;
   cancel(runId: string): boolean;
   queueLength(): number;
-  queued(): Array<{ runId: string; pipeline: string; status: 'queued'; why: string }>;
-  /** a run given an id that has no record (yet): queued, or never started and why */
+  /** runs this server has queued, then those it has started (with a record, or about to write one) */
+  active(): Array<{ runId: string; pipeline: string; status: 'queued' | 'started'; why: string }>;
+  /** a run given an id that has no record (yet): queued, starting, or never started and why */
   notStarted(runId: string): NotStarted | undefined;
   runsDir: string;
 }
@@ -47,7 +50,8 @@ type Handler = (req: http.IncomingMessage, res: http.ServerResponse, params: str
 
 const ID = '([A-Za-z0-9._-]+)';
 
-export function createApi(state: ServeState, token: string | undefined, dashboard: Map<string, Asset>): http.Server {
+export function createApi(state: ServeState, token: string | undefined, assets: Map<string, Asset>): http.Server {
+  const dashboard = token && assets.has('/') ? new Map([...assets, ['/', withLogout(assets.get('/')!)]]) : assets;
   const record = async (id: string) => {
     try {
       return await readRun(state.runsDir, id);
@@ -80,13 +84,23 @@ export function createApi(state: ServeState, token: string | undefined, dashboar
         const limit = limitText === null ? undefined : Number(limitText);
         if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) throw new RunnerError('bad_request', `limit takes a whole number above 0, got "${limitText}"`);
         const where = (r: { pipeline: string | null; status: string }) => (!p || r.pipeline === p) && (!s || r.status === s);
-        const records = await listRuns(state.runsDir, { where, ...(limit !== undefined ? { limit } : {}) });
-        const all = [...state.queued().filter(where), ...records];
+        // What this server is doing comes first, whenever it was asked for; then the other records.
+        const active = state.active();
+        const activeIds = new Set(active.map((a) => a.runId));
+        const current = await Promise.all(
+          active.map((a) =>
+            a.status === 'queued'
+              ? { ...a, error: null }
+              : readRun(state.runsDir, a.runId).catch(() => ({ runId: a.runId, pipeline: a.pipeline, status: 'starting' as const, why: a.why, error: null })),
+          ),
+        );
+        const records = await listRuns(state.runsDir, { where: (r) => !activeIds.has(r.runId) && where(r), ...(limit !== undefined ? { limit } : {}) });
+        const all = [...current.filter(where), ...records];
         json(res, 200, limit === undefined ? all : all.slice(0, limit));
       },
     ],
     ['GET', new RegExp(`^/api/runs/${ID}$`), async (_q, res, [id]) => json(res, 200, await record(id!))],
-    ['GET', new RegExp(`^/api/runs/${ID}/log$`), async (req, res, [id]) => followLog(req, res, state.runsDir, id!)],
+    ['GET', new RegExp(`^/api/runs/${ID}/log$`), async (req, res, [id]) => followLog(req, res, state.runsDir, id!, record)],
     ['GET', new RegExp(`^/api/runs/${ID}/diff$`), async (_q, res, [id]) => sendDiff(res, state.runsDir, id!)],
     [
       'POST',
@@ -95,6 +109,7 @@ export function createApi(state: ServeState, token: string | undefined, dashboar
         state.cancel(id!) ? json(res, 202, { canceling: id }) : json(res, 404, { error: `run ${id} is not running or queued on this server` }),
     ],
     ['POST', /^\/login$/, async (req, res) => login(req, res, token, dashboard)],
+    ['POST', /^\/logout$/, async (_q, res) => redirect(res, token ? '/login' : '/', { 'set-cookie': LOGGED_OUT_COOKIE })],
   ];
 
   return http.createServer((req, res) => {
@@ -121,7 +136,14 @@ export function createApi(state: ServeState, token: string | undefined, dashboar
       if (!m || req.method !== method) continue;
       handler(req, res, m.slice(1), url).catch((err) => {
         const code = err instanceof RunnerError ? err.code : '';
-        const status = code === 'run_unknown' || code === 'no_diff' ? 404 : code === 'unsafe_name' || code === 'bad_request' || code === 'bad_input' ? 400 : 500;
+        const status =
+          code === 'run_unknown' || code === 'no_diff'
+            ? 404
+            : code === 'unsafe_name' || code === 'bad_request' || code === 'bad_input'
+              ? 400
+              : code === 'stopping'
+                ? 503
+                : 500;
         if (!res.headersSent) json(res, status, { error: errorMessage(err) });
         else res.end();
       });
@@ -144,7 +166,7 @@ function redirect(res: http.ServerResponse, to: string, extra: Record<string, st
 async function login(req: http.IncomingMessage, res: http.ServerResponse, token: string | undefined, dashboard: Map<string, Asset>): Promise<void> {
   if (!token) return redirect(res, '/');
   const form = new URLSearchParams(await readBody(req, 4096));
-  if (tokenMatches(form.get('token') ?? '', token)) return redirect(res, '/', { 'set-cookie': sessionCookie(token) });
+  if (tokenMatches(form.get('token') ?? '', token)) return redirect(res, '/', { 'set-cookie': sessionCookie(token, Date.now(), req.headers) });
   send(res, 401, withLoginError(dashboard.get('/login')!, 'That token is not the one this server was started with.'));
 }
 
@@ -197,18 +219,34 @@ function json(res: http.ServerResponse, status: number, body: unknown): void {
   res.end(`${JSON.stringify(body)}\n`);
 }
 
-async function followLog(req: http.IncomingMessage, res: http.ServerResponse, runsDir: string, runId: string): Promise<void> {
-  await readRun(runsDir, runId); // 404 for an unknown run, before the stream starts
+/**
+ * The run's log as Server-Sent Events until the run ends. A run still queued
+ * or starting is waited for; a comment line every 15 s keeps proxies from
+ * closing a quiet stream.
+ */
+async function followLog(req: http.IncomingMessage, res: http.ServerResponse, runsDir: string, runId: string, record: (id: string) => Promise<RunRecord | NotStarted>): Promise<void> {
+  const first = await record(runId); // 404 for an unknown run, before the stream starts
+  if (first.status === 'not_started') throw new RunnerError('run_unknown', `run ${runId} never started, so it has no log: ${(first as NotStarted).error}`);
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive' });
   const cursor = new LogCursor(path.join(runDir(runsDir, runId), 'steps'));
   let open = true;
+  let quietSince = Date.now();
   req.on('close', () => (open = false));
   while (open) {
-    const rec = await readRun(runsDir, runId);
-    for (const l of await cursor.read(rec)) res.write(`data: ${JSON.stringify(l)}\n\n`);
-    if (rec.status !== 'running') {
+    const rec = await record(runId);
+    if ('steps' in rec) {
+      for (const l of await cursor.read(rec)) {
+        res.write(`data: ${JSON.stringify(l)}\n\n`);
+        quietSince = Date.now();
+      }
+    }
+    if (rec.status !== 'running' && rec.status !== 'queued' && rec.status !== 'starting') {
       res.write(`event: end\ndata: ${JSON.stringify({ status: rec.status })}\n\n`);
       break;
+    }
+    if (Date.now() - quietSince > 15_000) {
+      res.write(': still running\n\n');
+      quietSince = Date.now();
     }
     await new Promise((r) => setTimeout(r, 300));
   }

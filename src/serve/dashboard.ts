@@ -51,3 +51,8 @@ export function withLoginError(page: Asset, message: string): Asset {
   const note = `<p class="error">${message.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)}</p>`;
   return { ...page, body: Buffer.from(page.body.toString('utf8').replace('<!--error-->', note)) };
 }
+
+/** The page with its Log out button shown (a server with a token; without one there is no session to end). */
+export function withLogout(page: Asset): Asset {
+  return { ...page, body: Buffer.from(page.body.toString('utf8').replace('<form id="logout" method="post" action="/logout" hidden>', '<form id="logout" method="post" action="/logout">')) };
+}

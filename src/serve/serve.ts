@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from '../common/atomic-write.js';
-import { errorMessage } from '../common/errors.js';
+import { errorMessage, RunnerError } from '../common/errors.js';
 import type { ContainerRuntime } from '../container/runtime.js';
 import type { Git, GitIdentity } from '../git/git.js';
 import { resolveInputs } from '../pipeline/inputs.js';
@@ -55,7 +55,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
 
   const fires = await FireLog.open(path.join(home.root, 'schedule.json'));
   const dir = new PipelineDir(o.pipelinesDir);
-  const live = new Map<string, { cancel: AbortController; done: Promise<void> }>(); // by run id
+  const live = new Map<string, { pipeline: string; why: string; cancel: AbortController; done: Promise<void> }>(); // by run id
   const notStarted = new RecentFailures(100);
 
   const scheduler = new Scheduler({
@@ -94,7 +94,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
           o.say(`${name}: run ${runId} could not start: ${errorMessage(err)}`);
         },
       );
-      const entry = { cancel, done: done.finally(() => live.delete(runId)) };
+      const entry = { pipeline: name, why, cancel, done: done.finally(() => live.delete(runId)) };
       live.set(runId, entry);
       return entry.done;
     },
@@ -129,14 +129,16 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
         runsDir: home.runs,
         queueLength: () => scheduler.queueLength(),
         trigger: (name, inputs) => {
+          if (o.stop.aborted) throw new RunnerError('stopping', 'runner serve is stopping: it takes no new runs');
           const loaded = dir.pipelines().find((p) => p.pipeline.name === name);
           if (!loaded) return undefined;
           resolveInputs(loaded.pipeline, inputs); // a wrong name or a missing value is a 400 now, not a failed run later
           return scheduler.trigger(name, inputs);
         },
         cancel: (runId) => {
-          if (scheduler.dequeue(runId)) {
-            notStarted.add(runId, null, 'canceled before it started');
+          const queued = scheduler.queued().find((p) => p.runId === runId);
+          if (queued && scheduler.dequeue(runId)) {
+            notStarted.add(runId, queued.pipeline, 'canceled before it started');
             return true;
           }
           const run = live.get(runId);
@@ -146,9 +148,14 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
         notStarted: (runId) => {
           const q = scheduler.queued().find((p) => p.runId === runId);
           if (q) return { runId, pipeline: q.pipeline, status: 'queued', error: null };
+          const started = live.get(runId); // asked for before its record is written (workspace, images)
+          if (started) return { runId, pipeline: started.pipeline, status: 'starting', error: null };
           return notStarted.get(runId);
         },
-        queued: () => scheduler.queued().map((p) => ({ runId: p.runId, pipeline: p.pipeline, status: 'queued' as const, why: p.why })),
+        active: () => [
+          ...scheduler.queued().map((p) => ({ runId: p.runId, pipeline: p.pipeline, status: 'queued' as const, why: p.why })),
+          ...[...live].map(([runId, r]) => ({ runId, pipeline: r.pipeline, status: 'started' as const, why: r.why })),
+        ],
         pipelines: () =>
           dir.states().map((st) => ({
             name: st.loaded?.pipeline.name ?? null,

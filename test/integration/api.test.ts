@@ -56,8 +56,7 @@ test('trigger a run, follow its log live, cancel another, read the metrics', { t
     assert.equal(trig.status, 202);
     const run = (await trig.json()) as { runId: string };
     assert.match(run.runId, /^\d{8}-\d{6}-[a-z0-9]{6}$/, 'the trigger names the run it will start');
-    await until('the run', async () => ((await fetch(`${s.base}/api/runs/${run.runId}`)).status === 200 ? true : undefined));
-    const sse = await fetch(`${s.base}/api/runs/${run.runId}/log`);
+    const sse = await fetch(`${s.base}/api/runs/${run.runId}/log`); // at once: a run still starting is waited for
     assert.match(sse.headers.get('content-type') ?? '', /text\/event-stream/);
     const text = await sse.text();
     const lines = [...text.matchAll(/^data: (.+)$/gm)].map((m) => JSON.parse(m[1]!));
@@ -80,7 +79,7 @@ test('trigger a run, follow its log live, cancel another, read the metrics', { t
     assert.equal((await fetch(`${s.base}/api/runs/${waiting.runId}/cancel`, { method: 'POST' })).status, 202);
     assert.deepEqual(await (await fetch(`${s.base}/api/runs/${waiting.runId}`)).json(), {
       runId: waiting.runId,
-      pipeline: null,
+      pipeline: 'talk',
       status: 'not_started',
       error: 'canceled before it started',
     });
@@ -95,7 +94,10 @@ test('trigger a run, follow its log live, cancel another, read the metrics', { t
     assert.equal((await fetch(`${s.base}/api/runs/${long.runId}/cancel`, { method: 'POST' })).status, 404);
     assert.equal((await fetch(`${s.base}/api/pipelines/nope/runs`, { method: 'POST' })).status, 404);
     assert.equal((await fetch(`${s.base}/api/runs/no-such-run`)).status, 404);
-    assert.equal((await fetch(`${s.base}/api/runs/..`)).status, 404, 'dot segments never reach a path');
+    const traversal = await rawRequest(s.base, 'GET /api/runs/../../../../etc/passwd HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
+    assert.match(traversal, /^HTTP\/1\.1 404 [^]*no route GET \/etc\/passwd/, 'dot segments are resolved before routing: they never reach a path');
+    const encoded = await rawRequest(s.base, 'GET /api/runs/%2e%2e/log HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
+    assert.match(encoded, /^HTTP\/1\.1 404 [^]*no route GET \/api\/log/);
     assert.equal((await fetch(`${s.base}/api/runs/...`)).status, 400);
     assert.equal((await fetch(`${s.base}/api/runs/${run.runId}/diff`.replace(run.runId, long.runId))).status, 200, 'a canceled run keeps its diff');
     assert.equal(await statusWithHost(s.base, '/api/runs', 'attacker.example'), 403, 'a rebound DNS name is refused');

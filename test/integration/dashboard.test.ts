@@ -77,6 +77,7 @@ test('a run triggered from the page appears with its live log, printed markup sh
     assert.match(await talk.innerText(), /in \d+ (h|min)/, 'the next scheduled run is shown');
     assert.match(await page.locator('#pipelines').innerText(), /broken\.yaml[\s\S]*steps/, "a broken file's errors are shown");
     const home = await screenshot(page, f, 'home');
+    assert.equal(await page.getByRole('button', { name: 'Log out' }).count(), 0, 'no token, no session to end');
 
     await talk.getByRole('button', { name: 'Run now' }).click();
     await page.waitForURL(/#\/runs\/\d{8}-\d{6}-[a-z0-9]+$/);
@@ -105,7 +106,7 @@ test('a run triggered from the page appears with its live log, printed markup sh
     assert.equal(await page.getByLabel('punctuation').inputValue(), '!', 'defaults are filled in');
     await screenshot(page, f, 'inputs');
     await page.getByRole('button', { name: 'Start run' }).click();
-    await page.waitForURL(/#\/runs\/(?!.*\b${runId}$)/);
+    await page.waitForURL((u) => u.hash.startsWith('#/runs/') && u.hash !== `#/runs/${runId}`);
     await page.locator('#log').getByText('hello <b>world</b>!').waitFor({ timeout: 60_000 });
     assert.match(await page.locator('#inputs').innerText(), /who = <b>world<\/b>\s+punctuation = !/);
     assert.equal(await page.locator('#main b').count(), 0);
@@ -142,6 +143,11 @@ test('with a token, the dashboard asks for it and the API takes the session it s
     assert.equal(inPage, 200, 'the session cookie opens the API to the page');
     assert.equal((await fetch(`${s.base}/api/pipelines`)).status, 401, 'without it, the API is shut');
     assert.equal((await fetch(`${s.base}/`, { redirect: 'manual' })).status, 303, 'and the dashboard sends you to log in');
+
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.waitForURL(/\/login$/);
+    assert.deepEqual(await context.cookies(), [], 'logging out drops the session');
+    assert.equal(await page.evaluate(async () => (await fetch('/api/pipelines')).status), 401);
   } finally {
     await context.close();
     s.child.kill('SIGTERM');

@@ -39,3 +39,14 @@ test('a limit and a filter: the newest that match, however many records must be 
   assert.deepEqual(none, []);
   assert.equal((await listRuns(root, { limit: 100 })).length, 80);
 });
+
+test('a run queued early and started late keeps its place, with a limit and without', async () => {
+  const root = await runsDir(40);
+  const late = '20261122-095900-queued';
+  await mkdir(path.join(root, late));
+  await writeFile(path.join(root, late, 'run.json'), JSON.stringify({ runId: late, pipeline: 'even', status: 'running', startedAt: '2026-11-22T11:00:00.000Z' }));
+  const all = (await listRuns(root)).map((r) => r.runId);
+  assert.equal(all.at(-1), late, 'ordered by when it was asked for');
+  assert.deepEqual((await listRuns(root, { limit: 41 })).map((r) => r.runId), all, 'a limit reads and orders the same way');
+  assert.deepEqual((await listRuns(root, { limit: 5 })).map((r) => r.runId), all.slice(0, 5));
+});

@@ -229,7 +229,7 @@ function runView(runId) {
   let lines = 0;
   every(async () => {
     const r = await api(`/api/runs/${encodeURIComponent(runId)}`);
-    const live = r.status === 'running' || r.status === 'queued';
+    const live = r.status === 'running' || r.status === 'queued' || r.status === 'starting';
     const hasInputs = r.inputs !== undefined && r.inputs !== null && Object.keys(r.inputs).length > 0;
     head.replaceChildren(
       el(
@@ -272,7 +272,7 @@ function runView(runId) {
         ),
       ),
     );
-    if (!streaming && r.status !== 'queued' && r.status !== 'not_started') {
+    if (!streaming && r.status !== 'queued' && r.status !== 'starting' && r.status !== 'not_started') {
       streaming = true;
       const source = new EventSource(`/api/runs/${encodeURIComponent(runId)}/log`);
       source.onmessage = (e) => {
@@ -328,8 +328,18 @@ function route() {
   const main = document.getElementById('main');
   if (!main) return;
   const m = /^#\/runs\/(.+)$/.exec(location.hash);
-  main.replaceChildren(m ? runView(decodeURIComponent(m[1] ?? '')) : homeView());
-  document.title = m ? `runner: ${decodeURIComponent(m[1] ?? '')}` : 'runner';
+  const runId = m ? decoded(m[1] ?? '') : undefined;
+  main.replaceChildren(runId !== undefined ? runView(runId) : homeView());
+  document.title = runId !== undefined ? `runner: ${runId}` : 'runner';
+}
+
+/** A hash part as text; a malformed %-escape (a hand-edited address) is taken as written. @param {string} s */
+function decoded(s) {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
 }
 
 window.addEventListener('hashchange', route);

@@ -1,0 +1,84 @@
+/** The API over a stand-in serve loop: what it lists and answers while runs are queued, starting and running. */
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { RunnerError } from '../../src/common/errors.js';
+import { createApi, type ServeState } from '../../src/serve/api.js';
+
+const roots: string[] = [];
+after(() => Promise.all(roots.map((r) => rm(r, { recursive: true, force: true }))));
+
+async function record(runsDir: string, runId: string, status: string, startedAt: string): Promise<void> {
+  await mkdir(path.join(runsDir, runId), { recursive: true });
+  await writeFile(path.join(runsDir, runId, 'run.json'), JSON.stringify({ runId, pipeline: 'p', status, startedAt }));
+}
+
+async function serve(state: Partial<ServeState>) {
+  const runsDir = await mkdtemp(path.join(os.tmpdir(), 'runner-api-'));
+  roots.push(runsDir);
+  const full: ServeState = {
+    runsDir,
+    pipelines: () => [],
+    trigger: () => undefined,
+    cancel: () => false,
+    queueLength: () => 0,
+    active: () => [],
+    notStarted: () => undefined,
+    ...state,
+  };
+  const server = createApi(full, undefined, new Map());
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { base, runsDir, close: () => new Promise((r) => server.close(r)) };
+}
+
+test('runs this server is busy with come first, a started one without a record as starting, then the newest records', async () => {
+  const s = await serve({
+    active: () => [
+      { runId: '20261122-120000-queued', pipeline: 'p', status: 'queued', why: 'manual' },
+      { runId: '20261122-080000-oldest', pipeline: 'p', status: 'started', why: 'queued behind its pipeline' },
+      { runId: '20261122-115900-nofile', pipeline: 'p', status: 'started', why: 'schedule' },
+    ],
+    notStarted: (id) => (id === '20261122-115900-nofile' ? { runId: id, pipeline: 'p', status: 'starting', error: null } : undefined),
+  });
+  try {
+    await record(s.runsDir, '20261122-080000-oldest', 'running', '2026-11-22T11:58:00.000Z');
+    for (let i = 0; i < 5; i++) await record(s.runsDir, `20261122-1000${i}0-done${i}xx`, 'succeeded', `2026-11-22T10:00:${i}0.000Z`);
+
+    const runs = (await (await fetch(`${s.base}/api/runs?limit=3`)).json()) as Array<{ runId: string; status: string }>;
+    assert.deepEqual(
+      runs.map((r) => [r.runId, r.status]),
+      [
+        ['20261122-120000-queued', 'queued'],
+        ['20261122-080000-oldest', 'running'],
+        ['20261122-115900-nofile', 'starting'],
+      ],
+      'a running run asked for long ago is not pushed out by the limit',
+    );
+    const rest = (await (await fetch(`${s.base}/api/runs`)).json()) as Array<{ runId: string }>;
+    assert.deepEqual(rest.slice(3).map((r) => r.runId), [4, 3, 2, 1, 0].map((i) => `20261122-1000${i}0-done${i}xx`), 'each run once');
+    const one = await fetch(`${s.base}/api/runs/20261122-115900-nofile`);
+    assert.equal(one.status, 200, 'a run between the queue and its record is not a 404');
+    assert.equal(((await one.json()) as { status: string }).status, 'starting');
+  } finally {
+    await s.close();
+  }
+});
+
+test('a trigger while the server stops is a 503 that says so', async () => {
+  const s = await serve({
+    trigger: () => {
+      throw new RunnerError('stopping', 'runner serve is stopping: it takes no new runs');
+    },
+  });
+  try {
+    const res = await fetch(`${s.base}/api/pipelines/p/runs`, { method: 'POST' });
+    assert.equal(res.status, 503);
+    assert.match(((await res.json()) as { error: string }).error, /stopping/);
+  } finally {
+    await s.close();
+  }
+});
