@@ -144,6 +144,7 @@ test('with a token, the dashboard asks for it and the API takes the session it s
     assert.equal((await fetch(`${s.base}/api/pipelines`)).status, 401, 'without it, the API is shut');
     assert.equal((await fetch(`${s.base}/`, { redirect: 'manual' })).status, 303, 'and the dashboard sends you to log in');
 
+    await screenshot(page, f, 'home-with-token');
     await page.getByRole('button', { name: 'Log out' }).click();
     await page.waitForURL(/\/login$/);
     assert.deepEqual(await context.cookies(), [], 'logging out drops the session');
