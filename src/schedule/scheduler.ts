@@ -105,13 +105,17 @@ export class Scheduler {
     return [...this.waiting, ...this.heldBack.values()];
   }
 
-  /** Drops a run that has not started; false when no queued run has that id. */
-  dequeue(runId: string): boolean {
-    const before = this.waiting.length;
-    this.waiting = this.waiting.filter((w) => w.runId !== runId);
-    if (this.waiting.length !== before) return true;
-    for (const [k, v] of this.heldBack) if (v.runId === runId) return this.heldBack.delete(k);
-    return false;
+  /** Drops a run that has not started and gives it back; undefined when no queued run has that id. */
+  dequeue(runId: string): Pending | undefined {
+    const i = this.waiting.findIndex((w) => w.runId === runId);
+    if (i >= 0) return this.waiting.splice(i, 1)[0];
+    for (const [k, v] of this.heldBack) {
+      if (v.runId === runId) {
+        this.heldBack.delete(k);
+        return v;
+      }
+    }
+    return undefined;
   }
 
   /** No more fires and no more starts; runs going on are left to the caller. */

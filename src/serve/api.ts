@@ -30,6 +30,8 @@ export interface NotStarted {
   pipeline: string | null;
   /** starting: taken from the queue, its record not written yet (workspace, images) */
   status: 'queued' | 'starting' | 'not_started';
+  /** what asked for the run (queued and starting runs) */
+  why?: string;
   error: string | null;
 }
 
@@ -39,8 +41,8 @@ export interface ServeState {
   trigger(name: string, inputs: Record<string, string>): string | undefined;
   cancel(runId: string): boolean;
   queueLength(): number;
-  /** runs this server has queued, then those it has started (with a record, or about to write one) */
-  active(): Array<{ runId: string; pipeline: string; status: 'queued' | 'started'; why: string }>;
+  /** ids of the runs this server has queued, then of those it has started (with a record, or about to write one) */
+  active(): string[];
   /** a run given an id that has no record (yet): queued, starting, or never started and why */
   notStarted(runId: string): NotStarted | undefined;
   runsDir: string;
@@ -86,16 +88,10 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
         const where = (r: { pipeline: string | null; status: string }) => (!p || r.pipeline === p) && (!s || r.status === s);
         // What this server is doing comes first, whenever it was asked for; then the other records.
         const active = state.active();
-        const activeIds = new Set(active.map((a) => a.runId));
-        const current = await Promise.all(
-          active.map((a) =>
-            a.status === 'queued'
-              ? { ...a, error: null }
-              : readRun(state.runsDir, a.runId).catch(() => ({ runId: a.runId, pipeline: a.pipeline, status: 'starting' as const, why: a.why, error: null })),
-          ),
-        );
+        const activeIds = new Set(active);
+        const current = await Promise.all(active.map((id) => record(id).catch(() => undefined))); // an unreadable record is left out, as listRuns does
         const records = await listRuns(state.runsDir, { where: (r) => !activeIds.has(r.runId) && where(r), ...(limit !== undefined ? { limit } : {}) });
-        const all = [...current.filter(where), ...records];
+        const all = [...current.filter((r) => r !== undefined && where(r)), ...records];
         json(res, 200, limit === undefined ? all : all.slice(0, limit));
       },
     ],

@@ -136,9 +136,9 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
           return scheduler.trigger(name, inputs);
         },
         cancel: (runId) => {
-          const queued = scheduler.queued().find((p) => p.runId === runId);
-          if (queued && scheduler.dequeue(runId)) {
-            notStarted.add(runId, queued.pipeline, 'canceled before it started');
+          const dropped = scheduler.dequeue(runId);
+          if (dropped) {
+            notStarted.add(runId, dropped.pipeline, 'canceled before it started');
             return true;
           }
           const run = live.get(runId);
@@ -147,15 +147,12 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
         },
         notStarted: (runId) => {
           const q = scheduler.queued().find((p) => p.runId === runId);
-          if (q) return { runId, pipeline: q.pipeline, status: 'queued', error: null };
+          if (q) return { runId, pipeline: q.pipeline, status: 'queued', why: q.why, error: null };
           const started = live.get(runId); // asked for before its record is written (workspace, images)
-          if (started) return { runId, pipeline: started.pipeline, status: 'starting', error: null };
+          if (started) return { runId, pipeline: started.pipeline, status: 'starting', why: started.why, error: null };
           return notStarted.get(runId);
         },
-        active: () => [
-          ...scheduler.queued().map((p) => ({ runId: p.runId, pipeline: p.pipeline, status: 'queued' as const, why: p.why })),
-          ...[...live].map(([runId, r]) => ({ runId, pipeline: r.pipeline, status: 'started' as const, why: r.why })),
-        ],
+        active: () => [...scheduler.queued().map((p) => p.runId), ...live.keys()],
         pipelines: () =>
           dir.states().map((st) => ({
             name: st.loaded?.pipeline.name ?? null,

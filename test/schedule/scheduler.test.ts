@@ -124,9 +124,9 @@ test('a queued run can be dropped by its id before it starts', async () => {
   h.s.setPipelines([every('p', '0 6 * * *'), every('q', '0 6 * * *')]);
   h.s.trigger('p');
   const waiting = h.s.trigger('q')!;
-  assert.equal(h.s.dequeue('run-1'), false, 'a started run is not in the queue');
-  assert.equal(h.s.dequeue(waiting), true);
-  assert.equal(h.s.dequeue(waiting), false);
+  assert.equal(h.s.dequeue('run-1'), undefined, 'a started run is not in the queue');
+  assert.equal(h.s.dequeue(waiting)?.runId, waiting);
+  assert.equal(h.s.dequeue(waiting), undefined);
   h.finishers.shift()!();
   await new Promise((r) => setImmediate(r));
   assert.deepEqual(h.started.map((s) => s.pipeline), ['p'], 'the dropped run never starts');

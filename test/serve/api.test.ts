@@ -37,12 +37,13 @@ async function serve(state: Partial<ServeState>) {
 
 test('runs this server is busy with come first, a started one without a record as starting, then the newest records', async () => {
   const s = await serve({
-    active: () => [
-      { runId: '20261122-120000-queued', pipeline: 'p', status: 'queued', why: 'manual' },
-      { runId: '20261122-080000-oldest', pipeline: 'p', status: 'started', why: 'queued behind its pipeline' },
-      { runId: '20261122-115900-nofile', pipeline: 'p', status: 'started', why: 'schedule' },
-    ],
-    notStarted: (id) => (id === '20261122-115900-nofile' ? { runId: id, pipeline: 'p', status: 'starting', error: null } : undefined),
+    active: () => ['20261122-120000-queued', '20261122-080000-oldest', '20261122-115900-nofile'],
+    notStarted: (id) =>
+      id === '20261122-120000-queued'
+        ? { runId: id, pipeline: 'p', status: 'queued', why: 'manual', error: null }
+        : id === '20261122-115900-nofile'
+          ? { runId: id, pipeline: 'p', status: 'starting', why: 'schedule', error: null }
+          : undefined,
   });
   try {
     await record(s.runsDir, '20261122-080000-oldest', 'running', '2026-11-22T11:58:00.000Z');
