@@ -2,12 +2,15 @@
  * Shows a run on the console. On a terminal, a live status line (which step,
  * elapsed time) stays under the step output; otherwise plain lines only.
  * Step output goes to `out` prefixed with the step id; runner messages to `err`.
+ * Step-made text is shown with its control characters made visible (visible.ts).
  */
 import { formatDuration } from '../common/durations.js';
+import { visible } from '../common/visible.js';
 import type { PullProgress } from '../container/runtime.js';
 import type { RunRecord } from '../run/record.js';
 import type { Reporter } from '../run/reporter.js';
 import { describeStatus, type StepResult } from '../run/step-result.js';
+import { changeCounts } from '../workspace/snapshot.js';
 
 interface Sink {
   write(s: string): unknown;
@@ -56,7 +59,7 @@ export class ConsoleReporter implements Reporter {
 
   stepLine(stepId: string, _stream: 'stdout' | 'stderr', line: string): void {
     this.clearStatus();
-    this.out.write(`[${stepId}] ${line}\n`);
+    this.out.write(`[${stepId}] ${visible(line)}\n`);
     this.drawStatus();
   }
 
@@ -64,9 +67,9 @@ export class ConsoleReporter implements Reporter {
     if (this.timer) clearInterval(this.timer);
     this.current = undefined;
     const mark = r.status === 'completed' ? '✓' : '✗';
-    const c = r.changes;
+    const c = r.changes && changeCounts(r.changes);
     const commit = c
-      ? `${c.added.length} added, ${c.modified.length} modified, ${c.deleted.length} deleted`
+      ? `${c.added} added, ${c.modified} modified, ${c.deleted} deleted`
       : r.commit
         ? `commit ${r.commit.slice(0, 10)}`
         : 'no changes';
@@ -103,7 +106,8 @@ export class ConsoleReporter implements Reporter {
 
   private say(line: string): void {
     this.clearStatus();
-    this.err.write(`runner: ${line}\n`);
+    // Messages carry step-made text (file names, summaries, errors): one line each, nothing that drives the terminal.
+    this.err.write(`runner: ${visible(line)}\n`);
     this.drawStatus();
   }
 

@@ -1,15 +1,23 @@
-/** `runner diff RUN_ID`: the run's whole change against its base, kept after its worktree is gone. */
+/**
+ * `runner diff RUN_ID [--raw]`: the run's whole change against its base, kept
+ * after its worktree is gone. The patch holds step-made text: its control
+ * characters are shown visibly (tabs and line ends kept) unless --raw, which
+ * gives the exact bytes (`runner diff ID --raw | git apply`).
+ */
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
+import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { StringDecoder } from 'node:string_decoder';
 import { RunnerError } from '../common/errors.js';
+import { visibleLines } from '../common/visible.js';
 import { readRun, runDir } from '../run/records.js';
 import { parseFlags } from './args.js';
 import { openHome } from './context.js';
 
 export async function diffCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseFlags('diff', args, { home: { type: 'string' } }, ['RUN_ID']);
+  const { values, positionals } = parseFlags('diff', args, { raw: { type: 'boolean', default: false }, home: { type: 'string' } }, ['RUN_ID']);
   const home = await openHome(values.home, { quiet: true });
   const runId = positionals[0]!;
   const rec = await readRun(home.runs, runId);
@@ -23,6 +31,20 @@ export async function diffCommand(args: string[]): Promise<number> {
           : 'it ended before its change was recorded';
     throw new RunnerError('no_diff', `run ${runId} has no diff: ${why}`);
   }
-  await pipeline(createReadStream(file), process.stdout, { end: false });
+  if (values.raw) await pipeline(createReadStream(file), process.stdout, { end: false });
+  else await pipeline(createReadStream(file), visibleStream(), process.stdout, { end: false });
   return 0;
+}
+
+/** Bytes in, the same text out with its control characters made visible (UTF-8 kept whole across chunks). */
+function visibleStream(): Transform {
+  const decoder = new StringDecoder('utf8');
+  return new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      done(null, visibleLines(decoder.write(chunk)));
+    },
+    flush(done) {
+      done(null, visibleLines(decoder.end()));
+    },
+  });
 }

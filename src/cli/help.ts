@@ -34,8 +34,10 @@ Usage:
       List, show, or remove run records (and with --branches the run branches
       never delivered). Every command that touches runs first recovers runs a
       crashed runner left: marked interrupted, leftovers committed, containers gone.
-  runner logs RUN_ID [--step ID] [--follow]
-  runner diff RUN_ID       the run's whole change against its base
+  runner logs RUN_ID [--step ID] [--follow] [--raw]
+  runner diff RUN_ID [--raw]  the run's whole change against its base
+      Step-made text is shown with its control characters made visible
+      (\x1b, \r); --raw prints the bytes as kept (runner diff ID --raw | git apply).
   runner push RUN_ID       push a run's branch again
   runner apply RUN_ID      the run's change into the project's checkout, uncommitted
   runner merge RUN_ID [--into BRANCH] [--squash] [--push]

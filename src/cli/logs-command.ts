@@ -1,6 +1,12 @@
-/** `runner logs RUN_ID [--step ID] [--follow]`: a run's step output, as the steps printed it (masked). */
+/**
+ * `runner logs RUN_ID [--step ID] [--follow] [--raw]`: a run's step output, as
+ * the steps printed it (masked), read in chunks and written as fast as the
+ * reader takes it. Control characters are shown visibly unless --raw.
+ */
 import path from 'node:path';
+import { writeAndDrain } from '../common/drain.js';
 import { UsageError } from '../common/errors.js';
+import { visible } from '../common/visible.js';
 import { LogCursor } from '../run/log-cursor.js';
 import { readRun, runDir } from '../run/records.js';
 import { parseFlags } from './args.js';
@@ -10,7 +16,12 @@ export async function logsCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseFlags(
     'logs',
     args,
-    { step: { type: 'string' }, follow: { type: 'boolean', short: 'f', default: false }, home: { type: 'string' } },
+    {
+      step: { type: 'string' },
+      follow: { type: 'boolean', short: 'f', default: false },
+      raw: { type: 'boolean', default: false },
+      home: { type: 'string' },
+    },
     ['RUN_ID'],
   );
   const home = await openHome(values.home, { quiet: true });
@@ -20,16 +31,23 @@ export async function logsCommand(args: string[]): Promise<number> {
   if (values.step && first.status !== 'running' && !(await cursor.steps(first)).includes(values.step)) {
     throw new UsageError(`logs: run ${runId} has no log for step ${values.step}; steps: ${(await cursor.steps(first)).join(', ') || 'none'}`);
   }
-  const print = async (): Promise<boolean> => {
+  const show = values.raw ? (s: string) => s : visible;
+  /** Everything written so far; false when stdout went away (a pager quit). */
+  const printAll = async (): Promise<{ live: boolean; open: boolean }> => {
     const rec = await readRun(home.runs, runId);
-    for (const l of await cursor.read(rec, values.step)) process.stdout.write(values.step ? `${l.line}\n` : `[${l.step}] ${l.line}\n`);
-    return rec.status === 'running';
+    for (;;) {
+      const batch = await cursor.read(rec, values.step);
+      const text = batch.lines.map((l) => (values.step ? `${show(l.line)}\n` : `[${l.step}] ${show(l.line)}\n`)).join('');
+      if (text && !(await writeAndDrain(process.stdout, text))) return { live: false, open: false };
+      if (!batch.more) break;
+    }
+    return { live: rec.status === 'running', open: true };
   };
-  let live = await print();
-  while (values.follow && live) {
+  let state = await printAll();
+  while (values.follow && state.live) {
     await new Promise((r) => setTimeout(r, 300));
-    live = await print();
+    state = await printAll();
   }
-  if (values.follow) await print();
+  if (values.follow && state.open) await printAll();
   return 0;
 }

@@ -48,7 +48,9 @@ main(process.argv.slice(2)).then(
   },
   async (err: unknown) => {
     const { exitCodeForError } = await import('./exit-codes.js');
-    process.stderr.write(`runner: ${err instanceof Error ? err.message : String(err)}\n`);
+    // An error may quote step-made text (a file name, git's words about it): its control characters are shown, not sent.
+    const { visibleLines } = await import('../common/visible.js');
+    process.stderr.write(`runner: ${visibleLines(err instanceof Error ? err.message : String(err))}\n`);
     if (process.env.RUNNER_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
     process.exit(exitCodeForError(err));
   },

@@ -1,4 +1,5 @@
 /** `runner merge RUN_ID [--into BRANCH] [--squash] [--push]` and `runner merge --all RUN_ID...` */
+import { visible } from '../common/visible.js';
 import { errorMessage, UsageError } from '../common/errors.js';
 import { DeliveryRefused } from '../delivery/refusal.js';
 import { mergeRun } from '../delivery/merge.js';
@@ -30,7 +31,7 @@ export async function mergeCommand(args: string[]): Promise<number> {
   const opts = { into: values.into, squash: values.squash === true, push: values.push === true };
   if (!values.all) {
     const line = await mergeOne(home, positionals[0]!, opts);
-    process.stdout.write(`${line}\n`);
+    process.stdout.write(`${visible(line)}\n`);
     return 0;
   }
   // A swarm of runs into one target, one after another; each outcome reported.

@@ -1,9 +1,10 @@
 /** `runner runs ls|show|prune` */
+import { visible } from '../common/visible.js';
 import { rm } from 'node:fs/promises';
 import { formatDuration, parseDuration } from '../common/durations.js';
 import { UsageError } from '../common/errors.js';
 import { Git } from '../git/git.js';
-import type { RunRecord } from '../run/record.js';
+import { runListing } from '../run/record.js';
 import { listRuns, readRun, runDir } from '../run/records.js';
 import { inspectProject } from '../workspace/project.js';
 import { parseFlags } from './args.js';
@@ -30,7 +31,7 @@ async function runsLs(args: string[]): Promise<number> {
     (r) => (!values.pipeline || r.pipeline === values.pipeline) && (!values.status || r.status === values.status),
   );
   if (values.json) {
-    process.stdout.write(`${JSON.stringify(runs.map(brief))}\n`);
+    process.stdout.write(`${JSON.stringify(runs.map(runListing))}\n`);
     return 0;
   }
   if (runs.length === 0) {
@@ -49,10 +50,6 @@ async function runsLs(args: string[]): Promise<number> {
     ]),
   ]);
   return 0;
-}
-
-function brief(r: RunRecord) {
-  return { runId: r.runId, pipeline: r.pipeline, status: r.status, startedAt: r.startedAt, durationMs: r.durationMs, branch: r.branch, workspace: r.workspace };
 }
 
 async function runsShow(args: string[]): Promise<number> {
@@ -79,7 +76,8 @@ async function runsShow(args: string[]): Promise<number> {
         ` ${formatDuration(s.durationMs).padStart(7)}  ${s.commit?.slice(0, 10) ?? ''}${s.limits?.length ? `  limits: ${s.limits.join(', ')}` : ''}${s.message ? `  ${s.message}` : ''}`,
     ),
   ];
-  process.stdout.write(`${lines.join('\n')}\n`);
+  // Messages, outputs and errors carry step-made text: one line each, control characters shown.
+  process.stdout.write(`${lines.map(visible).join('\n')}\n`);
   return 0;
 }
 
@@ -120,7 +118,7 @@ async function runsPrune(args: string[]): Promise<number> {
       const git = new Git({ uid: project.uid, gid: project.gid });
       await git.run(['branch', '-D', '--', r.branch!], { cwd: project.root, gitDir: project.commonDir, allowFail: true });
     } catch (err) {
-      process.stderr.write(`runner: branch ${r.branch} of run ${r.runId} kept: ${(err as Error).message}\n`);
+      process.stderr.write(`runner: branch ${r.branch} of run ${r.runId} kept: ${visible((err as Error).message)}\n`);
     }
   }
   for (const r of old) await rm(runDir(home.runs, r.runId), { recursive: true, force: true });

@@ -1,4 +1,5 @@
 /** `runner serve --pipelines DIR [--home DIR] [--max-concurrent N] [--grace 30s]` */
+import { visible } from '../common/visible.js';
 import os from 'node:os';
 import path from 'node:path';
 import { parseDuration } from '../common/durations.js';
@@ -38,7 +39,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   const runtime = new DockerRuntime();
   await runtime.ping();
   const stop = new AbortController();
-  const say = (m: string) => process.stderr.write(`runner serve: ${m}\n`);
+  const say = (m: string) => process.stderr.write(`runner serve: ${visible(m)}\n`);
   const onSignal = (sig: NodeJS.Signals) => {
     say(`${sig}`);
     stop.abort();

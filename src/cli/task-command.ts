@@ -1,4 +1,5 @@
 /** `runner task ls [--json]` and `runner task rm TASK_ID` */
+import { visibleLines } from '../common/visible.js';
 import path from 'node:path';
 import { UsageError, WorkspaceError } from '../common/errors.js';
 import { Git } from '../git/git.js';
@@ -78,6 +79,6 @@ async function beforeRemoveHook(pipelineFile: string | null, dir: string, taskId
     user: owner,
     env: hookEnv({ RUNNER_RUN_ID: '', RUNNER_WORKSPACE: dir, RUNNER_ATTEMPT: '', RUNNER_TASK_ID: taskId }, owner),
   });
-  if (r.output) process.stderr.write(r.output.replace(/^/gm, '[hook:before_remove] ').replace(/\[hook:before_remove\] $/, ''));
+  if (r.output) process.stderr.write(visibleLines(r.output).replace(/^/gm, '[hook:before_remove] ').replace(/\[hook:before_remove\] $/, ''));
   if (!r.ok) process.stderr.write(`runner: warning: hook before_remove ${r.timedOut ? 'timed out' : `exited ${r.exitCode}`}; ignored\n`);
 }

@@ -68,7 +68,7 @@ export class Git {
     if (result.code !== 0 && !call.allowFail) {
       throw new GitError(
         'git_failed',
-        `git ${args.join(' ')} failed in ${call.cwd} (exit ${result.code}): ${result.stderr.trim() || result.stdout.trim()}`,
+        `git ${clip(args.join(' '), 500)} failed in ${call.cwd} (exit ${result.code}): ${clip(result.stderr.trim() || result.stdout.trim(), 2000)}`,
       );
     }
     return result;
@@ -78,6 +78,11 @@ export class Git {
   async out(args: readonly string[], call: GitCall): Promise<string> {
     return (await this.run(args, call)).stdout.trim();
   }
+}
+
+/** An error message keeps the start of what git said: a step can make git say a lot (a warning per file). */
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)} … (${text.length - max} more characters)`;
 }
 
 /**

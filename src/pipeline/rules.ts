@@ -6,7 +6,7 @@ import { didYouMean } from '../common/did-you-mean.js';
 import { cronProblem } from '../schedule/cron.js';
 import type { DocPath } from './positions.js';
 import type { PipelineFile, StepFile } from './schema.js';
-import { describeExpression, findExpressions } from './template.js';
+import { describeExpression, findExpressions, isWholeExpression } from './template.js';
 
 export interface RuleIssue {
   path: DocPath;
@@ -81,18 +81,20 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
       if (!declaredSecrets.has(s)) issues.push({ path: at('secrets', j), message: undeclaredSecret(s) });
     });
 
-    for (const { path, value, shellScript } of templatedFields(step, i, p)) {
-      for (const found of findExpressions(value)) {
-        const problem = checkExpression(found, step, i, p, path.length === 3 && path[2] === 'prompt');
+    for (const { path, value, wholeArgument } of templatedFields(step, i, p)) {
+      const found = findExpressions(value);
+      for (const f of found) {
+        const problem = checkExpression(f, step, i, p, path.length === 3 && path[2] === 'prompt');
         if (problem) issues.push({ path, message: problem });
-        else if (shellScript) {
-          issues.push({
-            path,
-            message:
-              `${found.raw} inside a shell's -c script would run its value as shell code: use run: (where values reach the script ` +
-              `as environment variables), or pass it as an argument after the script: ["sh", "-c", "echo \\"$1\\"", "sh", "${found.raw}"]`,
-          });
-        }
+      }
+      if (wholeArgument && found.length > 0 && !isWholeExpression(value)) {
+        issues.push({
+          path,
+          message:
+            `in command: an expression must be a whole argument, as in ["printf", "%s", "${found[0]!.raw}"]: spliced into longer text ` +
+            `(a script for sh -c, python3 -c, node -e…) its value could become code. Use run: (where values reach the script as ` +
+            `environment variables), or pass the value as an argument of its own: ["sh", "-c", "echo \\"$1\\"", "sh", "${found[0]!.raw}"]`,
+        });
       }
     }
   });
@@ -103,44 +105,22 @@ function undeclaredSecret(name: string): string {
   return `secret ${name} is not declared in the top-level secrets: list`;
 }
 
-/** Every string of the step (and of its agent, as this step uses it) that may hold expressions. */
-function templatedFields(step: StepFile, i: number, p: PipelineFile): { path: DocPath; value: string; shellScript?: boolean }[] {
-  const fields: { path: DocPath; value: string; shellScript?: boolean }[] = [];
+/** Every string of the step (and of its agent, as this step uses it) that may hold expressions; command arguments take only whole ones. */
+function templatedFields(step: StepFile, i: number, p: PipelineFile): { path: DocPath; value: string; wholeArgument?: boolean }[] {
+  const fields: { path: DocPath; value: string; wholeArgument?: boolean }[] = [];
   const agent = step.agent !== undefined ? p.agents?.[step.agent] : undefined;
   if (step.run !== undefined) fields.push({ path: ['steps', i, 'run'], value: step.run });
   if (step.prompt !== undefined) fields.push({ path: ['steps', i, 'prompt'], value: step.prompt });
-  const script = step.command ? shellScriptIndex(step.command) : -1;
-  step.command?.forEach((arg, j) => fields.push({ path: ['steps', i, 'command', j], value: arg, shellScript: j === script }));
+  step.command?.forEach((arg, j) => fields.push({ path: ['steps', i, 'command', j], value: arg, wholeArgument: true }));
   for (const [k, v] of Object.entries(step.env ?? {})) fields.push({ path: ['steps', i, 'env', k], value: v });
   if (agent && step.run === undefined && step.command === undefined) {
     if (agent.run !== undefined) fields.push({ path: ['agents', step.agent!, 'run'], value: agent.run });
-    const agentScript = agent.command ? shellScriptIndex(agent.command) : -1;
-    agent.command?.forEach((arg, j) => fields.push({ path: ['agents', step.agent!, 'command', j], value: arg, shellScript: j === agentScript }));
+    agent.command?.forEach((arg, j) => fields.push({ path: ['agents', step.agent!, 'command', j], value: arg, wholeArgument: true }));
   }
   if (agent) {
     for (const [k, v] of Object.entries(agent.env ?? {})) fields.push({ path: ['agents', step.agent!, 'env', k], value: v });
   }
   return fields;
-}
-
-const SHELLS = new Set(['sh', 'bash', 'dash', 'ash', 'zsh', 'ksh', 'mksh']);
-
-/** Where the script of `sh -c SCRIPT …` (or `bash -ec`, `busybox sh -c`, `env bash -c`) sits in an argv, or -1. */
-export function shellScriptIndex(argv: readonly string[]): number {
-  let i = 0;
-  const base = (a: string | undefined) => (a ?? '').split('/').pop()!;
-  if (base(argv[0]) === 'busybox' || base(argv[0]) === 'env') i = 1;
-  if (!SHELLS.has(base(argv[i]))) return -1;
-  for (let j = i + 1; j < argv.length; j++) {
-    const a = argv[j]!;
-    if (a === '-o' || a === '+o') {
-      j++; // -o pipefail
-      continue;
-    }
-    if (!a.startsWith('-') && !a.startsWith('+')) return -1;
-    if (/^-[a-z]*c[a-z]*$/.test(a)) return j + 1 < argv.length ? j + 1 : -1;
-  }
-  return -1;
 }
 
 function checkExpression(

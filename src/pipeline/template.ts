@@ -31,6 +31,11 @@ export function parseExpression(text: string): Expression | undefined {
   return m ? { kind: 'output', step: m[1]!, key: m[2]! } : undefined;
 }
 
+/** The value is one expression and nothing else: `${{ inputs.x }}`, not `--x=${{ inputs.x }}` nor `echo ${{ inputs.x }}`. */
+export function isWholeExpression(value: string): boolean {
+  return /^\$\{\{\s*(.*?)\s*\}\}$/.test(value) && findExpressions(value).length === 1;
+}
+
 export function findExpressions(value: string): Found[] {
   return [...value.matchAll(EXPR_RE)].filter((m) => m[1] === '').map((m) => {
     const text = m[2]!;

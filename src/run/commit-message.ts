@@ -1,4 +1,5 @@
 /** The commit message of a step's work (see the pipeline format's "Commits"). Pure. */
+import { visible } from '../common/visible.js';
 import { describeStatus, type StepStatus } from './step-result.js';
 
 export interface CommitFacts {
@@ -18,10 +19,11 @@ const MAX_SUBJECT_SUMMARY = 72;
 export function commitMessage(f: CommitFacts): string {
   const statusText = describeStatus(f.status, f.exitCode);
   const firstLine = (f.summary ?? '').split('\n').map((l) => l.trim()).find((l) => l !== '') ?? '';
-  let summary = firstLine || statusText;
+  // The summary is the step's text: no control character reaches a commit (nor whoever reads git log in a terminal).
+  let summary = visible(firstLine) || statusText;
   if (summary.length > MAX_SUBJECT_SUMMARY) summary = `${summary.slice(0, MAX_SUBJECT_SUMMARY - 1)}…`;
   return [
-    `step/${f.stepId} (${f.actor}): ${summary}`,
+    `step/${f.stepId} (${visible(f.actor)}): ${summary}`,
     '',
     `Runner-Run: ${f.runId}`,
     `Runner-Step: ${f.stepId}`,

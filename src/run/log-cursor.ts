@@ -1,6 +1,9 @@
 /**
  * Reads a run's step logs as they grow, whole lines only, from where the last
- * read stopped: for `runner logs --follow` and the API's live log.
+ * read stopped: for `runner logs` and the API's live log. Each read takes at
+ * most `chunkBytes` from disk, so a reader of a 100 MiB log holds one chunk
+ * at a time; the caller writes it out, waits for its reader, and reads on
+ * while `more` says there is more.
  */
 import { open, readdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -11,21 +14,35 @@ export interface LogLine {
   line: string;
 }
 
+export interface LogBatch {
+  lines: LogLine[];
+  /** more whole lines may be waiting: read again at once rather than wait */
+  more: boolean;
+}
+
+export const LOG_CHUNK = 256 * 1024;
+
 export class LogCursor {
   private offsets = new Map<string, number>();
 
-  constructor(private readonly stepsDir: string) {}
+  constructor(
+    private readonly stepsDir: string,
+    private readonly chunkBytes = LOG_CHUNK,
+  ) {}
 
   /** The step ids with a log, in the order the run ran them. */
-  async steps(rec: RunRecord): Promise<string[]> {
+  async steps(rec: Pick<RunRecord, 'steps' | 'current'>): Promise<string[]> {
     const order = [...rec.steps.map((s) => s.id), ...(rec.current ? [rec.current.id] : [])];
     const files = (await readdir(this.stepsDir).catch(() => [] as string[])).filter((f) => f.endsWith('.log')).map((f) => f.slice(0, -4));
     return [...order.filter((id) => files.includes(id)), ...files.filter((f) => !order.includes(f))];
   }
 
-  /** The whole lines written since the last call. */
-  async read(rec: RunRecord, onlyStep?: string): Promise<LogLine[]> {
-    const out: LogLine[] = [];
+  /**
+   * Whole lines written since the last call, at most one chunk of them, from
+   * the first step that has some. A line longer than a chunk (which the
+   * runner never writes) comes out in chunk-sized pieces.
+   */
+  async read(rec: Pick<RunRecord, 'steps' | 'current'>, onlyStep?: string): Promise<LogBatch> {
     for (const step of await this.steps(rec)) {
       if (onlyStep && step !== onlyStep) continue;
       const from = this.offsets.get(step) ?? 0;
@@ -33,16 +50,20 @@ export class LogCursor {
       try {
         const { size } = await fh.stat();
         if (size <= from) continue;
-        const buf = Buffer.alloc(size - from);
-        await fh.read(buf, 0, buf.length, from);
-        const upTo = buf.lastIndexOf(0x0a) + 1;
-        if (upTo === 0) continue;
+        const buf = Buffer.alloc(Math.min(size - from, this.chunkBytes));
+        const { bytesRead } = await fh.read(buf, 0, buf.length, from);
+        const got = buf.subarray(0, bytesRead);
+        let upTo = got.lastIndexOf(0x0a) + 1;
+        const full = bytesRead === this.chunkBytes;
+        if (upTo === 0 && !full) continue; // a line still being written
+        const text = upTo === 0 ? got.toString('utf8') : got.subarray(0, upTo - 1).toString('utf8');
+        if (upTo === 0) upTo = bytesRead;
         this.offsets.set(step, from + upTo);
-        for (const line of buf.subarray(0, upTo - 1).toString('utf8').split('\n')) out.push({ step, line });
+        return { lines: text.split('\n').map((line) => ({ step, line })), more: from + upTo < size };
       } finally {
         await fh.close();
       }
     }
-    return out;
+    return { lines: [], more: false };
   }
 }

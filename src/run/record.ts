@@ -61,3 +61,20 @@ export function summarize(r: RunRecord): Record<string, unknown> {
     ),
   };
 }
+
+/** A run as lists show it (runs ls --json, GET /api/runs): its essentials and its steps' status, never their outputs or changes. */
+export function runListing(r: RunRecord): Record<string, unknown> {
+  return {
+    runId: r.runId,
+    pipeline: r.pipeline,
+    status: r.status,
+    workspace: r.workspace,
+    taskId: r.taskId,
+    branch: r.branch,
+    startedAt: r.startedAt,
+    finishedAt: r.finishedAt,
+    durationMs: r.durationMs,
+    error: r.error,
+    steps: r.steps.map((s) => ({ id: s.id, status: s.status, exitCode: s.exitCode, durationMs: s.durationMs })),
+  };
+}

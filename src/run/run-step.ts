@@ -128,7 +128,7 @@ export async function runStep(c: StepContext): Promise<StepResult> {
   });
   const work = await ws.recordStep(masker.mask(message), store.stepPatchPath(plan.id));
   result.commit = work.commit;
-  if (work.changes) result.changes = work.changes;
+  if (work.changes) result.changes = await store.recordChanges(plan.id, work.changes);
   if (work.error) {
     result.error = work.error;
     if (work.error === 'workspace_tampered') result.status = 'failed';

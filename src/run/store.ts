@@ -3,12 +3,16 @@
  * atomically), `events.jsonl` (structured events, through winston) and
  * `steps/<id>.log` (each step's output, masked).
  */
+import { createWriteStream } from 'node:fs';
 import { chown, mkdir } from 'node:fs/promises';
+import { finished } from 'node:stream/promises';
 import path from 'node:path';
 import winston from 'winston';
 import { writeFileAtomic } from '../common/atomic-write.js';
+import { writeAndDrain } from '../common/drain.js';
 import type { Masker } from '../common/mask.js';
 import { childPath } from '../workspace/names.js';
+import { changeCount, cutChanges, MAX_RECORDED_CHANGES, type ChangeList } from '../workspace/snapshot.js';
 import type { RunRecord } from './record.js';
 import { StepLog } from './step-log.js';
 
@@ -46,6 +50,31 @@ export class RunStore {
 
   stepLog(stepId: string): StepLog {
     return new StepLog(path.join(this.dir, 'steps', `${stepId}.log`));
+  }
+
+  /**
+   * A persistent directory step's changes: all of them in `steps/<id>.changes.jsonl`
+   * (one masked JSON object a line, `{"kind": "added", "path": …}`) when there are
+   * more than a record lists, and the record's list cut to its first ones.
+   */
+  async recordChanges(stepId: string, changes: ChangeList): Promise<ChangeList> {
+    if (changeCount(changes) <= MAX_RECORDED_CHANGES) return changes;
+    const rel = path.join('steps', `${stepId}.changes.jsonl`);
+    const out = createWriteStream(path.join(this.dir, rel), { mode: 0o644 });
+    const done = finished(out);
+    for (const kind of ['added', 'modified', 'deleted'] as const) {
+      const list = changes[kind];
+      for (let i = 0; i < list.length; i += 1000) {
+        const text = list
+          .slice(i, i + 1000)
+          .map((c) => this.masker.mask(JSON.stringify({ kind, ...c })))
+          .join('\n');
+        await writeAndDrain(out, `${text}\n`);
+      }
+    }
+    out.end();
+    await done;
+    return cutChanges(changes, MAX_RECORDED_CHANGES, rel);
   }
 
   /** Where a step's work is saved when it cannot be committed. */

@@ -6,6 +6,7 @@
  *   POST /api/pipelines/:name/runs     trigger a run: 202 with its run id (it waits for room under --max-concurrent);
  *                                      an optional JSON body {"inputs": {"name": "value"}} sets the pipeline's inputs
  *   GET  /api/runs[?pipeline=&status=&limit=] this server's queued and running runs, then the other records, newest first
+ *                                      (summaries: the whole record is GET /api/runs/:id)
  *   GET  /api/runs/:id                 one run: its record, or {status: queued | starting | not_started, error}
  *   GET  /api/runs/:id/log             the run's log, live, as Server-Sent Events
  *   GET  /api/runs/:id/diff            the run's change against its base, as a patch
@@ -18,9 +19,10 @@ import { stat } from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
 import { pipeline as pipe } from 'node:stream/promises';
+import { writeAndDrain } from '../common/drain.js';
 import { errorMessage, RunnerError } from '../common/errors.js';
 import { LogCursor } from '../run/log-cursor.js';
-import type { RunRecord } from '../run/record.js';
+import { runListing, type RunRecord } from '../run/record.js';
 import { listRuns, readRun, runDir } from '../run/records.js';
 import { checkAccess, LOGGED_OUT_COOKIE, sessionCookie, tokenMatches } from './access.js';
 import { SECURITY_HEADERS, withLoginError, withLogout, type Asset } from './dashboard.js';
@@ -91,7 +93,7 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
         const activeIds = new Set(active);
         const current = await Promise.all(active.map((id) => record(id).catch(() => undefined))); // an unreadable record is left out, as listRuns does
         const records = await listRuns(state.runsDir, { where: (r) => !activeIds.has(r.runId) && where(r), ...(limit !== undefined ? { limit } : {}) });
-        const all = [...current.filter((r) => r !== undefined && where(r)), ...records];
+        const all = [...current.filter((r): r is RunRecord | NotStarted => r !== undefined && where(r)), ...records].map((r) => ('steps' in r ? runListing(r) : r));
         json(res, 200, limit === undefined ? all : all.slice(0, limit));
       },
     ],
@@ -218,7 +220,9 @@ function json(res: http.ServerResponse, status: number, body: unknown): void {
 /**
  * The run's log as Server-Sent Events until the run ends. A run still queued
  * or starting is waited for; a comment line every 15 s keeps proxies from
- * closing a quiet stream.
+ * closing a quiet stream. The log is read a chunk at a time and each chunk
+ * waits for the client to take the one before: a slow reader of a big log
+ * costs the server one chunk, not the log.
  */
 async function followLog(req: http.IncomingMessage, res: http.ServerResponse, runsDir: string, runId: string, record: (id: string) => Promise<RunRecord | NotStarted>): Promise<void> {
   const first = await record(runId); // 404 for an unknown run, before the stream starts
@@ -231,11 +235,15 @@ async function followLog(req: http.IncomingMessage, res: http.ServerResponse, ru
   while (open) {
     const rec = await record(runId);
     if ('steps' in rec) {
-      for (const l of await cursor.read(rec)) {
-        res.write(`data: ${JSON.stringify(l)}\n\n`);
+      for (let more = true; more && open; ) {
+        const batch = await cursor.read(rec);
+        more = batch.more;
+        if (!batch.lines.length) continue;
+        open = await writeAndDrain(res, batch.lines.map((l) => `data: ${JSON.stringify(l)}\n\n`).join(''));
         quietSince = Date.now();
       }
     }
+    if (!open) break;
     if (rec.status !== 'running' && rec.status !== 'queued' && rec.status !== 'starting') {
       res.write(`event: end\ndata: ${JSON.stringify({ status: rec.status })}\n\n`);
       break;

@@ -4,6 +4,7 @@
  */
 import path from 'node:path';
 import { errorMessage, WorkspaceError } from '../common/errors.js';
+import { visible } from '../common/visible.js';
 import type { Mount } from '../container/runtime.js';
 import type { Git } from '../git/git.js';
 import { pushBranch, type PushOutcome, type PushPolicy } from '../git/push.js';
@@ -140,6 +141,6 @@ export class GitWorkspace implements Workspace {
 }
 
 function describeRemoved(paths: string[]): string {
-  const shown = paths.slice(0, 5).join(', ');
+  const shown = paths.slice(0, 5).map((p) => JSON.stringify(visible(p)).slice(1, -1)).join(', ');
   return paths.length > 5 ? `${shown} and ${paths.length - 5} more` : shown;
 }

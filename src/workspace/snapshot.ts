@@ -37,6 +37,29 @@ export interface ChangeList {
   added: Change[];
   modified: Change[];
   deleted: Change[];
+  /** set when the lists above were cut to keep the record small: how many there are in all, and where the whole list is */
+  cut?: { added: number; modified: number; deleted: number; file: string };
+}
+
+/** How many changes a run record lists per step; the whole list goes to a file of its own. */
+export const MAX_RECORDED_CHANGES = 1000;
+
+export function changeCount(c: ChangeList): number {
+  return c.added.length + c.modified.length + c.deleted.length;
+}
+
+/** The first `max` changes (added first, then modified, then deleted), with the counts of all and where they are. Pure. */
+export function cutChanges(c: ChangeList, max: number, file: string): ChangeList {
+  if (changeCount(c) <= max) return c;
+  const added = c.added.slice(0, max);
+  const modified = c.modified.slice(0, max - added.length);
+  const deleted = c.deleted.slice(0, max - added.length - modified.length);
+  return { added, modified, deleted, cut: { added: c.added.length, modified: c.modified.length, deleted: c.deleted.length, file } };
+}
+
+/** Added, modified and deleted counts, whether or not the lists were cut. Pure. */
+export function changeCounts(c: ChangeList): { added: number; modified: number; deleted: number } {
+  return c.cut ? { added: c.cut.added, modified: c.cut.modified, deleted: c.cut.deleted } : { added: c.added.length, modified: c.modified.length, deleted: c.deleted.length };
 }
 
 export async function takeSnapshot(root: string, previous?: Snapshot): Promise<Snapshot> {

@@ -40,7 +40,7 @@ function problems(text: string): string[] {
     assert.ok(err instanceof PipelineError, String(err));
     return err.issues.map((i) => formatPipelineIssue('x.yaml', i));
   }
-  assert.fail('expected the file to be refused');
+  return [];
 }
 
 test('a valid file parses, with durations and sizes converted', () => {
@@ -105,28 +105,45 @@ steps:
   ]);
 });
 
-test('rules: an expression inside a shell -c script is refused; as an argument after the script it is fine', () => {
-  const text = `version: 1
-name: shells
+test('rules: in command: an expression is a whole argument or the file is refused, whatever the program', () => {
+  // Every form a security review used to get an input run as code past a check that recognised shells.
+  const spliced = [
+    '["sh", "-Cc", "echo ${{ inputs.topic }}"]',
+    '["bash", "-c", "-e", "echo ${{ inputs.topic }}"]',
+    '["sh", "-c", "--", "echo ${{ inputs.topic }}"]',
+    '["env", "-i", "sh", "-c", "echo ${{ inputs.topic }}"]',
+    '["timeout", "10", "sh", "-c", "echo ${{ inputs.topic }}"]',
+    '["python3", "-c", "print(\'${{ inputs.topic }}\')"]',
+    '["node", "-e", "console.log(`${{ inputs.topic }}`)"]',
+    '["/bin/bash", "-o", "pipefail", "-ec", "claude -p \'${{ prompt }}\'"]',
+    '["tool", "--topic=${{ inputs.topic }}"]',
+    '["tool", " ${{ inputs.topic }}"]',
+    '["tool", "${{ inputs.topic }}${{ inputs.topic }}"]',
+  ];
+  for (const command of spliced) {
+    const text = `version: 1\nname: shells\ndefaults: { image: img }\ninputs: { topic: { default: x } }\nsteps:\n  - id: a\n    prompt: hi\n    command: ${command}\n`;
+    const out = problems(text);
+    assert.equal(out.length, 1, `${command}: ${out.join('\n')}`);
+    assert.match(out[0]!, /^x\.yaml:8:\d+ steps\[0\]\.command\[\d\]: in command: an expression must be a whole argument/, command);
+  }
+  const fine = `version: 1
+name: fine
 defaults: { image: img }
 inputs: { topic: { default: x } }
 agents:
-  bad: { command: ["/bin/bash", "-o", "pipefail", "-ec", "claude -p '\${{ prompt }}'"] }
+  finn: { command: ["claude", "-p", "\${{ prompt }}"] }
 steps:
   - id: a
-    command: ["sh", "-c", "echo \${{ inputs.topic }}"]
-  - id: b
     command: ["sh", "-c", "echo \\"$1\\"", "sh", "\${{ inputs.topic }}"]
+  - id: b
+    command: ["printf", "%s", "\${{inputs.topic}}", "$\${{ not.an.expression }} stays text"]
   - id: c
-    agent: bad
-    prompt: hi
-  - id: d
-    command: ["printf", "%s", "\${{ inputs.topic }}"]
+    agent: finn
+    prompt: "topic: \${{ inputs.topic }}"
 `;
-  const out = problems(text);
-  assert.equal(out.length, 2, out.join('\n'));
-  assert.match(out[0]!, /^x\.yaml:6:\d+ agents\.bad\.command\[4\]: \$\{\{ prompt \}\} inside a shell's -c script would run its value as shell code: use run:/);
-  assert.match(out[1]!, /^x\.yaml:9:\d+ steps\[0\]\.command\[2\]: \$\{\{ inputs\.topic \}\} inside a shell's -c script/);
+  assert.deepEqual(problems(fine), []);
+  const agentSpliced = fine.replace('"-p", "${{ prompt }}"', '"-p", "go: ${{ prompt }}"');
+  assert.match(problems(agentSpliced).join('\n'), /agents\.finn\.command\[2\]: in command: an expression must be a whole argument/);
 });
 
 test('missing keys, a bad name, a step without image or command', () => {

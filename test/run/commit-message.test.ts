@@ -15,3 +15,10 @@ test('without a summary the status stands in; long summaries are cut', () => {
   assert.equal(long.split('\n')[0]!.length, 'step/s (a): '.length + 72);
   assert.match(long, /Runner-Status: timed out/);
 });
+
+test('a summary with control characters makes a subject without them', () => {
+  const m = commitMessage({ runId: 'r', stepId: 's', actor: 'a', status: 'completed', exitCode: 0, summary: '\x1b]0;title\x07done\rrunner: forged' });
+  const subject = m.split('\n')[0]!;
+  assert.doesNotMatch(m, /[\x00-\x09\x0b-\x1f\x7f]/);
+  assert.equal(subject, 'step/s (a): \\x1b]0;title\\x07done\\rrunner: forged');
+});
