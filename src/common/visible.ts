@@ -15,11 +15,15 @@ const CONTROL = /[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u20
 // The same, but newlines stay: for text shown as lines (a log, a patch).
 const CONTROL_BUT_NEWLINE = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
+const SHOWN = new Map<string, string>();
 function show(c: string): string {
-  if (c === '\n') return '\\n';
-  if (c === '\r') return '\\r';
-  const code = c.charCodeAt(0);
-  return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  let out = SHOWN.get(c);
+  if (out === undefined) {
+    const code = c.charCodeAt(0);
+    out = c === '\n' ? '\\n' : c === '\r' ? '\\r' : code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+    SHOWN.set(c, out);
+  }
+  return out;
 }
 
 /** One line of text, whatever it holds: newlines become `\n` too. */

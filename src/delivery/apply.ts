@@ -8,8 +8,10 @@
 import { chown, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { filtersOff } from '../git/git.js';
+import { visible } from '../common/visible.js';
 import { repositoryFilters } from '../workspace/git-worktree.js';
-import { changedPaths, checkClean, checkScope, checkVerification } from './guards.js';
+import { writeBinaryPatch } from '../workspace/patch-file.js';
+import { changedPaths, changedSymlinks, checkClean, checkScope, checkSymlinks, checkVerification } from './guards.js';
 import { DeliveryRefused } from './refusal.js';
 import type { DeliverySource } from './source.js';
 
@@ -19,15 +21,19 @@ export async function applyRun(src: DeliverySource, scratchRoot: string): Promis
   await checkClean(git, project);
   const files = await changedPaths(git, project, src.base, src.head);
   checkScope(src.rec, files);
+  checkSymlinks(src.rec, await changedSymlinks(git, project, src.base, src.head));
 
   const scratch = await mkdtemp(path.join(scratchRoot, '.apply-'));
   try {
     await chown(scratch, project.uid, project.gid);
     const patch = path.join(scratch, 'change.patch');
-    await git.run(['diff', '--binary', '--no-ext-diff', '--no-textconv', `--output=${patch}`, src.base, src.head], {
-      cwd: project.root,
-      gitDir: project.commonDir,
-    });
+    const big = await writeBinaryPatch(git, { cwd: project.root, gitDir: project.commonDir }, [src.base, src.head], patch);
+    if (big.length) {
+      throw new DeliveryRefused(
+        'patch_invalid',
+        `the run's change has ${big.length} file(s) over 16 MiB (${big.slice(0, 3).map((p) => visible(p)).join(', ')}), which a patch does not carry: merge it instead (runner merge ${src.rec.runId})`,
+      );
+    }
     const check = { cwd: project.root, gitDir: project.commonDir, indexFile: path.join(scratch, 'index') };
     await git.run(['read-tree', 'HEAD'], check);
     let r = await git.run(['apply', '--cached', '--check', '--binary', patch], { ...check, allowFail: true });

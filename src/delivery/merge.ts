@@ -6,13 +6,14 @@
  * by the target_dirty guard), the checkout is fast-forwarded with it, so the
  * working tree and index match. The temporary worktree is always removed.
  */
-import { chown, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { chown, mkdir, mkdtemp } from 'node:fs/promises';
 import path from 'node:path';
 import { filtersOff, type Git, type GitCall } from '../git/git.js';
 import { withRepoLock } from '../git/repo-lock.js';
 import { repositoryFilters } from '../workspace/git-worktree.js';
 import type { ProjectFacts } from '../workspace/project.js';
-import { changedPaths, checkClean, checkScope, checkVerification } from './guards.js';
+import { removeTree } from '../workspace/remove-tree.js';
+import { changedPaths, changedSymlinks, checkClean, checkScope, checkSymlinks, checkVerification } from './guards.js';
 import { DeliveryRefused } from './refusal.js';
 import type { DeliverySource } from './source.js';
 
@@ -55,6 +56,7 @@ export async function mergeRun(src: DeliverySource, o: MergeOptions): Promise<Me
 
   checkVerification(rec);
   checkScope(rec, await changedPaths(git, project, src.base, src.head));
+  checkSymlinks(rec, await changedSymlinks(git, project, src.base, src.head));
   const movesCheckout = checkedOut === into;
   if (movesCheckout) await checkClean(git, project);
   const elsewhere = await checkedOutElsewhere(git, project, target);
@@ -122,7 +124,7 @@ export async function mergeRun(src: DeliverySource, o: MergeOptions): Promise<Me
     }
     return { into, commit, movedCheckout: movesCheckout };
   } finally {
-    await rm(scratch, { recursive: true, force: true });
+    await removeTree(scratch);
     await git.run(['worktree', 'prune'], { cwd: project.root, gitDir: project.commonDir, allowFail: true });
   }
 }

@@ -21,6 +21,8 @@ export function resolveInputs(p: Pick<PipelineFile, 'name' | 'inputs'>, given: R
           ? `pipeline ${p.name} has no input "${name}"${didYouMean(name, names)}; its inputs: ${names.join(', ')}`
           : `pipeline ${p.name} takes no inputs (got "${name}")`,
       );
+    } else if (value.includes('\0')) {
+      problems.push(`input ${name} holds a NUL byte, which no program can receive in an argument or its environment: leave it out`);
     } else if (Buffer.byteLength(value) > MAX_INPUT_BYTES) {
       problems.push(`input ${name} is ${Buffer.byteLength(value)} bytes; at most ${MAX_INPUT_BYTES} (put longer text in a file of the project)`);
     }

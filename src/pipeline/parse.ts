@@ -3,7 +3,7 @@
  * schema, then the named rules. Every problem is reported at once, each with
  * its line, column and path. Pure: reading the file is load.ts's job.
  */
-import { LineCounter, parseDocument } from 'yaml';
+import { LineCounter, parseDocument, visit, type Document, type Node } from 'yaml';
 import type { z } from 'zod';
 import { didYouMean } from '../common/did-you-mean.js';
 import { PipelineError, type PipelineIssue } from '../common/errors.js';
@@ -30,7 +30,21 @@ export function parsePipeline(text: string, file: string): PipelineFile {
     return { path: formatPath(path), message, ...(pos ? { line: pos.line, col: pos.col } : {}) };
   };
 
-  const data: unknown = doc.toJS();
+  let data: unknown;
+  try {
+    data = doc.toJS({ maxAliasCount: 100 });
+  } catch (err) {
+    // The yaml library refuses a document whose aliases expand past a bound (a "billion laughs" file).
+    const alias = firstAlias(doc);
+    const pos = alias?.range ? lines.linePos(alias.range[0]) : undefined;
+    throw new PipelineError(file, [
+      {
+        path: '',
+        message: `YAML: ${firstLine(err instanceof Error ? err.message : String(err))}: the file's aliases (*name) expand too far; write the values out`,
+        ...(pos ? { line: pos.line, col: pos.col } : {}),
+      },
+    ]);
+  }
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
     throw new PipelineError(file, [{ path: '', message: 'expected a mapping with version, name and steps', line: 1, col: 1 }]);
   }
@@ -78,6 +92,17 @@ function knownKeysAt(path: DocPath): readonly string[] {
 
 function sortIssues(issues: PipelineIssue[]): PipelineIssue[] {
   return issues.sort((x, y) => (x.line ?? 0) - (y.line ?? 0) || (x.col ?? 0) - (y.col ?? 0));
+}
+
+function firstAlias(doc: Document): Node | undefined {
+  let found: Node | undefined;
+  visit(doc, {
+    Alias(_key, node) {
+      found = node;
+      return visit.BREAK;
+    },
+  });
+  return found;
 }
 
 function firstLine(s: string): string {

@@ -20,7 +20,7 @@ export interface LogBatch {
   more: boolean;
 }
 
-export const LOG_CHUNK = 256 * 1024;
+export const LOG_CHUNK = 64 * 1024;
 
 export class LogCursor {
   private offsets = new Map<string, number>();
@@ -59,7 +59,8 @@ export class LogCursor {
         const text = upTo === 0 ? got.toString('utf8') : got.subarray(0, upTo - 1).toString('utf8');
         if (upTo === 0) upTo = bytesRead;
         this.offsets.set(step, from + upTo);
-        return { lines: text.split('\n').map((line) => ({ step, line })), more: from + upTo < size };
+        // More may wait in this step or a later one: the caller reads again, and an empty batch ends it.
+        return { lines: text.split('\n').map((line) => ({ step, line })), more: true };
       } finally {
         await fh.close();
       }

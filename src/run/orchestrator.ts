@@ -154,7 +154,10 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     await runSteps(deps, opts, plans, ws, record, store, masker, secrets);
     record.headSha = await ws.head();
     // The run's whole change, kept after the worktree is gone.
-    if (ws instanceof GitWorkspace) await ws.saveDiff(path.join(store.dir, 'diff.patch'));
+    if (ws instanceof GitWorkspace) {
+      const big = await ws.saveDiff(path.join(store.dir, 'diff.patch'));
+      if (big.length) deps.reporter.info(`diff.patch names ${big.length} file(s) over 16 MiB without their content (${big.slice(0, 3).join(', ')}${big.length > 3 ? ', …' : ''}): it is on branch ${ws.branch}`);
+    }
     if (!deps.signal.aborted && record.status !== 'canceled' && ws.branch) await push(deps, ws, pipeline.project, record, store);
   } catch (err) {
     const failedRun = err instanceof RunnerError && (err.code === 'hook_failed' || err.code === 'task_git_replaced');

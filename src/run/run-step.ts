@@ -3,15 +3,16 @@
  * step's user, run the container, read its outputs, and let the workspace
  * record what the step left (a commit, a patch, or a list of changes).
  */
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { formatSize } from '../common/durations.js';
 import { LineSplitter } from '../common/line-splitter.js';
 import type { Masker } from '../common/mask.js';
 import { LABELS, type ContainerSpec, type Mount } from '../container/runtime.js';
+import { execSizeProblem } from '../plan/exec-size.js';
 import { CONTAINER_PATHS, renderStep, type RunIdentity } from '../plan/render.js';
 import { resolveUser, type StepPlan } from '../plan/step-plan.js';
 import { verifyDirectory } from '../workspace/names.js';
+import { removeTree } from '../workspace/remove-tree.js';
 import type { Workspace } from '../workspace/workspace.js';
 import { commitMessage } from './commit-message.js';
 import type { ExecDeps } from './orchestrator.js';
@@ -44,6 +45,8 @@ export async function runStep(c: StepContext): Promise<StepResult> {
   const rendered = renderStep(plan, c.outputs, c.identity, c.secrets, c.inputs);
 
   deps.reporter.stepStarted({ id: plan.id, index: plan.index, total: c.total, image: plan.image });
+  const tooBig = execSizeProblem(rendered);
+  if (tooBig) return refuseStep(c, ioDir, `not started: ${tooBig}`);
   store.event('step_started', { step: plan.id, image: plan.image, user: `${user.uid}:${user.gid}`, network: plan.network });
   const startedAt = deps.clock();
 
@@ -95,7 +98,7 @@ export async function runStep(c: StepContext): Promise<StepResult> {
 
   const read = await readOutputsFile(path.join(ioDir, 'output'));
   // The raw file may hold secrets; only the masked values are kept, in run.json.
-  await rm(ioDir, { recursive: true, force: true });
+  await removeTree(ioDir);
   const parsed = read.text !== undefined ? parseOutputs(read.text) : { values: {}, problems: [] };
   if (read.problem) messages.push(read.problem);
   for (const p of parsed.problems) messages.push(`outputs: ${p}`);
@@ -148,6 +151,31 @@ export async function runStep(c: StepContext): Promise<StepResult> {
     ...(result.error ? { error: result.error } : {}),
   });
   deps.reporter.stepFinished(result);
+  return result;
+}
+
+/** A step the runner could not start for a reason of the step's own: failed, with the reason, and the run stops there. */
+async function refuseStep(c: StepContext, ioDir: string, message: string): Promise<StepResult> {
+  await removeTree(ioDir);
+  const now = c.deps.clock().toISOString();
+  const result: StepResult = {
+    id: c.plan.id,
+    status: 'failed',
+    exitCode: null,
+    oomKilled: false,
+    timedOut: false,
+    durationMs: 0,
+    startedAt: now,
+    finishedAt: now,
+    commit: null,
+    outputs: {},
+    limits: [],
+    error: 'step_not_started',
+    message: c.masker.mask(message),
+  };
+  c.outputs.set(c.plan.id, {});
+  c.store.event('step_finished', { step: c.plan.id, status: 'failed', error: result.error, message: result.message }, 'error');
+  c.deps.reporter.stepFinished(result);
   return result;
 }
 

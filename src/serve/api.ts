@@ -239,7 +239,7 @@ async function followLog(req: http.IncomingMessage, res: http.ServerResponse, ru
         const batch = await cursor.read(rec);
         more = batch.more;
         if (!batch.lines.length) continue;
-        open = await writeAndDrain(res, batch.lines.map((l) => `data: ${JSON.stringify(l)}\n\n`).join(''));
+        open = await writeAndDrain(res, batch.lines.map((l) => `data: {"step":${JSON.stringify(l.step)},"line":${JSON.stringify(l.line)}}\n\n`).join(''));
         quietSince = Date.now();
       }
     }

@@ -115,9 +115,9 @@ export class GitWorkspace implements Workspace {
     }
   }
 
-  /** The run's whole change, base to head, as a patch in `file`. */
-  async saveDiff(file: string): Promise<void> {
-    await diffToFile(this.git, this.wt.project, this.wt.baseSha, await this.head(), file);
+  /** The run's whole change, base to head, as a patch in `file`; returns the files over 16 MiB it names without their content. */
+  async saveDiff(file: string): Promise<string[]> {
+    return diffToFile(this.git, this.wt.project, this.wt.baseSha, await this.head(), file);
   }
 
   head(): Promise<string> {

@@ -5,13 +5,15 @@
  * directory and the work tree, switches off the repository's filter drivers,
  * and first checks that the git link files are exactly what git wrote.
  */
-import { chown, lstat, mkdir, mkdtemp, readFile, rename, rm, stat } from 'node:fs/promises';
+import { chmod, chown, lstat, mkdir, mkdtemp, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { WorkspaceError } from '../common/errors.js';
 import { filtersOff, type Git, type GitCall } from '../git/git.js';
 import { withRepoLock } from '../git/repo-lock.js';
 import { childPath } from './names.js';
 import { handOver } from './ownership.js';
+import { BIG_FILE_CONFIG, writeBinaryPatch } from './patch-file.js';
+import { removeTree } from './remove-tree.js';
 import type { ProjectFacts } from './project.js';
 
 export interface GitWorktree {
@@ -121,7 +123,8 @@ export function workCall(wt: GitWorktree): GitCall {
     commonDir: wt.project.commonDir,
     workTree: wt.path,
     // Submodules are never looked into: a step could plant one whose config runs a command.
-    config: [...filtersOff(wt.filterNames), 'diff.ignoreSubmodules=all', 'submodule.recurse=false', 'status.submoduleSummary=false'],
+    // Files over 16 MiB are streamed by git add rather than held in memory: a step's 3 GB (sparse) file costs the host nothing.
+    config: [...filtersOff(wt.filterNames), 'diff.ignoreSubmodules=all', 'submodule.recurse=false', 'status.submoduleSummary=false', BIG_FILE_CONFIG],
     isolated: true,
   };
 }
@@ -177,56 +180,67 @@ export async function commitAll(
  * Saves what the worktree holds, against the run branch's last commit, as a
  * binary patch in `file`, without trusting any git file in the worktree: a
  * temporary index and the pinned directories. git writes the patch itself
- * (no size limit in the runner's memory) into a directory its user owns.
- * Returns false when nothing changed.
+ * (no size limit in the runner's memory; files over 16 MiB named, not carried:
+ * patch-file.ts) into a directory its user owns. Returns false when nothing changed.
  */
 export async function savePatch(git: Git, wt: GitWorktree, file: string): Promise<boolean> {
   await verifyWorktreeDir(wt);
   await handOver(wt.path, wt.project.uid, wt.project.gid, { recursive: true, skip: ['.git'], forGit: true });
-  const scratch = await mkdtemp(path.join(path.dirname(file), '.patch-'));
-  try {
-    await chown(scratch, wt.project.uid, wt.project.gid);
+  return withScratch(file, wt.project, async (scratch) => {
     const call = { ...workCall(wt), indexFile: path.join(scratch, 'index') };
     const head = await git.out(['rev-parse', `refs/heads/${wt.branch}`], call);
     await git.run(['read-tree', head], call);
     await git.run(['add', '--all', '--', '.'], call);
     const out = path.join(scratch, 'patch');
-    await git.run(['diff', '--cached', '--binary', '--no-ext-diff', '--no-textconv', `--output=${out}`, head], call);
+    await writeBinaryPatch(git, call, ['--cached', head], out);
     if ((await stat(out)).size === 0) return false;
-    await rename(out, file);
+    await keep(out, file);
     return true;
+  });
+}
+
+/**
+ * `git diff --binary from to` written by git itself into `file` (through a
+ * directory git's user owns); files over 16 MiB are named, not carried.
+ * Returns the paths of those.
+ */
+export async function diffToFile(git: Git, project: ProjectFacts, from: string, to: string, file: string): Promise<string[]> {
+  return withScratch(file, project, async (scratch) => {
+    const out = path.join(scratch, 'diff');
+    const big = await writeBinaryPatch(git, { cwd: project.root, gitDir: project.commonDir, isolated: true }, [from, to], out);
+    await keep(out, file);
+    return big;
+  });
+}
+
+/** A temporary directory beside `file` that git (as the project's owner) can write, removed after `fn`. */
+async function withScratch<T>(file: string, project: ProjectFacts, fn: (dir: string) => Promise<T>): Promise<T> {
+  const scratch = await mkdtemp(path.join(path.dirname(file), '.patch-'));
+  try {
+    await chown(scratch, project.uid, project.gid);
+    return await fn(scratch);
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
 }
 
-/** `git diff --binary from to` written by git itself into `file` (through a directory git's user owns). */
-export async function diffToFile(git: Git, project: ProjectFacts, from: string, to: string, file: string): Promise<void> {
-  const scratch = await mkdtemp(path.join(path.dirname(file), '.diff-'));
-  try {
-    await chown(scratch, project.uid, project.gid);
-    const out = path.join(scratch, 'diff');
-    await git.run(['diff', '--binary', '--no-ext-diff', '--no-textconv', `--output=${out}`, from, to], {
-      cwd: project.root,
-      gitDir: project.commonDir,
-      isolated: true,
-    });
-    await rename(out, file);
-  } finally {
-    await rm(scratch, { recursive: true, force: true });
-  }
+/** Moves what git wrote into the records: a record belongs to the user the runner runs as, not to the project's owner. */
+async function keep(written: string, file: string): Promise<void> {
+  const uid = process.getuid?.();
+  const gid = process.getgid?.();
+  if (uid !== undefined && gid !== undefined) await chown(written, uid, gid);
+  await chmod(written, 0o644);
+  await rename(written, file);
 }
 
 export async function headOf(git: Git, wt: GitWorktree): Promise<string> {
   return git.out(['rev-parse', `refs/heads/${wt.branch}`], { cwd: wt.project.root, gitDir: wt.project.commonDir });
 }
 
-/** Removes the worktree and prunes its admin directory; the branch stays. */
+/** Removes the worktree (whatever tree a step left in it: remove-tree.ts) and prunes its admin directory; the branch stays. */
 export async function removeWorktree(git: Git, wt: GitWorktree): Promise<void> {
-  // A step may have left directories without write permission: give them back first.
-  await handOver(wt.path, wt.project.uid, wt.project.gid, { recursive: true });
   await withRepoLock(wt.project.commonDir, async () => {
-    await rm(wt.path, { recursive: true, force: true });
+    await removeTree(wt.path);
     await git.run(['worktree', 'prune'], { cwd: wt.project.root, gitDir: wt.project.commonDir });
   });
 }

@@ -13,8 +13,9 @@
  * would have host git run that repository's config, or read a host
  * repository it points to; its files are then committed as plain files).
  */
-import { chmod, lchown, lstat, readdir, rm } from 'node:fs/promises';
+import { chmod, lchown, lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
+import { removeTree } from './remove-tree.js';
 
 export interface HandOverReport {
   /** relative paths removed because git must not meet them */
@@ -38,7 +39,7 @@ export async function handOver(
     if (opts.forGit && depth > 0) {
       const special = !st.isFile() && !st.isDirectory() && !st.isSymbolicLink();
       if (special || path.basename(p) === '.git') {
-        await rm(p, { recursive: true, force: true }).catch(() => undefined);
+        await removeTree(p).catch(() => undefined);
         report.removed.push(rel);
         return;
       }

@@ -32,3 +32,7 @@ test('NAME=VALUE flags: the first = splits, a value may be empty or hold =', () 
   assert.throws(() => parseInputFlags(['a=1', 'a=2']), /--input a is given twice/);
   assert.deepEqual(Object.keys(parseInputFlags(['__proto__=x'])), ['__proto__'], 'an odd name is a plain key, not a prototype');
 });
+
+test('a NUL byte in a value is refused before anything starts', () => {
+  assert.throws(() => resolveInputs(p, { topic: 'a\0b' }), { code: 'bad_input', message: /input topic holds a NUL byte/ });
+});

@@ -217,3 +217,11 @@ steps:
   const ok = parsePipeline(text.replace('topic: { description: what to write about }', 'topic: { default: rust }').replace('topik', 'topic').replace('again: ${{ prompt }}', 'again'), 'x.yaml');
   assert.deepEqual(ok.inputs, { topic: { default: 'rust' }, days: { default: '7' } }, 'a number default is taken as text');
 });
+
+test('a YAML alias bomb is refused with the place of its first alias', () => {
+  const bomb = ['version: 1', 'name: bomb', 'a: &a ["x","x","x","x","x","x","x","x","x"]'];
+  for (const [i, c] of 'bcdefghi'.split('').entries()) bomb.push(`${c}: &${c} [${Array(9).fill(`*${'abcdefghi'[i]}`).join(',')}]`);
+  const out = problems(`${bomb.join('\n')}\nsteps: []\n`);
+  assert.equal(out.length, 1, out.join('\n'));
+  assert.match(out[0]!, /^x\.yaml:4:\d+ YAML: .*aliases \(\*name\) expand too far/);
+});

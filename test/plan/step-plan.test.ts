@@ -75,7 +75,7 @@ inputs: { topic: { default: x } }
 steps:
   - id: a
     prompt: "Write about \${{ inputs.topic }}"
-    command: ["agent", "\${{ prompt }}", "--topic=\${{ inputs.topic }}"]
+    command: ["agent", "\${{ prompt }}", "--topic", "\${{ inputs.topic }}"]
     env: { TOPIC: "\${{ inputs.topic }}" }
   - id: b
     run: echo "\${{ inputs.topic }}"
@@ -85,7 +85,7 @@ steps:
   );
   const id = { runId: 'r1', pipeline: 'p', branch: 'run/r1', baseSha: 'abc', attempt: 1, taskId: '' };
   const d = renderStep(a!, new Map(), id, {}, { topic: '$(rm -rf /)' });
-  assert.deepEqual(d.cmd, ['agent', 'Write about $(rm -rf /)', '--topic=$(rm -rf /)']);
+  assert.deepEqual(d.cmd, ['agent', 'Write about $(rm -rf /)', '--topic', '$(rm -rf /)']);
   assert.equal(d.env.RUNNER_PROMPT, 'Write about $(rm -rf /)');
   assert.equal(d.env.TOPIC, '$(rm -rf /)');
   const s = renderStep(b!, new Map(), id, {}, { topic: '$(rm -rf /)' });

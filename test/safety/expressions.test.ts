@@ -35,7 +35,7 @@ test('every rewording of a shell -c script with an expression in it is refused b
     assert.match(v.stderr, /pipeline\.yaml:8:\d+ steps\[0\]\.command\[\d\]: in command: an expression must be a whole argument/);
     const r = await execPipeline(f, p, ['--input', 'x=$(id)']);
     assert.equal(r.code, 2, `${form}: ${r.stderr}`);
-    assert.equal(r.json.runId, null, 'no run was made');
+    assert.ok(!r.json || r.json.runId === null, 'no run was made');
   }
 });
 

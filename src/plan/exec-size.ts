@@ -1,0 +1,30 @@
+/**
+ * What a step's process can be given: Linux takes at most 128 KiB in one
+ * argument or environment string (MAX_ARG_STRLEN, "argument list too long"),
+ * and the engine refuses a create request much above 1 MiB (HTTP 431). A value
+ * that big (an earlier step's 1 MiB output used in env:) fails the step that
+ * would receive it, before any container, with a message that says so. Pure.
+ */
+import { formatSize } from '../common/durations.js';
+import type { RenderedStep } from './render.js';
+
+export const MAX_EXEC_STRING = 128 * 1024 - 1;
+export const MAX_EXEC_TOTAL = 1024 * 1024;
+
+export function execSizeProblem(r: RenderedStep): string | undefined {
+  const fix = 'write big values to a file (in the workspace, or $RUNNER_OUTPUT\'s directory) and read them there';
+  let total = 0;
+  for (const [i, arg] of r.cmd.entries()) {
+    const n = Buffer.byteLength(arg);
+    total += n + 1;
+    if (n > MAX_EXEC_STRING) return `argument ${i} of its command is ${formatSize(n)}, over the ${formatSize(MAX_EXEC_STRING + 1)} a program can take in one argument: ${fix}`;
+  }
+  for (const [k, v] of Object.entries(r.env)) {
+    const n = Buffer.byteLength(k) + 1 + Buffer.byteLength(v);
+    total += n + 1;
+    const what = k.startsWith('RUNNER_EXPR_') ? `${k} (an expression of its run: script)` : k === 'RUNNER_PROMPT' ? `${k} (its prompt)` : k;
+    if (n > MAX_EXEC_STRING) return `its environment variable ${what} is ${formatSize(n)}, over the ${formatSize(MAX_EXEC_STRING + 1)} a program can take in one variable: ${fix}`;
+  }
+  if (total > MAX_EXEC_TOTAL) return `its command and environment come to ${formatSize(total)}, over the ${formatSize(MAX_EXEC_TOTAL)} a container can be given: ${fix}`;
+  return undefined;
+}

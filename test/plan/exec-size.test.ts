@@ -1,0 +1,12 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { execSizeProblem } from '../../src/plan/exec-size.js';
+
+test('a value a process cannot be given is named, with what to do', () => {
+  assert.equal(execSizeProblem({ cmd: ['sh', '-c', 'x'], env: { A: 'b'.repeat(100_000) } }), undefined);
+  assert.match(execSizeProblem({ cmd: ['true'], env: { BIG: 'b'.repeat(1024 * 1024) } })!, /^its environment variable BIG is 1\.0m, over the 128k a program can take in one variable: write big values to a file/);
+  assert.match(execSizeProblem({ cmd: ['sh'], env: { RUNNER_EXPR_0: 'b'.repeat(200_000) } })!, /RUNNER_EXPR_0 \(an expression of its run: script\)/);
+  assert.match(execSizeProblem({ cmd: ['echo', 'a'.repeat(131_072)], env: {} })!, /^argument 1 of its command is 128k/);
+  const many = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`V${i}`, 'x'.repeat(100_000)]));
+  assert.match(execSizeProblem({ cmd: ['true'], env: many })!, /^its command and environment come to 1\.1m, over the 1m a container can be given/);
+});
