@@ -11,7 +11,8 @@ export const BUILTIN_DEFAULTS = {
   cpus: 1.5,
   pids: 512,
   openFiles: 4096,
-  fileSizeBytes: 8 * 1024 ** 3,
+  // Host memory does not depend on it (git streams big files); it bounds commit time and repository growth per file.
+  fileSizeBytes: 1024 ** 3,
   network: 'none',
   timeoutMs: 60 * 60_000,
   user: 'auto',

@@ -112,6 +112,8 @@ export function diffSnapshots(before: Snapshot, after: Snapshot): ChangeList {
   return out;
 }
 
+const SMALL_FILE = 64 * 1024;
+
 function sha(s: string): string {
   return createHash('sha256').update(s).digest('hex');
 }
@@ -124,9 +126,17 @@ async function hashFile(file: string): Promise<string | undefined> {
     return undefined;
   }
   try {
-    if (!(await fh.stat()).isFile()) return undefined;
+    const st = await fh.stat();
+    if (!st.isFile()) return undefined;
     const h = createHash('sha256');
-    for await (const chunk of fh.createReadStream({ autoClose: false })) h.update(chunk as Buffer);
+    if (st.size <= SMALL_FILE) {
+      // Most files are small: one read, no stream.
+      const buf = Buffer.allocUnsafe(st.size + 1);
+      let got = 0;
+      for (let n = 1; n > 0 && got < buf.length; got += n) n = (await fh.read(buf, got, buf.length - got, got)).bytesRead;
+      if (got <= st.size) return h.update(buf.subarray(0, got)).digest('hex'); // else it grew meanwhile: read it as a stream
+    }
+    for await (const chunk of fh.createReadStream({ autoClose: false, start: 0 })) h.update(chunk as Buffer);
     return h.digest('hex');
   } finally {
     await fh.close();

@@ -31,7 +31,7 @@ test('no capabilities, no new privileges, not root, capped files, no docker sock
   assert.match(seen, /^CapBnd:\s+0{16}$/m);
   assert.match(seen, /^NoNewPrivs:\s+1$/m);
   assert.match(seen, /^nofile=4096$/m);
-  assert.match(seen, /^fsize=16777216$/m, '8g in 512-byte blocks');
+  assert.match(seen, /^fsize=2097152$/m, '1g in 512-byte blocks');
   assert.match(seen, /^docker\.sock=absent$/m);
   assert.match(seen, /^interfaces-besides-lo=0$/m);
   assert.deepEqual(
