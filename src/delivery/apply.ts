@@ -11,7 +11,8 @@ import { filtersOff } from '../git/git.js';
 import { visible } from '../common/visible.js';
 import { repositoryFilters } from '../workspace/git-worktree.js';
 import { writeBinaryPatch } from '../workspace/patch-file.js';
-import { changedPaths, changedSymlinks, checkClean, checkScope, checkSymlinks, checkVerification } from './guards.js';
+import { changedPaths, checkClean, checkScope, checkVerification } from './guards.js';
+import { guardSymlinks } from './symlinks.js';
 import { DeliveryRefused } from './refusal.js';
 import type { DeliverySource } from './source.js';
 
@@ -21,13 +22,13 @@ export async function applyRun(src: DeliverySource, scratchRoot: string): Promis
   await checkClean(git, project);
   const files = await changedPaths(git, project, src.base, src.head);
   checkScope(src.rec, files);
-  checkSymlinks(src.rec, await changedSymlinks(git, project, src.base, src.head));
+  await guardSymlinks(git, project, src.rec, src.base, src.head);
 
   const scratch = await mkdtemp(path.join(scratchRoot, '.apply-'));
   try {
     await chown(scratch, project.uid, project.gid);
     const patch = path.join(scratch, 'change.patch');
-    const big = await writeBinaryPatch(git, { cwd: project.root, gitDir: project.commonDir }, [src.base, src.head], patch);
+    const { big } = await writeBinaryPatch(git, { cwd: project.root, gitDir: project.commonDir }, [src.base, src.head], patch);
     if (big.length) {
       throw new DeliveryRefused(
         'patch_invalid',

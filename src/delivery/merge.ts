@@ -13,7 +13,8 @@ import { withRepoLock } from '../git/repo-lock.js';
 import { repositoryFilters } from '../workspace/git-worktree.js';
 import type { ProjectFacts } from '../workspace/project.js';
 import { removeTree } from '../workspace/remove-tree.js';
-import { changedPaths, changedSymlinks, checkClean, checkScope, checkSymlinks, checkVerification } from './guards.js';
+import { changedPaths, checkClean, checkScope, checkVerification } from './guards.js';
+import { guardSymlinks } from './symlinks.js';
 import { DeliveryRefused } from './refusal.js';
 import type { DeliverySource } from './source.js';
 
@@ -56,7 +57,7 @@ export async function mergeRun(src: DeliverySource, o: MergeOptions): Promise<Me
 
   checkVerification(rec);
   checkScope(rec, await changedPaths(git, project, src.base, src.head));
-  checkSymlinks(rec, await changedSymlinks(git, project, src.base, src.head));
+  await guardSymlinks(git, project, rec, src.base, src.head);
   const movesCheckout = checkedOut === into;
   if (movesCheckout) await checkClean(git, project);
   const elsewhere = await checkedOutElsewhere(git, project, target);
@@ -124,7 +125,8 @@ export async function mergeRun(src: DeliverySource, o: MergeOptions): Promise<Me
     }
     return { into, commit, movedCheckout: movesCheckout };
   } finally {
-    await removeTree(scratch);
+    // A merge that happened stays reported; a leftover is removed by the next merge's scratch cleanup or by hand.
+    await removeTree(scratch).catch(() => undefined);
     await git.run(['worktree', 'prune'], { cwd: project.root, gitDir: project.commonDir, allowFail: true });
   }
 }

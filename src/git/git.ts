@@ -27,8 +27,8 @@ export interface GitCall {
   config?: readonly string[];
   /** read no global or system config nor system attributes: for calls on a worktree a step has written */
   isolated?: boolean;
-  /** sent on stdin */
-  input?: string;
+  /** sent on stdin (bytes, for paths that are not UTF-8) */
+  input?: string | Buffer;
   /** resolve with the exit code rather than throw on a non-zero exit */
   allowFail?: boolean;
 }
@@ -36,6 +36,8 @@ export interface GitCall {
 export interface GitResult {
   code: number;
   stdout: string;
+  /** stdout as git wrote it: paths and symlink targets a step made need not be UTF-8 */
+  stdoutBytes: Buffer;
   stderr: string;
 }
 
@@ -155,9 +157,11 @@ function spawnGit(argv: string[], call: GitCall, who: GitIdentity): Promise<GitR
     child.on('close', (code, signal) => {
       clearTimeout(timer);
       const stderr = Buffer.concat(err).toString('utf8');
+      const stdoutBytes = Buffer.concat(out);
       resolve({
         code: code ?? 128,
-        stdout: Buffer.concat(out).toString('utf8'),
+        stdout: stdoutBytes.toString('utf8'),
+        stdoutBytes,
         stderr: signal ? `${stderr}git was killed by ${signal}${signal === 'SIGKILL' ? ` after ${GIT_TIMEOUT_MS / 1000}s` : ''}` : stderr,
       });
     });

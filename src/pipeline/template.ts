@@ -33,7 +33,8 @@ export function parseExpression(text: string): Expression | undefined {
 
 /** The value is one expression and nothing else: `${{ inputs.x }}`, not `--x=${{ inputs.x }}` nor `echo ${{ inputs.x }}`. */
 export function isWholeExpression(value: string): boolean {
-  return /^\$\{\{\s*(.*?)\s*\}\}$/.test(value) && findExpressions(value).length === 1;
+  const found = findExpressions(value);
+  return found.length === 1 && found[0]!.raw === value;
 }
 
 export function findExpressions(value: string): Found[] {

@@ -3,7 +3,8 @@
  * argument or environment string (MAX_ARG_STRLEN, "argument list too long"),
  * and the engine refuses a create request much above 1 MiB (HTTP 431). A value
  * that big (an earlier step's 1 MiB output used in env:) fails the step that
- * would receive it, before any container, with a message that says so. Pure.
+ * would receive it, before any container, with a message that says so; so
+ * does a NUL byte, which no argument or variable can hold. Pure.
  */
 import { formatSize } from '../common/durations.js';
 import type { RenderedStep } from './render.js';
@@ -14,6 +15,10 @@ export const MAX_EXEC_TOTAL = 1024 * 1024;
 export function execSizeProblem(r: RenderedStep): string | undefined {
   const fix = 'write big values to a file (in the workspace, or $RUNNER_OUTPUT\'s directory) and read them there';
   let total = 0;
+  const nul = r.cmd.findIndex((a) => a.includes('\0'));
+  if (nul >= 0) return `argument ${nul} of its command holds a NUL byte, which no program can receive`;
+  const nulVar = Object.entries(r.env).find(([, v]) => v.includes('\0'));
+  if (nulVar) return `its environment variable ${nulVar[0]} holds a NUL byte, which no program can receive`;
   for (const [i, arg] of r.cmd.entries()) {
     const n = Buffer.byteLength(arg);
     total += n + 1;

@@ -21,6 +21,8 @@ export interface LogBatch {
 }
 
 export const LOG_CHUNK = 64 * 1024;
+/** No line the runner writes is longer; a longer one (a log written by something else) comes out in pieces of this size. */
+const MAX_LINE_READ = 1024 * 1024;
 
 export class LogCursor {
   private offsets = new Map<string, number>();
@@ -38,9 +40,9 @@ export class LogCursor {
   }
 
   /**
-   * Whole lines written since the last call, at most one chunk of them, from
-   * the first step that has some. A line longer than a chunk (which the
-   * runner never writes) comes out in chunk-sized pieces.
+   * Whole lines written since the last call, about one chunk of them, from
+   * the first step that has some. A line longer than a chunk is read whole
+   * up to 1 MiB (longer than any the runner writes), in pieces beyond.
    */
   async read(rec: Pick<RunRecord, 'steps' | 'current'>, onlyStep?: string): Promise<LogBatch> {
     for (const step of await this.steps(rec)) {
@@ -50,17 +52,23 @@ export class LogCursor {
       try {
         const { size } = await fh.stat();
         if (size <= from) continue;
-        const buf = Buffer.alloc(Math.min(size - from, this.chunkBytes));
-        const { bytesRead } = await fh.read(buf, 0, buf.length, from);
-        const got = buf.subarray(0, bytesRead);
-        let upTo = got.lastIndexOf(0x0a) + 1;
-        const full = bytesRead === this.chunkBytes;
-        if (upTo === 0 && !full) continue; // a line still being written
-        const text = upTo === 0 ? got.toString('utf8') : got.subarray(0, upTo - 1).toString('utf8');
-        if (upTo === 0) upTo = bytesRead;
-        this.offsets.set(step, from + upTo);
-        // More may wait in this step or a later one: the caller reads again, and an empty batch ends it.
-        return { lines: text.split('\n').map((line) => ({ step, line })), more: true };
+        // A line longer than a chunk (a step's non-UTF-8 output is stored 3 bytes a byte): read more, up to a bound.
+        for (let want = this.chunkBytes; ; want *= 2) {
+          const buf = Buffer.alloc(Math.min(size - from, want));
+          const { bytesRead } = await fh.read(buf, 0, buf.length, from);
+          const got = buf.subarray(0, bytesRead);
+          const upTo = got.lastIndexOf(0x0a) + 1;
+          if (upTo > 0) {
+            this.offsets.set(step, from + upTo);
+            // More may wait in this step or a later one: the caller reads again, and an empty batch ends it.
+            return { lines: got.subarray(0, upTo - 1).toString('utf8').split('\n').map((line) => ({ step, line })), more: true };
+          }
+          if (bytesRead < want) break; // a line still being written
+          if (want >= MAX_LINE_READ) {
+            this.offsets.set(step, from + bytesRead);
+            return { lines: [{ step, line: got.toString('utf8') }], more: true };
+          }
+        }
       } finally {
         await fh.close();
       }

@@ -128,8 +128,8 @@ async function recoverRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord)
         if (result && step) result.commit = commit ?? null;
       } catch (err) {
         const patch = path.join(home.runs, rec.runId, 'steps', `${step?.id ?? 'recovery'}.patch`);
-        const saved = await savePatch(git, wt, patch).catch(() => false);
-        notes.push(`its leftovers could not be committed (${errorMessage(err)})${saved ? `; saved in ${patch}` : ''}`);
+        const saved = await savePatch(git, wt, patch).catch(() => undefined);
+        notes.push(`its leftovers could not be committed (${errorMessage(err)})${saved?.saved ? `; saved in ${patch}${saved.keptAt ? ` and ${saved.keptAt}` : ''}` : ''}`);
       } finally {
         await taskLock?.release();
       }

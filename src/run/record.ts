@@ -62,7 +62,7 @@ export function summarize(r: RunRecord): Record<string, unknown> {
   };
 }
 
-/** A run as lists show it (runs ls --json, GET /api/runs): its essentials and its steps' status, never their outputs or changes. */
+/** A run as lists show it (runs ls --json, GET /api/runs): its essentials, the step running now and each step's status, never their outputs or changes. */
 export function runListing(r: RunRecord): Record<string, unknown> {
   return {
     runId: r.runId,
@@ -74,6 +74,7 @@ export function runListing(r: RunRecord): Record<string, unknown> {
     startedAt: r.startedAt,
     finishedAt: r.finishedAt,
     durationMs: r.durationMs,
+    current: r.current,
     error: r.error,
     steps: r.steps.map((s) => ({ id: s.id, status: s.status, exitCode: s.exitCode, durationMs: s.durationMs })),
   };

@@ -103,9 +103,11 @@ export class GitWorkspace implements Workspace {
         message: tampered ? errorMessage(e) : `its work could not be committed: ${errorMessage(e)}`,
       };
       try {
-        if (await savePatch(this.git, this.wt, patchFile)) {
+        const saved = await savePatch(this.git, this.wt, patchFile);
+        if (saved.saved) {
           work.patch = patchFile;
           work.message += `; its work is saved in ${patchFile}`;
+          if (saved.keptAt) work.message += ` (files over 16 MiB, ${saved.big.slice(0, 3).join(', ')}${saved.big.length > 3 ? ', …' : ''}, are named there; all of it is in ${saved.keptAt} of ${this.wt.project.root})`;
         }
       } catch (pe) {
         work.unsaved = true;
@@ -141,6 +143,6 @@ export class GitWorkspace implements Workspace {
 }
 
 function describeRemoved(paths: string[]): string {
-  const shown = paths.slice(0, 5).map((p) => JSON.stringify(visible(p)).slice(1, -1)).join(', ');
+  const shown = paths.slice(0, 5).map(visible).join(', ');
   return paths.length > 5 ? `${shown} and ${paths.length - 5} more` : shown;
 }

@@ -176,14 +176,31 @@ export async function commitAll(
   return { commit, removed };
 }
 
+/** Where a step's uncommittable work is kept when its patch cannot carry it: from `<runs>/<runId>/steps/<stepId>.patch`. */
+export function keepRefFor(patchFile: string): string {
+  const runId = path.basename(path.dirname(path.dirname(patchFile)));
+  return `refs/runner/saved/${runId}/${path.basename(patchFile, '.patch')}`;
+}
+
+export interface SavedPatch {
+  /** false when nothing changed */
+  saved: boolean;
+  /** files over 16 MiB the patch names without their content */
+  big: string[];
+  /** where their content is kept: a ref holding a commit of the whole work */
+  keptAt?: string;
+}
+
 /**
  * Saves what the worktree holds, against the run branch's last commit, as a
  * binary patch in `file`, without trusting any git file in the worktree: a
  * temporary index and the pinned directories. git writes the patch itself
- * (no size limit in the runner's memory; files over 16 MiB named, not carried:
- * patch-file.ts) into a directory its user owns. Returns false when nothing changed.
+ * (no size limit in the runner's memory) into a directory its user owns.
+ * Files over 16 MiB are named in the patch, not carried (patch-file.ts): then
+ * the whole work is also committed, off any branch, under `keepRef`, so their
+ * content is not lost.
  */
-export async function savePatch(git: Git, wt: GitWorktree, file: string): Promise<boolean> {
+export async function savePatch(git: Git, wt: GitWorktree, file: string, keepRef = keepRefFor(file)): Promise<SavedPatch> {
   await verifyWorktreeDir(wt);
   await handOver(wt.path, wt.project.uid, wt.project.gid, { recursive: true, skip: ['.git'], forGit: true });
   return withScratch(file, wt.project, async (scratch) => {
@@ -192,10 +209,13 @@ export async function savePatch(git: Git, wt: GitWorktree, file: string): Promis
     await git.run(['read-tree', head], call);
     await git.run(['add', '--all', '--', '.'], call);
     const out = path.join(scratch, 'patch');
-    await writeBinaryPatch(git, call, ['--cached', head], out);
-    if ((await stat(out)).size === 0) return false;
+    const patch = await writeBinaryPatch(git, call, ['--cached', head], out);
+    if ((await stat(out)).size === 0) return { saved: false, big: [] };
     await keep(out, file);
-    return true;
+    if (!patch.tree) return { saved: true, big: patch.big };
+    const commit = await git.out(['commit-tree', patch.tree, '-p', head], { ...call, input: `work that could not be committed on ${wt.branch}, kept by the runner\n` });
+    await git.run(['update-ref', keepRef, commit], call);
+    return { saved: true, big: patch.big, keptAt: keepRef };
   });
 }
 
@@ -207,7 +227,7 @@ export async function savePatch(git: Git, wt: GitWorktree, file: string): Promis
 export async function diffToFile(git: Git, project: ProjectFacts, from: string, to: string, file: string): Promise<string[]> {
   return withScratch(file, project, async (scratch) => {
     const out = path.join(scratch, 'diff');
-    const big = await writeBinaryPatch(git, { cwd: project.root, gitDir: project.commonDir, isolated: true }, [from, to], out);
+    const { big } = await writeBinaryPatch(git, { cwd: project.root, gitDir: project.commonDir, isolated: true }, [from, to], out);
     await keep(out, file);
     return big;
   });

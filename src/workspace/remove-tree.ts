@@ -8,6 +8,7 @@
  * way and ignores symlinks met on the way.
  */
 import { execFile } from 'node:child_process';
+import { lstat, unlink } from 'node:fs/promises';
 import { WorkspaceError } from '../common/errors.js';
 
 const TIMEOUT_MS = 10 * 60_000;
@@ -22,6 +23,15 @@ function run(cmd: string, args: string[]): Promise<{ code: number; stderr: strin
 }
 
 export async function removeTree(dir: string): Promise<void> {
+  // What is not a directory (a symlink named .git, say) is unlinked, never handed to chmod, which would follow it.
+  const st = await lstat(dir).catch(() => undefined);
+  if (!st) return;
+  if (!st.isDirectory()) {
+    await unlink(dir).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw new WorkspaceError('remove_failed', `could not remove ${dir} (${err.code}): remove it by hand`);
+    });
+    return;
+  }
   if (process.getuid?.() !== 0) await run('chmod', ['-R', 'u+rwX', '--', dir]);
   const r = await run('rm', ['-rf', '--one-file-system', '--', dir]);
   if (r.code !== 0) {

@@ -119,6 +119,7 @@ test('rules: in command: an expression is a whole argument or the file is refuse
     '["tool", "--topic=${{ inputs.topic }}"]',
     '["tool", " ${{ inputs.topic }}"]',
     '["tool", "${{ inputs.topic }}${{ inputs.topic }}"]',
+    '["sh", "-c", "${{ inputs.topic }}; echo $${{ y }}"]',
   ];
   for (const command of spliced) {
     const text = `version: 1\nname: shells\ndefaults: { image: img }\ninputs: { topic: { default: x } }\nsteps:\n  - id: a\n    prompt: hi\n    command: ${command}\n`;

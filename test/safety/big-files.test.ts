@@ -21,6 +21,7 @@ test('a 3 GB sparse file: committed, diff.patch written, the host side under 512
     resources: { memory: 256m, file_size: 4g }
     run: |
       truncate -s 3G big.bin
+      truncate -s 20M "$(printf 'odd\\351name')"
       echo small > small.txt
 `),
   );
@@ -38,11 +39,35 @@ test('a 3 GB sparse file: committed, diff.patch written, the host side under 512
   const patch = await readFile(path.join(f.home, 'runs', r.json.runId, 'diff.patch'), 'utf8');
   assert.match(patch, /^diff --git a\/big\.bin b\/big\.bin\nnew file mode 100644\nindex 0{40}\.\.[0-9a-f]{40}\nBinary files \/dev\/null and b\/big\.bin differ$/m);
   assert.match(patch, /\+small/);
-  assert.match(r.stderr, /diff\.patch names 1 file\(s\) over 16 MiB without their content \(big\.bin\)/);
+  assert.ok(patch.includes('Binary files /dev/null and "b/odd\\351name" differ\n'), 'a name that is not UTF-8 is named, quoted as git quotes it');
+  assert.ok(Buffer.byteLength(patch) < 64 * 1024, `the patch is ${Buffer.byteLength(patch)} bytes: no big file's content`);
+  assert.match(r.stderr, /diff\.patch names 2 file\(s\) over 16 MiB without their content \(big\.bin, odd.name\)/);
   // the patch is what git reads: it checks against the base
   git(f.project, 'apply', '--check', '--exclude=big.bin', path.join(f.home, 'runs', r.json.runId, 'diff.patch'));
 
   const apply = await runCli(['apply', r.json.runId, '--home', f.home]);
   assert.equal(apply.code, 1, apply.stderr);
-  assert.match(apply.stderr, /over 16 MiB \(big\.bin\), which a patch does not carry: merge it instead/);
+  assert.match(apply.stderr, /2 file\(s\) over 16 MiB \(big\.bin, odd.name\), which a patch does not carry: merge it instead/);
+});
+
+test('work that cannot be committed keeps its big files: the patch names them, a ref holds them', { timeout: 120_000 }, async () => {
+  const f = await fixture();
+  const file = await writePipeline(
+    f,
+    pipelineYaml(`  - id: tamper
+    run: |
+      truncate -s 40M big.bin
+      echo small > small.txt
+      rm -f .git && echo "gitdir: /tmp/elsewhere" > .git
+`),
+  );
+  const r = await execPipeline(f, file);
+  assert.equal(r.code, 1, r.stderr);
+  assert.equal(r.json.error.code, 'workspace_tampered');
+  const ref = `refs/runner/saved/${r.json.runId}/tamper`;
+  assert.match(r.stderr, new RegExp(`files over 16 MiB, big\\.bin, are named there; all of it is in ${ref}`));
+  assert.equal(git(f.project, 'cat-file', '-s', `${ref}:big.bin`), String(40 * MiB));
+  const patch = await readFile(path.join(f.home, 'runs', r.json.runId, 'steps', 'tamper.patch'), 'utf8');
+  assert.match(patch, /Binary files \/dev\/null and b\/big\.bin differ/);
+  assert.match(patch, /\+small/);
 });

@@ -50,7 +50,7 @@ test('escape sequences, carriage returns and forged names are shown, never sent,
   assert.equal(runnerLines.filter((l) => l.includes('step paint completed')).length, 1, 'the step cannot forge the runner\'s completion line');
   assert.match(r.stderr, /\[paint\] harmless\\rrunner: ✓ step paint completed in 0\.1s \(commit deadbeef00\)/);
   assert.match(r.stderr, /\[paint\] \\x1b\]0;owned title\\x07/);
-  assert.match(r.stderr, /runner: .*not committed \(git must not read them\): pipe\\\\nrunner: forged line/);
+  assert.match(r.stderr, /runner: .*not committed \(git must not read them\): pipe\\nrunner: forged line/);
 
   // logs: shown visibly; --raw and the file keep the bytes
   const logs = await runCli(['logs', runId, '--home', f.home]);
@@ -65,7 +65,7 @@ test('escape sequences, carriage returns and forged names are shown, never sent,
   // runs show, diff
   const show = await runCli(['runs', 'show', runId, '--home', f.home]);
   assertInert('runs show', show.stdout);
-  assert.match(show.stdout, /pipe\\\\nrunner: forged line/);
+  assert.match(show.stdout, /pipe\\nrunner: forged line/);
   const diff = await runCli(['diff', runId, '--home', f.home]);
   assertInert('runner diff', diff.stdout);
   assert.match(diff.stdout, /\+esc \\x1b\[31mred\\x1b\[0m/);

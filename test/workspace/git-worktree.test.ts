@@ -52,7 +52,7 @@ test('commits go to the run branch; a rewritten .git is detected and the work sa
   await assert.rejects(verifyGitLinks(wt), (e: unknown) => e instanceof WorkspaceError && e.code === 'workspace_tampered');
   await assert.rejects(commitAll(git, wt, 'tampered\n'), /no longer the file git wrote/);
   const patch = path.join(root, '..', 'b.patch');
-  assert.equal(await savePatch(git, wt, patch), true);
+  assert.deepEqual(await savePatch(git, wt, patch), { saved: true, big: [] });
   assert.match(await readFile(patch, 'utf8'), /\+\+\+ b\/b\.txt/);
   assert.equal(hostGit(project.root, 'rev-parse', 'run/run3'), sha, 'the tampered work was not committed');
   assert.equal(hostGit(project.root, 'status', '--porcelain'), '', 'the main checkout is untouched');

@@ -1,45 +1,47 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { argBatches, binaryStub, parseRawDiff, quotePath } from '../../src/workspace/patch-file.js';
+import { binaryStub, parseRawDiff, quotePath, removalEntries } from '../../src/workspace/patch-file.js';
 
 const A = 'a'.repeat(40);
 const B = 'b'.repeat(40);
 const Z = '0'.repeat(40);
+const b = (s: string | number[]) => (typeof s === 'string' ? Buffer.from(s) : Buffer.from(s));
 
-test('git diff --raw -z output, a path with spaces and a newline included', () => {
-  const out = `:000000 100644 ${Z} ${A} A\0big file.bin\0:100644 100755 ${A} ${B} M\0x\ny\0`;
-  assert.deepEqual(parseRawDiff(out), [
-    { oldMode: '000000', newMode: '100644', oldOid: Z, newOid: A, status: 'A', path: 'big file.bin' },
-    { oldMode: '100644', newMode: '100755', oldOid: A, newOid: B, status: 'M', path: 'x\ny' },
+test('git diff --raw -z output as bytes: a path with spaces, a newline, and one that is not UTF-8', () => {
+  const out = Buffer.concat([b(`:000000 100644 ${Z} ${A} A\0big file.bin\0:100644 100755 ${A} ${B} M\0x\ny\0:100644 100644 ${A} ${B} M\0`), b([0x62, 0xe9, 0]) ]);
+  const got = parseRawDiff(out);
+  assert.deepEqual(got.map((c) => [c.status, c.oldMode, c.newMode, c.oldOid, c.newOid]), [
+    ['A', '000000', '100644', Z, A],
+    ['M', '100644', '100755', A, B],
+    ['M', '100644', '100644', A, B],
   ]);
+  assert.deepEqual(got.map((c) => [...c.path]), [[...b('big file.bin')], [...b('x\ny')], [0x62, 0xe9]], 'paths keep their bytes');
 });
 
 test('paths are quoted as git quotes them', () => {
-  assert.equal(quotePath('a/plain.bin'), 'a/plain.bin');
-  assert.equal(quotePath('a/x\ny'), '"a/x\\ny"');
-  assert.equal(quotePath('a/tab\there "q" \\'), '"a/tab\\there \\"q\\" \\\\"');
-  assert.equal(quotePath('a/é\x1b'), '"a/\\303\\251\\033"');
+  assert.equal(quotePath(b('a/plain.bin')), 'a/plain.bin');
+  assert.equal(quotePath(b('a/x\ny')), '"a/x\\ny"');
+  assert.equal(quotePath(b('a/tab\there "q" \\')), '"a/tab\\there \\"q\\" \\\\"');
+  assert.equal(quotePath(b('a/é\x1b')), '"a/\\303\\251\\033"');
+  assert.equal(quotePath(b([0x61, 0x2f, 0xe9])), '"a/\\351"', 'a byte that is not UTF-8 is quoted as itself');
 });
 
 test('stubs for a big file added, deleted, modified, and with its mode changed', () => {
   assert.equal(
-    binaryStub({ oldMode: '000000', newMode: '100644', oldOid: Z, newOid: A, status: 'A', path: 'big.bin' }),
+    binaryStub({ oldMode: '000000', newMode: '100644', oldOid: Z, newOid: A, status: 'A', path: b('big.bin') }),
     `diff --git a/big.bin b/big.bin\nnew file mode 100644\nindex ${Z}..${A}\nBinary files /dev/null and b/big.bin differ\n`,
   );
   assert.equal(
-    binaryStub({ oldMode: '100644', newMode: '000000', oldOid: A, newOid: Z, status: 'D', path: 'big.bin' }),
+    binaryStub({ oldMode: '100644', newMode: '000000', oldOid: A, newOid: Z, status: 'D', path: b('big.bin') }),
     `diff --git a/big.bin b/big.bin\ndeleted file mode 100644\nindex ${A}..${Z}\nBinary files a/big.bin and /dev/null differ\n`,
   );
   assert.equal(
-    binaryStub({ oldMode: '100644', newMode: '100644', oldOid: A, newOid: B, status: 'M', path: 'big.bin' }),
+    binaryStub({ oldMode: '100644', newMode: '100644', oldOid: A, newOid: B, status: 'M', path: b('big.bin') }),
     `diff --git a/big.bin b/big.bin\nindex ${A}..${B} 100644\nBinary files a/big.bin and b/big.bin differ\n`,
   );
-  assert.match(binaryStub({ oldMode: '100644', newMode: '100755', oldOid: A, newOid: B, status: 'M', path: 'b' }), /\nold mode 100644\nnew mode 100755\nindex /);
+  assert.match(binaryStub({ oldMode: '100644', newMode: '100755', oldOid: A, newOid: B, status: 'M', path: b('b') }), /\nold mode 100644\nnew mode 100755\nindex /);
 });
 
-test('arguments are grouped to fit a command line', () => {
-  const groups = argBatches(['aaaa', 'bbbb', 'cccc', 'dd'], 10);
-  assert.deepEqual(groups, [['aaaa', 'bbbb'], ['cccc', 'dd']]);
-  assert.deepEqual(argBatches([], 10), []);
-  assert.deepEqual(argBatches(['x'.repeat(20)], 10), [['x'.repeat(20)]], 'one argument longer than a group is a group of its own');
+test('index removals are fed as exact bytes', () => {
+  assert.deepEqual([...removalEntries([b('x'), b([0xe9])])], [...b(`0 ${Z}\tx\0`), ...b(`0 ${Z}\t`), 0xe9, 0]);
 });
