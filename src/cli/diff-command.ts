@@ -11,9 +11,10 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { RunnerError } from '../common/errors.js';
-import { visibleLines } from '../common/visible.js';
+import { visible, visibleLines } from '../common/visible.js';
 import { readRun, runDir } from '../run/records.js';
 import { parseFlags } from './args.js';
+import { changeLines } from './change-lines.js';
 import { openHome } from './context.js';
 
 export async function diffCommand(args: string[]): Promise<number> {
@@ -22,10 +23,16 @@ export async function diffCommand(args: string[]): Promise<number> {
   const runId = positionals[0]!;
   const rec = await readRun(home.runs, runId);
   const file = path.join(runDir(home.runs, runId), 'diff.patch');
+  if (rec.workspace === 'persistent_directory') {
+    // No git, no patch: the changes each step made, as the record lists them.
+    const lines = rec.steps.flatMap((s) => (s.changes ? changeLines(s.id, s.changes) : []));
+    process.stdout.write(`${(lines.length ? lines : [`run ${runId} changed nothing${rec.status === 'running' ? ' yet' : ''}`]).map(values.raw ? (l) => l : visible).join('\n')}\n`);
+    return 0;
+  }
   if (!(await stat(file).catch(() => undefined))) {
     const why =
-      rec.workspace === 'persistent_directory'
-        ? 'it worked on a persistent directory; its changes are listed in runner runs show'
+      rec.status === 'not_started' || rec.status === 'queued'
+        ? 'it never started'
         : rec.status === 'running'
           ? 'it is still running'
           : 'it ended before its change was recorded';

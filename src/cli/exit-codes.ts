@@ -28,6 +28,7 @@ const BAD_INPUT_CODES = new Set([
   'run_live',
   'task_uncommitted',
   'bad_input',
+  'home_unreachable',
 ]);
 
 /** A run that ended in error for one of these failed as a step would have: exit 1. */

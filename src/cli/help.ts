@@ -10,8 +10,9 @@ Usage:
       (A persistent_directory project is worked on in place: no git.)
         --json             print one JSON summary on stdout at the end
                            (step output goes to stderr)
-        --home DIR         the runner home (default: $RUNNER_HOME,
-                           else $XDG_STATE_HOME/runner, else ~/.local/state/runner)
+        --home DIR         the runner home (default: $RUNNER_HOME, else
+                           /var/lib/runner for root, else $XDG_STATE_HOME/runner,
+                           else ~/.local/state/runner)
         --keep-workspace   keep the run's worktree and print its path
         --secrets-file F   read the pipeline's secrets from F (KEY=value lines,
                            dotenv format) rather than the environment
@@ -38,6 +39,7 @@ Usage:
   runner diff RUN_ID [--raw]  the run's whole change against its base
       Step-made text is shown with its control characters made visible
       (\x1b, \r); --raw prints the bytes as kept (runner diff ID --raw | git apply).
+  runner gc [--yes]        remove the worktrees ended runs kept (branches stay)
   runner push RUN_ID       push a run's branch again
   runner apply RUN_ID      the run's change into the project's checkout, uncommitted
   runner merge RUN_ID [--into BRANCH] [--squash] [--push]
@@ -47,7 +49,7 @@ Usage:
       verification_failed, patch_invalid, scope_violation, conflict) changes
       nothing and exits 1.
   runner serve --pipelines DIR [--home DIR] [--max-concurrent N] [--grace 30s]
-               [--listen 127.0.0.1:7700]
+               [--listen 127.0.0.1:7700] [--secrets-file F]
       Run the pipelines in DIR on their schedule: entries (cron, timezone,
       overlap, catchup), reloading DIR when it changes, with a JSON API on
       --listen (a non-loopback address needs RUNNER_TOKEN). SIGTERM: no new

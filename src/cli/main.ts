@@ -18,6 +18,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   apply: async () => (await import('./apply-command.js')).applyCommand,
   merge: async () => (await import('./merge-command.js')).mergeCommand,
   serve: async () => (await import('./serve-command.js')).serveCommand,
+  gc: async () => (await import('./gc-command.js')).gcCommand,
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -9,6 +9,7 @@ import { listRuns, readRun, runDir } from '../run/records.js';
 import { inspectProject } from '../workspace/project.js';
 import { parseFlags } from './args.js';
 import { openHome, openHomeWithRuns } from './context.js';
+import { changeLines } from './change-lines.js';
 import { printTable } from './table.js';
 
 export async function runsCommand(args: string[]): Promise<number> {
@@ -75,6 +76,8 @@ async function runsShow(args: string[]): Promise<number> {
         `  ${s.id.padEnd(16)} ${s.status.padEnd(11)} ${s.exitCode ?? '-'}`.padEnd(34) +
         ` ${formatDuration(s.durationMs).padStart(7)}  ${s.commit?.slice(0, 10) ?? ''}${s.limits?.length ? `  limits: ${s.limits.join(', ')}` : ''}${s.message ? `  ${s.message}` : ''}`,
     ),
+    // A persistent directory has no diff: what each step added, modified and deleted.
+    ...(r.workspace === 'persistent_directory' && r.steps.some((s) => s.changes) ? ['changes', ...r.steps.flatMap((s) => (s.changes ? changeLines(s.id, s.changes, '  ') : []))] : []),
   ];
   // Messages, outputs and errors carry step-made text: one line each, control characters shown.
   process.stdout.write(`${lines.map(visible).join('\n')}\n`);
@@ -93,8 +96,16 @@ async function runsPrune(args: string[]): Promise<number> {
     },
     [],
   );
-  const age = values['older-than'] ? parseDuration(values['older-than']) : undefined;
-  if (age === undefined) throw new UsageError('runs prune: --older-than is required, like 30d (runner --help)');
+  const given = values['older-than'];
+  if (given === undefined) throw new UsageError('runs prune: --older-than is required, like 30d (runner --help)');
+  const age = parseDuration(given);
+  if (age === undefined) {
+    throw new UsageError(
+      /^\d+$/.test(given)
+        ? `runs prune: --older-than ${given} has no unit: say ${given}d for days (or h, m, s)`
+        : `runs prune: --older-than takes a duration like 30d, 12h or 90m, got "${given}"`,
+    );
+  }
   const home = await openHome(values.home);
   const cutoff = Date.now() - age;
   const old = (await listRuns(home.runs)).filter((r) => r.status !== 'running' && Date.parse(r.startedAt) < cutoff);
@@ -109,6 +120,10 @@ async function runsPrune(args: string[]): Promise<number> {
       ` would be removed\n`,
   );
   if (!values.yes) {
+    printTable([
+      ['RUN', 'PIPELINE', 'STATUS', 'STARTED', 'BRANCH'],
+      ...old.map((r) => [r.runId, r.pipeline, r.status, r.startedAt.replace('T', ' ').slice(0, 19), branches.includes(r) ? `${r.branch} (removed)` : (r.branch ?? '-')]),
+    ]);
     process.stdout.write('nothing removed: run again with --yes to remove them\n');
     return 0;
   }

@@ -1,4 +1,4 @@
-/** `runner serve --pipelines DIR [--home DIR] [--max-concurrent N] [--grace 30s]` */
+/** `runner serve --pipelines DIR [--home DIR] [--max-concurrent N] [--grace 30s] [--listen H:P] [--secrets-file F]` */
 import { visible } from '../common/visible.js';
 import os from 'node:os';
 import path from 'node:path';
@@ -6,6 +6,7 @@ import { parseDuration } from '../common/durations.js';
 import { UsageError } from '../common/errors.js';
 import { DockerRuntime } from '../container/docker.js';
 import { Git } from '../git/git.js';
+import { readSecretsFile, secretsFileModeProblem } from '../run/secrets-file.js';
 import { serve } from '../serve/serve.js';
 import { canonicalHome } from '../workspace/home.js';
 import { parseFlags } from './args.js';
@@ -21,6 +22,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       'max-concurrent': { type: 'string' },
       grace: { type: 'string', default: '30s' },
       listen: { type: 'string', default: '127.0.0.1:7700' },
+      'secrets-file': { type: 'string' },
     },
     [],
   );
@@ -36,6 +38,11 @@ export async function serveCommand(args: string[]): Promise<number> {
     throw new UsageError(`serve: listening on ${listen.host} (not loopback) needs a token: set RUNNER_TOKEN, or listen on 127.0.0.1`);
   }
 
+  // Read now (a wrong path fails the start), then again as each run starts: a changed file applies to the next run.
+  const secretsFile = values['secrets-file'] ? path.resolve(values['secrets-file']) : undefined;
+  if (secretsFile) await readSecretsFile(secretsFile);
+  const secrets = async () => ({ ...process.env, ...(secretsFile ? await readSecretsFile(secretsFile) : {}) });
+
   const runtime = new DockerRuntime();
   await runtime.ping();
   const stop = new AbortController();
@@ -45,6 +52,8 @@ export async function serveCommand(args: string[]): Promise<number> {
     stop.abort();
   };
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, onSignal);
+  const loose = secretsFile ? await secretsFileModeProblem(secretsFile) : undefined;
+  if (loose) say(`warning: ${loose}`);
   await serve(
     {
       pipelinesDir: path.resolve(values.pipelines),
@@ -54,6 +63,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       stop: stop.signal,
       say,
       listen,
+      secrets,
       ...(token ? { token } : {}),
       reporterFor: (name) => {
         const prefixed = { write: (s: string) => process.stderr.write(s.replace(/^(?=.)/gm, `[${name}] `)) };

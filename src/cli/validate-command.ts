@@ -1,11 +1,34 @@
-/** `runner validate FILE` */
+/**
+ * `runner validate FILE`: every problem of the file with its line and column
+ * (exit 2), else ok. Warnings, not errors, for what this machine lacks and
+ * the one that runs the pipeline may have: the project path, an image.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { errorMessage } from '../common/errors.js';
+import { visible } from '../common/visible.js';
+import { DockerRuntime } from '../container/docker.js';
 import { loadPipeline } from '../pipeline/load.js';
+import { planSteps } from '../plan/step-plan.js';
 import { parseFlags } from './args.js';
 
 export async function validateCommand(args: string[]): Promise<number> {
   const { positionals } = parseFlags('validate', args, {}, ['FILE']);
   const file = positionals[0]!;
-  const { pipeline } = await loadPipeline(file);
+  const loaded = await loadPipeline(file);
+  const { pipeline } = loaded;
+  const warnings: string[] = [];
+  const project = path.resolve(loaded.dir, pipeline.project.path);
+  if (!existsSync(project)) warnings.push(`project path ${project} does not exist here (fine if the machine that runs the pipeline has it)`);
+  const images = [...new Set(planSteps(pipeline).map((s) => s.image))];
+  const runtime = new DockerRuntime();
+  try {
+    await runtime.ping();
+    for (const image of images) if (!(await runtime.hasImage(image))) warnings.push(`image ${image} is not on this machine's engine (build or pull it before a run here)`);
+  } catch (err) {
+    warnings.push(`images not checked: ${errorMessage(err)}`);
+  }
+  for (const w of warnings) process.stderr.write(`${visible(`${file}: warning: ${w}`)}\n`);
   process.stdout.write(`${file}: ok (pipeline ${pipeline.name}, ${pipeline.steps.length} step${pipeline.steps.length === 1 ? '' : 's'})\n`);
   return 0;
 }

@@ -32,11 +32,21 @@ export class DockerRuntime implements ContainerRuntime {
       await this.docker.ping();
     } catch (err) {
       const code = (err as HttpError).code ?? (err as HttpError).statusCode ?? errorMessage(err);
-      throw new ContainerError(
-        'docker_unreachable',
-        `docker is not reachable at ${describeEndpoint()} (${code}): start the engine (make docker) or set DOCKER_HOST`,
-        { cause: err },
-      );
+      const fix =
+        code === 'EACCES'
+          ? `this user (uid ${process.getuid?.()}) may not use the engine's socket: add it to the docker group (usermod -aG docker $USER, then log in again) or run as root`
+          : 'start the engine (make docker) or set DOCKER_HOST';
+      throw new ContainerError('docker_unreachable', `docker is not reachable at ${describeEndpoint()} (${code}): ${fix}`, { cause: err });
+    }
+  }
+
+  async hasImage(image: string): Promise<boolean> {
+    try {
+      await this.docker.getImage(image).inspect();
+      return true;
+    } catch (err) {
+      if (status(err) === 404) return false;
+      throw engineError(`inspecting image ${image}`, err);
     }
   }
 

@@ -76,6 +76,8 @@ export interface ContainerRuntime {
   ping(): Promise<void>;
   /** Pulls the image when it is not present locally, reporting progress. */
   ensureImage(image: string, onProgress: (p: PullProgress) => void): Promise<void>;
+  /** whether the engine has the image now (never pulls) */
+  hasImage(image: string): Promise<boolean>;
   create(spec: ContainerSpec): Promise<ContainerHandle>;
   /**
    * Throws a ContainerError with what to change when the engine would not find

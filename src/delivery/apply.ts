@@ -43,7 +43,7 @@ export async function applyRun(src: DeliverySource, scratchRoot: string): Promis
     if (r.code !== 0) {
       throw new DeliveryRefused(
         'patch_invalid',
-        `the run's change does not apply to ${project.root} at HEAD: ${r.stderr.trim().split('\n').slice(0, 5).join('; ')}; merge it instead (runner merge ${src.rec.runId}) to resolve`,
+        `the run's change does not apply to ${project.root} at HEAD: ${r.stderr.trim().split('\n').slice(0, 5).join('; ')}; the project changed where the run did: run the pipeline again on the current HEAD, or merge the run (runner merge ${src.rec.runId}) and settle any conflict by hand with git merge ${src.rec.branch}`,
       );
     }
     // The checkout is clean (checked above), so what applies to the index applies to the files.

@@ -15,6 +15,7 @@ export interface DeliverySource {
 
 export async function deliverySource(rec: RunRecord): Promise<DeliverySource> {
   if (rec.status === 'running') throw new DeliveryRefused('not_deliverable', `run ${rec.runId} is still running: wait for it to end`);
+  if (rec.status === 'queued' || rec.status === 'not_started') throw new DeliveryRefused('not_deliverable', `run ${rec.runId} never started: there is nothing to deliver`);
   if (!rec.branch || !rec.baseSha || !rec.headSha) {
     throw new DeliveryRefused('not_deliverable', `run ${rec.runId} has no branch (it worked on a persistent directory): there is nothing to deliver`);
   }

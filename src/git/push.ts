@@ -11,6 +11,8 @@ export type PushPolicy = 'auto' | 'always' | 'never';
 export type PushOutcome =
   | { pushed: true; remote: string }
   | { pushed: false; reason: 'policy_never' | 'no_remote' }
+  /** push: always, and the project has no such remote */
+  | { pushed: false; reason: 'no_remote_always'; remote: string }
   | { pushed: false; reason: 'push_failed'; remote: string; error: string };
 
 export async function remoteExists(git: Git, project: ProjectFacts, remote: string): Promise<boolean> {
@@ -28,7 +30,7 @@ export async function pushBranch(
   if (policy === 'never') return { pushed: false, reason: 'policy_never' };
   if (!(await remoteExists(git, project, remote))) {
     if (policy === 'auto') return { pushed: false, reason: 'no_remote' };
-    return { pushed: false, reason: 'push_failed', remote, error: `the project has no remote named "${remote}"` };
+    return { pushed: false, reason: 'no_remote_always', remote };
   }
   const ref = `refs/heads/${branch}`;
   // Not under the repository lock: a slow remote must not stall other runs.

@@ -9,6 +9,7 @@ import { didYouMean } from '../common/did-you-mean.js';
 import { PipelineError, type PipelineIssue } from '../common/errors.js';
 import { formatPath, positionOf, type DocPath } from './positions.js';
 import { checkRules } from './rules.js';
+import { salvagePipeline } from './salvage.js';
 import { KNOWN_KEYS, pipelineSchema, type PipelineFile } from './schema.js';
 
 export function parsePipeline(text: string, file: string): PipelineFile {
@@ -50,14 +51,20 @@ export function parsePipeline(text: string, file: string): PipelineFile {
   }
 
   const parsed = pipelineSchema.safeParse(data, { reportInput: true });
-  if (!parsed.success) {
-    throw new PipelineError(file, sortIssues(parsed.error.issues.flatMap((i) => schemaIssue(i, at))));
+  const schemaIssues = parsed.success ? [] : parsed.error.issues.flatMap((i) => schemaIssue(i, at));
+  // The rules run on what has its shape, so every problem shows at once; one about a part the
+  // schema already refused (a step with "nothing to run" whose run: is not a string) is left out.
+  let ruleIssues: PipelineIssue[] = [];
+  try {
+    const checked = parsed.success ? parsed.data : salvagePipeline(data as Record<string, unknown>);
+    ruleIssues = checkRules(checked)
+      .map((r) => at(r.path, r.message, r.atKey))
+      .filter((r) => !schemaIssues.some((s) => s.path === r.path || s.path.startsWith(`${r.path}.`) || s.path.startsWith(`${r.path}[`)));
+  } catch {
+    // a shape the rules cannot read: the schema's problems say enough
   }
-
-  const ruleIssues = checkRules(parsed.data);
-  if (ruleIssues.length > 0) {
-    throw new PipelineError(file, sortIssues(ruleIssues.map((r) => at(r.path, r.message, r.atKey))));
-  }
+  const issues = [...schemaIssues, ...ruleIssues];
+  if (issues.length > 0 || !parsed.success) throw new PipelineError(file, sortIssues(issues));
   return parsed.data;
 }
 
@@ -67,13 +74,21 @@ function schemaIssue(issue: z.core.$ZodIssue, at: At): PipelineIssue[] {
   const path = issue.path.filter((s): s is string | number => typeof s !== 'symbol');
   if (issue.code === 'unrecognized_keys') {
     const known = knownKeysAt(path);
-    return issue.keys.map((key) => at([...path, key], `unknown key "${key}"${didYouMean(key, known)}`, true));
+    return issue.keys.map((key) => at([...path, key], `unknown key "${key}"${didYouMean(key, known) || flowHint(key)}`, true));
   }
   if (issue.input === undefined && path.length > 0) {
     const key = path[path.length - 1];
     return [at(path.slice(0, -1), `missing required key "${String(key)}"`)];
   }
   return [at(path, issue.message)];
+}
+
+/** Keys other tools use to jump or loop: how this format does it. */
+const FLOW_KEYS = new Set(['on_failure', 'on_success', 'next', 'goto', 'loop', 'repeat', 'retry', 'retries', 'until', 'while', 'if', 'when', 'needs', 'depends_on']);
+
+function flowHint(key: string): string {
+  if (!FLOW_KEYS.has(key)) return '';
+  return ': steps run in the order of the file and a failure stops the run (continue_on_error: true lets the next step run anyway); this format has no jumps, loops, retries or conditions yet (docs/pipeline-format.md, "Flow")';
 }
 
 function knownKeysAt(path: DocPath): readonly string[] {

@@ -131,6 +131,13 @@ function checkExpression(
   inPrompt: boolean,
 ): string | undefined {
   const expr = found.expr;
+  if (!expr && /^secrets\.[A-Za-z_][A-Za-z0-9_]*$/.test(found.text)) {
+    const name = found.text.slice('secrets.'.length);
+    return (
+      `${found.raw}: secrets are not expressions here; list ${name} under the top-level secrets: and the step's secrets:, and it reaches ` +
+      `the step as the environment variable ${name} ("$${name}" in run:), masked in every log`
+    );
+  }
   if (!expr) {
     return (
       `unknown expression ${found.raw}: expected \${{ prompt }}, \${{ inputs.<name> }} or \${{ steps.<id>.outputs.<key> }}` +

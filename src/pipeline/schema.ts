@@ -40,9 +40,9 @@ const envMap = z.record(envName, z.union([z.string(), z.number(), z.boolean()]).
 
 const resources = z.strictObject({
   memory: size.optional(),
-  cpus: z.number().positive('expected a positive number of CPUs, like 1.5').optional(),
-  pids: z.number().int().positive('expected a positive whole number of processes').optional(),
-  open_files: z.number().int().min(16, 'expected a whole number of open files, at least 16').optional(),
+  cpus: z.number({ error: 'expected a number of CPUs, like 1.5' }).positive('expected a positive number of CPUs, like 1.5').optional(),
+  pids: z.number({ error: 'expected a whole number of processes, like 512' }).int().positive('expected a positive whole number of processes').optional(),
+  open_files: z.number({ error: 'expected a whole number of open files, like 4096' }).int().min(16, 'expected a whole number of open files, at least 16').optional(),
   file_size: size.optional(),
 });
 
@@ -52,7 +52,7 @@ const user = z
   .regex(/^(auto|\d+(:\d+)?)$/, 'expected auto, or a numeric uid or uid:gid like 1000:1000');
 
 /** Settings a step, an agent profile or `defaults` may carry. */
-const stepSettings = {
+export const stepSettings = {
   image: z.string().min(1).optional(),
   resources: resources.optional(),
   network: network.optional(),

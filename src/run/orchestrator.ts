@@ -14,9 +14,11 @@ import type { LoadedPipeline } from '../pipeline/load.js';
 import { resolveInputs } from '../pipeline/inputs.js';
 import type { RunIdentity } from '../plan/render.js';
 import { planSteps, secretsNeeded, type StepPlan } from '../plan/step-plan.js';
-import { RunnerHome } from '../workspace/home.js';
+import { resolveHome, RunnerHome } from '../workspace/home.js';
 import { openWorkspace, prepareWorkspace, type TaskFlags } from '../workspace/open.js';
 import { GitWorkspace } from '../workspace/git-workspace.js';
+import { checkHomeReachable } from '../workspace/home-access.js';
+import { runBranch } from '../workspace/run-worktree.js';
 import type { Workspace } from '../workspace/workspace.js';
 import { HookRunner } from './hook-runner.js';
 import type { RunRecord } from './record.js';
@@ -70,6 +72,7 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
   const prepared = await maskErrors(masker, async () => {
     const userSettings = plans.map((s) => s.user);
     const p = await prepareWorkspace(pipeline, opts.loaded.dir, opts.task, userSettings, deps.makeGit);
+    if (p.kind !== 'persistent_directory') await checkHomeReachable(opts.home, p.project, p.project.root);
     await deps.runtime.ping();
     for (const image of new Set(plans.map((s) => s.image))) {
       await deps.runtime.ensureImage(image, (pr) => deps.reporter.pullProgress(image, pr));
@@ -118,6 +121,11 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
   let ws: Workspace | undefined;
   let hooks: HookRunner | undefined;
   let removeWorkspace = false;
+  // The branch a run makes is named by its record before it exists: a crash in between leaves no branch prune cannot find.
+  if (prepared.kind === 'git_worktree') {
+    record.branch = runBranch(runId);
+    await store.writeRecord(record);
+  }
   try {
     ws = await openWorkspace({
       prepared,
@@ -171,7 +179,7 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     } catch (err) {
       deps.reporter.warn(`could not check for leftover containers of run ${record.runId}: ${errorMessage(err)}`);
     }
-    if (ws) await finishWorkspace(deps, ws, hooks, record, store, removeWorkspace);
+    if (ws) await finishWorkspace(opts, deps, ws, hooks, record, store, removeWorkspace);
     const finishedAt = deps.clock();
     record.finishedAt = finishedAt.toISOString();
     record.durationMs = finishedAt.getTime() - startedAt.getTime();
@@ -243,6 +251,7 @@ async function runSteps(
 
 /** after_run, then (for a workspace that goes) before_remove and removal; else release. Hooks run even after a cancel. */
 async function finishWorkspace(
+  opts: ExecOptions,
   deps: ExecDeps,
   ws: Workspace,
   hooks: HookRunner | undefined,
@@ -266,7 +275,8 @@ async function finishWorkspace(
       await ws.release(false);
       if (ws.disposable) {
         record.keptWorkspace = true;
-        deps.reporter.info(`workspace kept at ${ws.path} (remove it with: git -C ${ws.project} worktree remove --force ${ws.path})`);
+        const homeFlag = path.resolve(resolveHome(undefined)) === opts.home ? '' : ` --home ${opts.home}`;
+        deps.reporter.info(`workspace kept at ${ws.path} (once you are done with it: runner gc --yes${homeFlag})`);
       }
     }
   } catch (err) {
@@ -309,6 +319,12 @@ async function push(
       if (record.status === 'succeeded') record.status = 'error';
       record.error ??= { code: 'push_failed', message: msg };
     }
+    deps.reporter.warn(msg);
+  } else if (outcome.reason === 'no_remote_always') {
+    const msg = `push: always, but the project ${ws.project} has no remote "${project.remote}": add it (git -C ${ws.project} remote add ${project.remote} URL) and push the branch (runner push ${record.runId}), or set project.remote or push: auto`;
+    record.push = { remote: outcome.remote, reason: 'push_failed', error: `no remote "${project.remote}"` };
+    if (record.status === 'succeeded') record.status = 'error';
+    record.error ??= { code: 'push_failed', message: msg };
     deps.reporter.warn(msg);
   } else {
     record.push = { reason: outcome.reason };

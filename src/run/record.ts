@@ -2,7 +2,8 @@
 import type { WorkspaceKind } from '../workspace/workspace.js';
 import type { StepResult } from './step-result.js';
 
-export type RunStatus = 'running' | 'succeeded' | 'failed' | 'canceled' | 'error' | 'interrupted';
+/** queued: accepted by runner serve, waiting to start; not_started: it never did (its error says why) */
+export type RunStatus = 'queued' | 'not_started' | 'running' | 'succeeded' | 'failed' | 'canceled' | 'error' | 'interrupted';
 
 export interface RunRecord {
   runId: string;
@@ -20,7 +21,10 @@ export interface RunRecord {
   baseSha: string | null;
   headSha: string | null;
   status: RunStatus;
+  /** when it started; for a queued or not_started run, when it was asked for */
   startedAt: string;
+  /** what asked for it, for runs runner serve accepted: its schedule, a catch-up, a trigger */
+  requestedBy?: 'schedule' | 'catchup' | 'trigger';
   finishedAt: string | null;
   durationMs: number | null;
   pushed: boolean;

@@ -6,7 +6,8 @@ export function resolveSecrets(names: readonly string[], source: Readonly<Record
   if (missing.length > 0) {
     throw new RunnerError(
       'secret_missing',
-      `secret${missing.length > 1 ? 's' : ''} ${missing.join(', ')} named by the pipeline ${missing.length > 1 ? 'are' : 'is'} not set: export ${missing[0]}=... in the runner's environment`,
+      `secret${missing.length > 1 ? 's' : ''} ${missing.join(', ')} named by the pipeline ${missing.length > 1 ? 'are' : 'is'} not set: ` +
+        `give ${missing.length > 1 ? 'them' : 'it'} in the runner's environment (export ${missing[0]}=...) or in a file of NAME=value lines passed with --secrets-file`,
     );
   }
   return Object.fromEntries(names.map((n) => [n, source[n]!]));

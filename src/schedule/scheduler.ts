@@ -29,6 +29,8 @@ export interface SchedulerDeps {
   /** the last time an entry fired, as recorded (for catch-up) */
   lastFire: (pipeline: string, entry: number) => Date | undefined;
   recordFire: (pipeline: string, entry: number, at: Date) => void;
+  /** told of each run the moment it is accepted (given its id), before it can start */
+  accepted?: (run: Pending) => void;
   log: (message: string) => void;
 }
 
@@ -95,9 +97,18 @@ export class Scheduler {
   trigger(pipeline: string, inputs?: Record<string, string>): string | undefined {
     if (this.stopped || !this.pipelines.has(pipeline)) return undefined;
     const p: Pending = { pipeline, why: 'trigger', runId: this.d.newRunId(), ...(inputs ? { inputs } : {}) };
+    this.d.accepted?.(p);
     this.waiting.push(p);
     this.pump();
     return p.runId;
+  }
+
+  /** A run accepted before (by a server that stopped): back in the queue, under its own id. False for an unknown pipeline. */
+  requeue(p: Pending): boolean {
+    if (this.stopped || !this.pipelines.has(p.pipeline)) return false;
+    this.waiting.push(p);
+    this.pump();
+    return true;
   }
 
   /** The runs asked for that have not started, in the order they will start. */
@@ -156,10 +167,14 @@ export class Scheduler {
     if (decision.action === 'skip') {
       this.d.log(`${pipeline}: fire skipped: ${decision.reason}`);
     } else if (decision.action === 'queue') {
-      this.heldBack.set(pipeline, { pipeline, why, runId: this.d.newRunId() });
+      const p: Pending = { pipeline, why, runId: this.d.newRunId() };
+      this.d.accepted?.(p);
+      this.heldBack.set(pipeline, p);
       this.d.log(`${pipeline}: queued behind its running run`);
     } else {
-      this.waiting.push({ pipeline, why, runId: this.d.newRunId() });
+      const p: Pending = { pipeline, why, runId: this.d.newRunId() };
+      this.d.accepted?.(p);
+      this.waiting.push(p);
       this.pump();
     }
   }

@@ -7,7 +7,8 @@
  *                                      an optional JSON body {"inputs": {"name": "value"}} sets the pipeline's inputs
  *   GET  /api/runs[?pipeline=&status=&limit=] this server's queued and running runs, then the other records, newest first
  *                                      (summaries: the whole record is GET /api/runs/:id)
- *   GET  /api/runs/:id                 one run: its record, or {status: queued | starting | not_started, error}
+ *   GET  /api/runs/:id                 one run: its record (not_started with its error, for one that never did), or
+ *                                      {status: queued | starting} while this server holds it
  *   GET  /api/runs/:id/log             the run's log, live, as Server-Sent Events
  *   GET  /api/runs/:id/diff            the run's change against its base, as a patch
  *   POST /api/runs/:id/cancel          cancel a run this server is running or has queued
@@ -27,25 +28,34 @@ import { listRuns, readRun, runDir } from '../run/records.js';
 import { checkAccess, LOGGED_OUT_COOKIE, sessionCookie, tokenMatches } from './access.js';
 import { SECURITY_HEADERS, withLoginError, withLogout, type Asset } from './dashboard.js';
 
+/** A run this server holds and that has no record of its own yet. */
 export interface NotStarted {
   runId: string;
   pipeline: string | null;
   /** starting: taken from the queue, its record not written yet (workspace, images) */
-  status: 'queued' | 'starting' | 'not_started';
-  /** what asked for the run (queued and starting runs) */
+  status: 'queued' | 'starting';
+  /** what asked for the run */
   why?: string;
-  error: string | null;
+  error: null;
 }
 
 export interface ServeState {
-  pipelines(): Array<{ name: string | null; file: string; nextRuns: string[]; errors: string[]; inputs: Record<string, { description?: string | undefined; default?: string | undefined }> }>;
+  pipelines(): Array<{
+    name: string | null;
+    file: string;
+    nextRuns: string[];
+    errors: string[];
+    inputs: Record<string, { description?: string | undefined; default?: string | undefined }>;
+    /** its newest run, when that one could not start */
+    lastFailure: { runId: string; at: string; error: string } | null;
+  }>;
   /** the new run's id, or undefined for an unknown pipeline; throws bad_input for inputs the pipeline does not take */
   trigger(name: string, inputs: Record<string, string>): string | undefined;
   cancel(runId: string): boolean;
   queueLength(): number;
   /** ids of the runs this server has queued, then of those it has started (with a record, or about to write one) */
   active(): string[];
-  /** a run given an id that has no record (yet): queued, starting, or never started and why */
+  /** a run this server holds queued, or is starting (its record not written yet) */
   notStarted(runId: string): NotStarted | undefined;
   runsDir: string;
 }
@@ -56,14 +66,19 @@ const ID = '([A-Za-z0-9._-]+)';
 
 export function createApi(state: ServeState, token: string | undefined, assets: Map<string, Asset>): http.Server {
   const dashboard = token && assets.has('/') ? new Map([...assets, ['/', withLogout(assets.get('/')!)]]) : assets;
-  const record = async (id: string) => {
+  // A run's record; while this server holds it queued or is starting it, what it is doing now.
+  const record = async (id: string): Promise<RunRecord | NotStarted> => {
+    let rec: RunRecord | undefined;
     try {
-      return await readRun(state.runsDir, id);
+      rec = await readRun(state.runsDir, id);
     } catch (err) {
-      const pending = err instanceof RunnerError && err.code === 'run_unknown' ? state.notStarted(id) : undefined;
-      if (pending) return pending;
-      throw err;
+      if (!(err instanceof RunnerError && err.code === 'run_unknown')) throw err;
     }
+    if (rec && rec.status !== 'queued') return rec;
+    const pending = state.notStarted(id);
+    if (pending) return pending;
+    if (rec) return rec;
+    throw new RunnerError('run_unknown', `no run ${id} in ${state.runsDir}`);
   };
   const routes: Array<[string, RegExp, Handler]> = [
     ['GET', /^\/healthz$/, async (_q, res) => json(res, 200, { ok: true })],
@@ -205,7 +220,13 @@ async function sendDiff(res: http.ServerResponse, runsDir: string, runId: string
   const size = (await stat(file).catch(() => undefined))?.size;
   if (size === undefined) {
     const why =
-      rec.workspace === 'persistent_directory' ? 'it worked on a persistent directory' : rec.status === 'running' ? 'it is still running' : 'it ended before its change was recorded';
+      rec.workspace === 'persistent_directory'
+        ? "it worked on a persistent directory: its changes are in the record's steps[].changes"
+        : rec.status === 'not_started' || rec.status === 'queued'
+          ? 'it never started'
+          : rec.status === 'running'
+            ? 'it is still running'
+            : 'it ended before its change was recorded';
     throw new RunnerError('no_diff', `run ${runId} has no diff: ${why}`);
   }
   res.writeHead(200, { 'content-type': 'text/x-diff; charset=utf-8', 'content-length': size, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
@@ -226,7 +247,9 @@ function json(res: http.ServerResponse, status: number, body: unknown): void {
  */
 async function followLog(req: http.IncomingMessage, res: http.ServerResponse, runsDir: string, runId: string, record: (id: string) => Promise<RunRecord | NotStarted>): Promise<void> {
   const first = await record(runId); // 404 for an unknown run, before the stream starts
-  if (first.status === 'not_started') throw new RunnerError('run_unknown', `run ${runId} never started, so it has no log: ${(first as NotStarted).error}`);
+  if (first.status === 'not_started' && 'steps' in first) {
+    throw new RunnerError('run_unknown', `run ${runId} never started, so it has no log: ${first.error?.message ?? 'it did not start'}`);
+  }
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive' });
   const cursor = new LogCursor(path.join(runDir(runsDir, runId), 'steps'));
   let open = true;

@@ -10,7 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from '../common/atomic-write.js';
-import { errorMessage, RunnerError } from '../common/errors.js';
+import { errorMessage, RunnerError, UsageError } from '../common/errors.js';
+import { tryLock } from '../common/kernel-lock.js';
 import type { ContainerRuntime } from '../container/runtime.js';
 import type { Git, GitIdentity } from '../git/git.js';
 import { resolveInputs } from '../pipeline/inputs.js';
@@ -18,11 +19,13 @@ import { executeRun } from '../run/orchestrator.js';
 import { reconcile } from '../run/reconcile.js';
 import type { Reporter } from '../run/reporter.js';
 import { newRunId } from '../run/run-id.js';
-import { Scheduler, type ScheduledPipeline } from '../schedule/scheduler.js';
+import type { RunRecord } from '../run/record.js';
+import { Scheduler, type Pending, type ScheduledPipeline } from '../schedule/scheduler.js';
 import { RunnerHome } from '../workspace/home.js';
 import { createApi } from './api.js';
 import { loadDashboard } from './dashboard.js';
 import { PipelineDir } from './pipeline-dir.js';
+import { RunRequests } from './run-requests.js';
 
 export interface ServeOptions {
   pipelinesDir: string;
@@ -38,6 +41,8 @@ export interface ServeOptions {
   listen?: { host: string; port: number };
   /** required on every API call but /healthz, when set */
   token?: string;
+  /** where each run's secrets are read from, as it starts (the environment, a --secrets-file) */
+  secrets?: () => Promise<Readonly<Record<string, string | undefined>>>;
 }
 
 export interface ServeDeps {
@@ -48,6 +53,9 @@ export interface ServeDeps {
 export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
   const home = new RunnerHome(o.home);
   await home.ensure();
+  // One server a home: a second would run the same queue twice.
+  const serverLock = await tryLock('serve', home.root);
+  if (!serverLock) throw new UsageError(`another runner serve is using the runner home ${home.root}: stop it, or give this one another --home`);
   // In a container (docker compose), the home must be the host's directory at the same path: steps mount from it.
   await deps.runtime.checkHostPaths([home.root]);
   const recovered = await reconcile({ runtime: deps.runtime, makeGit: deps.makeGit, clock: () => new Date(), say: o.say }, home);
@@ -56,7 +64,19 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
   const fires = await FireLog.open(path.join(home.root, 'schedule.json'));
   const dir = new PipelineDir(o.pipelinesDir);
   const live = new Map<string, { pipeline: string; why: string; cancel: AbortController; done: Promise<void> }>(); // by run id
-  const notStarted = new RecentFailures(100);
+  const requests = new RunRequests(home.runs);
+  const lastFailure = await requests.lastFailures(); // by pipeline: its newest run, when that one could not start
+  const recorded = new Map<string, Promise<void>>(); // run id → its queued record, written
+  const loadedOf = (name: string) => dir.pipelines().find((p) => p.pipeline.name === name);
+  const neverStarted = async (p: Pending, code: string, message: string) => {
+    await recorded.get(p.runId);
+    recorded.delete(p.runId);
+    const rec = await requests.notStarted(p, loadedOf(p.pipeline), { code, message }, new Date()).catch((err) => {
+      o.say(`${p.pipeline}: could not record that run ${p.runId} did not start: ${errorMessage(err)}`);
+      return undefined;
+    });
+    if (rec?.status === 'not_started') lastFailure.set(p.pipeline, rec);
+  };
 
   const scheduler = new Scheduler({
     now: () => new Date(),
@@ -69,15 +89,23 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
     recordFire: (p, i, at) => fires.set(p, i, at),
     log: o.say,
     newRunId: () => newRunId(new Date()),
-    start: ({ pipeline: name, why, runId, inputs }) => {
-      const loaded = dir.pipelines().find((p) => p.pipeline.name === name);
+    accepted: (p) => {
+      const written = requests.queued(p, loadedOf(p.pipeline), new Date()).catch((err) => o.say(`${p.pipeline}: could not record run ${p.runId} as queued: ${errorMessage(err)}`));
+      recorded.set(p.runId, written);
+    },
+    start: async (p) => {
+      const { pipeline: name, why, runId, inputs } = p;
+      await recorded.get(runId); // its queued record is on disk before its own replaces it
+      recorded.delete(runId);
+      const loaded = loadedOf(name);
       if (!loaded) {
-        notStarted.add(runId, name, `the pipeline ${name} was removed before the run could start`);
-        return Promise.resolve();
+        await neverStarted(p, 'pipeline_gone', `the pipeline ${name} was removed from ${o.pipelinesDir} before the run could start`);
+        return;
       }
       const cancel = new AbortController();
       o.say(`${name}: starting run ${runId} (${why})`);
-      const done = executeRun(
+      const secrets = o.secrets ?? (async () => process.env);
+      const done = secrets().then((secretSource) => executeRun(
         {
           runtime: deps.runtime,
           makeGit: deps.makeGit,
@@ -86,12 +114,15 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
           signal: cancel.signal,
           killSignal: new AbortController().signal,
         },
-        { loaded, home: home.root, keepWorkspace: false, secretSource: process.env, runId, ...(inputs ? { inputs } : {}) },
-      ).then(
-        (r) => o.say(`${name}: run ${r.runId} ${r.status}`),
-        (err) => {
-          notStarted.add(runId, name, errorMessage(err));
+        { loaded, home: home.root, keepWorkspace: false, secretSource, runId, ...(inputs ? { inputs } : {}) },
+      )).then(
+        (r) => {
+          lastFailure.delete(name);
+          o.say(`${name}: run ${r.runId} ${r.status}`);
+        },
+        async (err) => {
           o.say(`${name}: run ${runId} could not start: ${errorMessage(err)}`);
+          await neverStarted(p, err instanceof RunnerError ? err.code : 'internal', errorMessage(err));
         },
       );
       const entry = { pipeline: name, why, cancel, done: done.finally(() => live.delete(runId)) };
@@ -108,6 +139,14 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
     o.say(`watching ${list.length} pipeline(s): ${list.map((p) => p.name).join(', ') || 'none'}`);
   };
   await reload();
+
+  // Runs an earlier server accepted and never started: taken up again, in the order they were asked for.
+  const left = await requests.leftQueued();
+  if (left.length) o.say(`taking up ${left.length} run(s) queued before the last stop`);
+  for (const rec of left) {
+    const p: Pending = { pipeline: rec.pipeline, why: rec.requestedBy ?? 'trigger', runId: rec.runId, ...(rec.inputs ? { inputs: rec.inputs } : {}) };
+    if (!scheduler.requeue(p)) await neverStarted(p, 'pipeline_gone', `the pipeline ${rec.pipeline} is no longer in ${o.pipelinesDir}`);
+  }
 
   let watcher: FSWatcher | undefined;
   let pending: NodeJS.Timeout | undefined;
@@ -138,7 +177,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
         cancel: (runId) => {
           const dropped = scheduler.dequeue(runId);
           if (dropped) {
-            notStarted.add(runId, dropped.pipeline, 'canceled before it started');
+            void neverStarted(dropped, 'canceled', 'canceled before it started');
             return true;
           }
           const run = live.get(runId);
@@ -150,7 +189,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
           if (q) return { runId, pipeline: q.pipeline, status: 'queued', why: q.why, error: null };
           const started = live.get(runId); // asked for before its record is written (workspace, images)
           if (started) return { runId, pipeline: started.pipeline, status: 'starting', why: started.why, error: null };
-          return notStarted.get(runId);
+          return undefined;
         },
         active: () => [...scheduler.queued().map((p) => p.runId), ...live.keys()],
         pipelines: () =>
@@ -160,6 +199,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
             nextRuns: st.loaded ? scheduler.nextFires(st.loaded.pipeline.name).map((d) => d.toISOString()) : [],
             inputs: st.loaded?.pipeline.inputs ?? {},
             errors: st.errors,
+            lastFailure: failureOf(st.loaded ? lastFailure.get(st.loaded.pipeline.name) : undefined),
           })),
       },
       o.token,
@@ -174,10 +214,13 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
   }
 
   await new Promise<void>((resolve) => (o.stop.aborted ? resolve() : o.stop.addEventListener('abort', () => resolve(), { once: true })));
-  o.say(`stopping: no new runs; ${live.size} running run(s) get ${Math.round(o.graceMs / 1000)} s to finish`);
+  const waiting = scheduler.queued().length;
+  o.say(
+    `stopping: no new runs; ${live.size} running run(s) get ${Math.round(o.graceMs / 1000)} s to finish` +
+      (waiting ? `; ${waiting} queued run(s) stay queued for the next start` : ''),
+  );
+  // The API keeps answering (reads, live logs; a trigger is a 503) until the last run has ended.
   scheduler.stop();
-  api?.close();
-  api?.closeAllConnections();
   watcher?.close();
   clearInterval(rescan);
   clearTimeout(pending);
@@ -188,6 +231,17 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
     for (const r of live.values()) r.cancel.abort();
     await all;
   }
+  await Promise.all(recorded.values());
+  if (api) {
+    const closed = new Promise<void>((r) => api!.close(() => r()));
+    api.closeAllConnections();
+    await closed;
+  }
+  await serverLock.release();
+}
+
+function failureOf(r: RunRecord | undefined): { runId: string; at: string; error: string } | null {
+  return r ? { runId: r.runId, at: r.finishedAt ?? r.startedAt, error: r.error?.message ?? 'it did not start' } : null;
 }
 
 function toScheduled(l: { pipeline: { name: string; schedule?: Array<{ cron: string; timezone?: string | undefined; overlap: 'skip' | 'queue' | 'allow'; catchup: boolean }> | undefined } }): ScheduledPipeline {
@@ -220,21 +274,5 @@ class FireLog {
   set(pipeline: string, entry: number, at: Date): void {
     this.data[`${pipeline}#${entry}`] = at.toISOString();
     void writeFileAtomic(this.file, JSON.stringify(this.data, null, 2)).catch(() => undefined);
-  }
-}
-
-/** Runs given an id that never got a record (the pipeline broke, or they were canceled while queued), so the API can say why. */
-class RecentFailures {
-  private readonly byId = new Map<string, { runId: string; pipeline: string | null; status: 'not_started'; error: string }>();
-
-  constructor(private readonly keep: number) {}
-
-  add(runId: string, pipeline: string | null, error: string): void {
-    this.byId.set(runId, { runId, pipeline, status: 'not_started', error });
-    if (this.byId.size > this.keep) this.byId.delete(this.byId.keys().next().value!);
-  }
-
-  get(runId: string) {
-    return this.byId.get(runId);
   }
 }

@@ -75,7 +75,10 @@ export async function createWorktree(
     return await describeWorktree(git, project, target, branch, baseSha);
   } catch (err) {
     await rm(target, { recursive: true, force: true }).catch(() => undefined);
-    await git.run(['worktree', 'prune'], { cwd: project.root, gitDir: project.commonDir, allowFail: true }).catch(() => undefined);
+    const call = { cwd: project.root, gitDir: project.commonDir, allowFail: true };
+    await git.run(['worktree', 'prune'], call).catch(() => undefined);
+    // A branch made for this worktree goes with it (only if it is still where it was made: nothing else is on it).
+    if ('newFrom' in start) await git.run(['update-ref', '-d', `refs/heads/${branch}`, start.newFrom], call).catch(() => undefined);
     throw err;
   }
 }

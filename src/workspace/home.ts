@@ -7,9 +7,13 @@ import { mkdir, realpath } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
-export function resolveHome(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+/** Root's default home: system state lives in /var/lib, where every project's owner can reach it (/root is mode 700). */
+export const ROOT_HOME = '/var/lib/runner';
+
+export function resolveHome(flag: string | undefined, env: NodeJS.ProcessEnv = process.env, uid = process.getuid?.()): string {
   if (flag) return path.resolve(flag);
   if (env.RUNNER_HOME) return path.resolve(env.RUNNER_HOME);
+  if (uid === 0) return ROOT_HOME;
   if (env.XDG_STATE_HOME) return path.join(path.resolve(env.XDG_STATE_HOME), 'runner');
   return path.join(os.homedir(), '.local', 'state', 'runner');
 }

@@ -8,6 +8,7 @@ import { WorkspaceError } from '../common/errors.js';
 import type { Mount } from '../container/runtime.js';
 import { resolveUser } from '../plan/step-plan.js';
 import { lockWorkspace, type LockWait } from './dir-lock.js';
+import { missingProject } from './project.js';
 import { diffSnapshots, takeSnapshot, type Snapshot } from './snapshot.js';
 import type { StepWork, Workspace } from './workspace.js';
 
@@ -18,7 +19,7 @@ export async function checkPersistentDir(
   userSettings: string[],
 ): Promise<{ uid: number; gid: number }> {
   const st = await lstat(dir).catch(() => undefined);
-  if (!st) throw new WorkspaceError('project_missing', `project path ${dir} does not exist: create it, or fix project.path`);
+  if (!st) throw missingProject(dir, 'create it, or fix project.path');
   if (st.isSymbolicLink()) {
     const to = await readlink(dir).catch(() => '?');
     throw new WorkspaceError('project_symlink', `project path ${dir} is a symlink (to ${to}): point project.path at the directory itself`);

@@ -1,4 +1,5 @@
 /** Facts about the project a pipeline names: where it is, its repository, its owner. */
+import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { WorkspaceError } from '../common/errors.js';
@@ -13,13 +14,28 @@ export interface ProjectFacts {
   gid: number;
 }
 
+/**
+ * Why a project path is missing, and what to do. In the runner's own container
+ * (docker compose) a path that exists on the host is not seen unless mounted.
+ */
+export function missingProject(dir: string, fix: string, inContainer = existsSync('/.dockerenv')): WorkspaceError {
+  if (inContainer) {
+    return new WorkspaceError(
+      'project_missing',
+      `project path ${dir} is not visible inside the runner's container (runner serve runs in Docker): put the project under ` +
+        `RUNNER_PROJECTS, which is mounted at the same path, and point project.path there, or mount its folder at the same path in docker-compose.yml`,
+    );
+  }
+  return new WorkspaceError('project_missing', `project path ${dir} does not exist: ${fix}`);
+}
+
 /** uid and gid of the project directory; an error that says what is wrong when it is missing. */
 export async function projectOwner(dir: string): Promise<{ uid: number; gid: number }> {
   let st;
   try {
     st = await stat(dir);
   } catch {
-    throw new WorkspaceError('project_missing', `project path ${dir} does not exist: fix project.path in the pipeline file`);
+    throw missingProject(dir, 'fix project.path in the pipeline file');
   }
   if (!st.isDirectory()) {
     throw new WorkspaceError('project_not_dir', `project path ${dir} is not a directory: fix project.path in the pipeline file`);

@@ -5,6 +5,10 @@ import { createWorktree } from './git-worktree.js';
 import { GitWorkspace } from './git-workspace.js';
 import type { ProjectFacts } from './project.js';
 
+export function runBranch(runId: string): string {
+  return `run/${runId}`;
+}
+
 export async function openRunWorktree(
   git: Git,
   project: ProjectFacts,
@@ -13,7 +17,7 @@ export async function openRunWorktree(
   baseSha: string,
   push: { remote: string; policy: PushPolicy },
 ): Promise<GitWorkspace> {
-  const wt = await createWorktree(git, project, worktreesRoot, runId, `run/${runId}`, { newFrom: baseSha });
+  const wt = await createWorktree(git, project, worktreesRoot, runId, runBranch(runId), { newFrom: baseSha });
   return new GitWorkspace({
     kind: 'git_worktree',
     wt,

@@ -68,15 +68,15 @@ test('exec on an invalid file exits 2 and creates nothing', async () => {
   assert.equal(existsSync(f.home), false);
 });
 
-test('a named secret that is not set is an error before anything starts (exit 2)', async () => {
+test('named secrets that are not set are an error before anything starts (exit 2), all named, both ways to give them said', async () => {
   const f = await fixture();
   const file = await writePipeline(
     f,
-    pipelineYaml('  - id: a\n    run: "true"\n    secrets: [RUNNER_TEST_UNSET_SECRET]\n').replace('steps:', 'secrets: [RUNNER_TEST_UNSET_SECRET]\nsteps:'),
+    pipelineYaml('  - id: a\n    run: "true"\n    secrets: [RUNNER_TEST_UNSET_SECRET, RUNNER_TEST_OTHER]\n').replace('steps:', 'secrets: [RUNNER_TEST_UNSET_SECRET, RUNNER_TEST_OTHER]\nsteps:'),
   );
-  const r = await runCli(['exec', file, '--home', f.home], { env: { RUNNER_TEST_UNSET_SECRET: '' } });
+  const r = await runCli(['exec', file, '--home', f.home], { env: { RUNNER_TEST_UNSET_SECRET: '', RUNNER_TEST_OTHER: '' } });
   assert.equal(r.code, 2, r.stderr);
-  assert.match(r.stderr, /secret RUNNER_TEST_UNSET_SECRET named by the pipeline is not set/);
+  assert.match(r.stderr, /secrets RUNNER_TEST_UNSET_SECRET, RUNNER_TEST_OTHER named by the pipeline are not set: give them in the runner's environment \(export RUNNER_TEST_UNSET_SECRET=\.\.\.\) or in a file of NAME=value lines passed with --secrets-file/);
   assert.equal(existsSync(f.home), false);
 });
 

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -51,22 +51,28 @@ for (const compose of composes) {
 name: tick
 project: { path: ../project, push: never }
 defaults: { image: ${IMAGE} }
+secrets: [NEWS_API_KEY]
 schedule:
   - cron: "* * * * *"
 steps:
   - id: work
+    secrets: [NEWS_API_KEY]
     run: |
       echo fired > fired.txt
+      echo "key: $NEWS_API_KEY"
       echo step started
       sleep 300
 `,
     );
+    const secrets = path.join(f.root, 'secrets.env');
+    await writeFile(secrets, 'NEWS_API_KEY=news-key-4f9a2c71\n', { mode: 0o600 });
     const port = await freePort();
     const env = {
       ...process.env,
       RUNNER_PIPELINES: pipelines,
       RUNNER_PROJECTS: f.root,
       RUNNER_DATA: f.home,
+      RUNNER_SECRETS: secrets,
       RUNNER_LISTEN: `127.0.0.1:${port}`,
       RUNNER_GRACE: '2s',
     };
@@ -97,6 +103,13 @@ steps:
       const stepContainers = () =>
         execFileSync('docker', ['ps', '-a', '-q', '--filter', `label=dev.runner.home=${f.home}`], { encoding: 'utf8' }).split('\n').filter(Boolean);
       await until('the step container', async () => (stepContainers().length === 1 ? true : undefined), 30_000);
+      // The scheduled run got its secret from the mounted file, masked wherever the runner writes it.
+      const log = await until('the step log', async () => {
+        const text = await readFile(path.join(f.home, 'runs', fired.runId, 'steps', 'work.log'), 'utf8').catch(() => '');
+        return text.includes('step started') ? text : undefined;
+      }, 30_000);
+      assert.match(log, /^key: \*\*\*$/m);
+      assert.doesNotMatch(log, /news-key-4f9a2c71/);
 
       run('down');
       up = false;

@@ -76,7 +76,7 @@ test('every refusal: target_dirty, verification_failed, patch_invalid, scope_vio
   await refused(f, ['merge', outside.runId], 'scope_violation');
 
   commitOnMain(f, 'data.txt', 'one\nTWO\n');
-  assert.match(await refused(f, ['apply', edit.runId], 'patch_invalid'), /does not apply .*merge it instead/);
+  assert.match(await refused(f, ['apply', edit.runId], 'patch_invalid'), /does not apply .*run the pipeline again on the current HEAD, or merge the run \(runner merge \S+\) and settle any conflict by hand with git merge run\//);
   const conflict = await refused(f, ['merge', edit.runId], 'conflict');
   assert.match(conflict, /conflicts in data\.txt; main is unchanged/);
   assert.deepEqual(await readdir(path.join(f.home, 'merges')), [], 'no temporary worktree is left');

@@ -10,6 +10,7 @@ import {
   execPipeline,
   git,
   projectsForThisFile,
+  runCli,
   pipelineYaml,
   writePipeline,
 } from '../fixtures/project.js';
@@ -94,7 +95,18 @@ test('steps run as the project owner: no file in the worktree or the repository 
   }
   const rootOwned = await findNotOwnedBy(path.join(f.project, '.git'), 1000);
   assert.deepEqual(rootOwned, [], 'every file git wrote in the project belongs to its owner');
-  assert.match(r.stderr, /workspace kept at /);
+  // The hint works when pasted, as root on a uid-1000 project.
+  const hint = /workspace kept at \S+ \(once you are done with it: (runner gc --yes --home \S+)\)/.exec(r.stderr);
+  assert.ok(hint, r.stderr);
+  const dry = await runCli(hint[1]!.split(' ').slice(1).filter((a) => a !== '--yes'));
+  assert.match(dry.stdout, new RegExp(`${r.json.runId} .* ${wt}`));
+  assert.ok(existsSync(wt), 'without --yes nothing is removed');
+  const gc = await runCli(hint[1]!.split(' ').slice(1));
+  assert.equal(gc.code, 0, gc.stderr);
+  assert.equal(existsSync(wt), false, 'runner gc removed the kept worktree');
+  assert.equal(git(f.project, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).length, 1);
+  assert.equal(git(f.project, 'rev-parse', r.json.branch), r.json.headSha, 'the branch stays');
+  assert.match((await runCli(['gc', '--home', f.home])).stdout, /no kept worktrees/);
 });
 
 async function findNotOwnedBy(dir: string, uid: number): Promise<string[]> {

@@ -61,5 +61,6 @@ test('push: always without the named remote fails with exit 3', async () => {
   const f = await fixture({ remote: false });
   const r = await execPipeline(f, await writePipeline(f, pipelineYaml(STEP, '  push: always')));
   assert.equal(r.code, 3, r.stderr);
-  assert.match(r.json.error.message, /no remote named "origin"/);
+  assert.match(r.json.error.message, /push: always, but the project \S+ has no remote "origin": add it \(git -C \S+ remote add origin URL\) and push the branch \(runner push \S+\), or set project\.remote or push: auto/);
+  assert.doesNotMatch(r.stderr, /push it later with: git -C \S+ push origin/, 'no hint to push to a remote that does not exist');
 });

@@ -98,8 +98,14 @@ test('runs prune removes old records only with --yes, and with --branches the un
 
   const dry = await runCli(['runs', 'prune', '--older-than', '30d', '--branches', '--home', f.home]);
   assert.equal(dry.code, 0, dry.stderr);
-  assert.match(dry.stdout, /1 run record\(s\) older than 30d, and 1 run branch\(es\) never delivered would be removed\nnothing removed: run again with --yes/);
+  assert.match(dry.stdout, /1 run record\(s\) older than 30d, and 1 run branch\(es\) never delivered would be removed\nRUN +PIPELINE +STATUS +STARTED +BRANCH\n/);
+  assert.match(dry.stdout, new RegExp(`^${old.json.runId} .* ${old.json.branch} \\(removed\\)$`, 'm'), 'the dry run lists the runs it would remove');
+  assert.doesNotMatch(dry.stdout, new RegExp(recent.json.runId));
+  assert.match(dry.stdout, /nothing removed: run again with --yes/);
   assert.ok(existsSync(oldRecord));
+  const unitless = await runCli(['runs', 'prune', '--older-than', '30', '--home', f.home]);
+  assert.equal(unitless.code, 2);
+  assert.match(unitless.stderr, /--older-than 30 has no unit: say 30d for days/);
 
   const wet = await runCli(['runs', 'prune', '--older-than', '30d', '--branches', '--yes', '--home', f.home]);
   assert.equal(wet.code, 0, wet.stderr);

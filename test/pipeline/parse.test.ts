@@ -73,6 +73,7 @@ steps:
     'x.yaml:4:3 defaults.imgae: unknown key "imgae" (did you mean "image"?)',
     'x.yaml:10:15 steps[0].resources.memory: expected a size like 512m or 2g, got "lots"',
     'x.yaml:11:14 steps[0].timeout: expected a duration like 90s, 30m or 1h, got "soon"',
+    'x.yaml:12:9 steps[1].id: duplicate step id "one" (first used by steps[0])',
     'x.yaml:14:14 steps[1].command: expected a non-empty list of arguments',
   ]);
 });
@@ -100,7 +101,7 @@ steps:
     'x.yaml:9:9 steps[1].id: duplicate step id "a" (first used by steps[0])',
     'x.yaml:10:12 steps[1].agent: unknown agent "fin" (did you mean "finn"?); known agents: finn',
     'x.yaml:14:10 steps[3].run: ${{ steps.a.outputs.nope }}: step "a" declares no output "nope" (add it to its outputs: list)',
-    'x.yaml:14:10 steps[3].run: unknown expression ${{ secrets.X }}: expected ${{ prompt }}, ${{ inputs.<name> }} or ${{ steps.<id>.outputs.<key> }} (to pass the text itself, as in a GitHub Actions workflow, write $${{ secrets.X }})',
+    'x.yaml:14:10 steps[3].run: ${{ secrets.X }}: secrets are not expressions here; list X under the top-level secrets: and the step\'s secrets:, and it reaches the step as the environment variable X ("$X" in run:), masked in every log',
     'x.yaml:15:15 steps[3].secrets[0]: secret TOKEN is not declared in the top-level secrets: list',
   ]);
 });
@@ -157,6 +158,8 @@ steps:
     'x.yaml:1:1 missing required key "version"',
     'x.yaml:1:7 name: expected a name of letters, digits, ".", "_" and "-"',
     'x.yaml:3:9 steps[0].id: expected a step id of lowercase letters, digits, _ and -',
+    'x.yaml:4:5 steps[1]: step "ok" has nothing to run: give it run: (a script) or command: (an argv list)',
+    'x.yaml:4:5 steps[1]: step "ok" has no image: set image: on the step, its agent or defaults',
   ]);
   assert.deepEqual(problems('version: 1\nname: n\nsteps:\n  - id: ok\n'), [
     'x.yaml:4:5 steps[0]: step "ok" has nothing to run: give it run: (a script) or command: (an argv list)',
@@ -225,4 +228,41 @@ test('a YAML alias bomb is refused with the place of its first alias', () => {
   const out = problems(`${bomb.join('\n')}\nsteps: []\n`);
   assert.equal(out.length, 1, out.join('\n'));
   assert.match(out[0]!, /^x\.yaml:4:\d+ YAML: .*aliases \(\*name\) expand too far/);
+});
+
+test('every problem at once: a typo does not hide a bad reference, a bad cron, an input a schedule needs', () => {
+  const text = `version: 1
+name: all
+defaults: { image: img }
+inputs: { topic: {} }
+schedule:
+  - cron: "61 * * * *"
+steps:
+  - id: a
+    run: echo a
+    outptus: [x]
+  - id: b
+    run: echo "\${{ steps.c.outputs.x }}"
+    resources: { cpus: two }
+`;
+  const out = problems(text);
+  assert.ok(out.some((l) => /steps\[0\]\.outptus: unknown key "outptus" \(did you mean "outputs"\?\)/.test(l)), out.join('\n'));
+  assert.ok(out.some((l) => /steps\[1\]\.run: \$\{\{ steps\.c\.outputs\.x \}\} names step "c", which does not exist/.test(l)), out.join('\n'));
+  assert.ok(out.some((l) => /schedule\[0\]\.cron: /.test(l)), out.join('\n'));
+  assert.ok(out.some((l) => /inputs\.topic: input topic has no default/.test(l)), out.join('\n'));
+  assert.ok(out.some((l) => /steps\[1\]\.resources\.cpus: expected a number of CPUs, like 1\.5/.test(l)), out.join('\n'));
+});
+
+test('keys for jumps and loops from other tools get a pointer; ${{ secrets.X }} says how secrets arrive', () => {
+  const text = `version: 1
+name: flow
+defaults: { image: img }
+steps:
+  - id: a
+    run: echo "\${{ secrets.NPM_TOKEN }}"
+    on_failure: goto a
+`;
+  const out = problems(text).join('\n');
+  assert.match(out, /unknown key "on_failure": steps run in the order of the file .* this format has no jumps, loops, retries or conditions yet/);
+  assert.match(out, /\$\{\{ secrets\.NPM_TOKEN \}\}: secrets are not expressions here; list NPM_TOKEN under the top-level secrets: and the step's secrets:, and it reaches the step as the environment variable NPM_TOKEN \("\$NPM_TOKEN" in run:\)/);
 });

@@ -38,6 +38,20 @@ test('a failed worktree add leaves no directory behind', async () => {
   assert.equal(existsSync(path.join(root, 'run2')), false);
 });
 
+test('a worktree that fails after git made its branch takes the branch with it', async () => {
+  const { git, project, base, root } = await setup();
+  // Real git throughout; the failure is injected after `worktree add` made the branch.
+  const failing = new (class extends Git {
+    override async run(args: readonly string[], call: Parameters<Git['run']>[1]) {
+      if (args[0] === 'rev-parse' && args[1] === 'refs/heads/run/run9') throw new WorkspaceError('injected', 'injected failure');
+      return git.run(args, call);
+    }
+  })();
+  await assert.rejects(createWorktree(failing, project, root, 'run9', 'run/run9', { newFrom: base }), /injected failure/);
+  assert.equal(existsSync(path.join(root, 'run9')), false);
+  assert.equal(hostGit(project.root, 'branch', '--list', 'run/run9'), '', 'no branch is left that no record names');
+});
+
 test('commits go to the run branch; a rewritten .git is detected and the work saved as a patch', async () => {
   const { git, project, base, root } = await setup();
   const wt = await createWorktree(git, project, root, 'run3', 'run/run3', { newFrom: base });

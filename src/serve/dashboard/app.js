@@ -128,7 +128,20 @@ function homeView() {
           { dataset: { pipeline: p.name ?? '' } },
           el('td', {}, p.name ?? el('span', { class: 'muted' }, '(does not load)')),
           el('td', {}, p.nextRuns.length ? when(p.nextRuns.slice().sort()[0] ?? '') : el('span', { class: 'muted' }, 'no schedule')),
-          el('td', {}, el('code', {}, p.file), ...p.errors.map((e) => el('div', { class: 'error' }, e))),
+          el(
+            'td',
+            {},
+            el('code', {}, p.file),
+            ...p.errors.map((e) => el('div', { class: 'error' }, e)),
+            p.lastFailure &&
+              el(
+                'div',
+                { class: 'error last-failure' },
+                'Its last run did not start (',
+                el('a', { href: `#/runs/${encodeURIComponent(p.lastFailure.runId)}` }, when(p.lastFailure.at)),
+                `): ${p.lastFailure.error}`,
+              ),
+          ),
           el('td', {}, p.name ? el('button', { onclick: () => (Object.keys(p.inputs).length ? showRunForm(form, p) : trigger(p.name ?? '', {})) }, 'Run now') : ''),
         ),
       ),
@@ -156,7 +169,8 @@ function homeView() {
 
 /**
  * @typedef {{ description?: string, default?: string }} Input
- * @typedef {{ name: string | null, file: string, nextRuns: string[], errors: string[], inputs: Record<string, Input> }} Pipeline
+ * @typedef {{ runId: string, at: string, error: string }} Failure
+ * @typedef {{ name: string | null, file: string, nextRuns: string[], errors: string[], inputs: Record<string, Input>, lastFailure: Failure | null }} Pipeline
  */
 
 /**
@@ -288,10 +302,37 @@ function runView(runId) {
     }
     if (!live && !diffShown) {
       diffShown = true;
-      await showDiff(runId, diff);
+      if (r.status === 'not_started') {
+        diff.textContent = 'The run did not start: it changed nothing.';
+      } else if (r.workspace === 'persistent_directory') {
+        showChanges(r.steps ?? [], diff);
+      } else {
+        await showDiff(runId, diff);
+      }
     }
   });
   return main;
+}
+
+/**
+ * A persistent directory's run has no diff: what each step added, modified and deleted.
+ * @param {Array<any>} steps @param {HTMLElement} into
+ */
+function showChanges(steps, into) {
+  into.classList.remove('muted');
+  /** @type {Array<HTMLElement>} */
+  const rows = [];
+  for (const s of steps) {
+    const c = s.changes;
+    if (!c) continue;
+    const counts = c.cut ?? { added: c.added.length, modified: c.modified.length, deleted: c.deleted.length };
+    rows.push(el('span', { class: 'hunk' }, `${s.id}: ${counts.added} added, ${counts.modified} modified, ${counts.deleted} deleted\n`));
+    for (const [kind, mark, cls] of /** @type {const} */ ([['added', '+', 'add'], ['modified', '~', ''], ['deleted', '-', 'del']])) {
+      for (const ch of c[kind]) rows.push(el('span', { class: cls }, `${mark} ${ch.path}${ch.type === 'dir' ? '/' : ''}\n`));
+    }
+    if (c.cut) rows.push(el('span', { class: 'muted' }, `… the whole list is in the run's ${c.cut.file}\n`));
+  }
+  into.replaceChildren(...(rows.length ? rows : [el('span', {}, '(no change)')]));
 }
 
 /** @param {string} runId @param {HTMLElement} into */

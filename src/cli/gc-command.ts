@@ -1,0 +1,54 @@
+/**
+ * `runner gc [--yes] [--home DIR]`: removes the worktrees runs kept (a hook
+ * that failed, --keep-workspace, work that could not be saved) once those runs
+ * have ended. Without --yes it lists them. Works as root on any owner's
+ * project: the tree is removed by the runner, git's bookkeeping by git as the
+ * project's owner (a pasted `git worktree remove` fails there on ownership).
+ */
+import { lstat } from 'node:fs/promises';
+import path from 'node:path';
+import { errorMessage } from '../common/errors.js';
+import { Git } from '../git/git.js';
+import { writeRun } from '../run/records.js';
+import { inspectProject } from '../workspace/project.js';
+import { removeTree } from '../workspace/remove-tree.js';
+import { parseFlags } from './args.js';
+import { openHomeWithRuns } from './context.js';
+import { printTable } from './table.js';
+
+export async function gcCommand(args: string[]): Promise<number> {
+  const { values } = parseFlags('gc', args, { yes: { type: 'boolean', default: false }, home: { type: 'string' } }, []);
+  const { home, runs } = await openHomeWithRuns(values.home);
+  const kept = [];
+  for (const r of runs) {
+    if (!r.keptWorkspace || !r.worktree || r.status === 'running' || r.workspace !== 'git_worktree') continue;
+    // Only a worktree of the home's own, a direct child of worktrees/, is ever removed.
+    if (path.dirname(r.worktree) !== home.worktrees) continue;
+    if (!(await lstat(r.worktree).catch(() => undefined))?.isDirectory()) continue;
+    kept.push(r);
+  }
+  if (!kept.length) {
+    process.stdout.write(`no kept worktrees in ${home.worktrees}\n`);
+    return 0;
+  }
+  printTable([['RUN', 'PIPELINE', 'STATUS', 'WORKTREE'], ...kept.map((r) => [r.runId, r.pipeline, r.status, r.worktree!])]);
+  if (!values.yes) {
+    process.stdout.write(`${kept.length} kept worktree(s) would be removed (their branches stay): run again with --yes\n`);
+    return 0;
+  }
+  let failed = 0;
+  for (const r of kept) {
+    try {
+      await removeTree(r.worktree!);
+      const project = await inspectProject((who) => new Git(who), r.project).catch(() => undefined);
+      if (project) await new Git({ uid: project.uid, gid: project.gid }).run(['worktree', 'prune'], { cwd: project.root, gitDir: project.commonDir, allowFail: true });
+      r.keptWorkspace = false;
+      await writeRun(home.runs, r);
+    } catch (err) {
+      failed++;
+      process.stderr.write(`runner: could not remove ${r.worktree}: ${errorMessage(err)}\n`);
+    }
+  }
+  process.stdout.write(`removed ${kept.length - failed} worktree(s); their branches are kept\n`);
+  return failed ? 1 : 0;
+}
