@@ -11,7 +11,8 @@ import winston from 'winston';
 import { writeFileAtomic } from '../common/atomic-write.js';
 import { writeAndDrain } from '../common/drain.js';
 import type { Masker } from '../common/mask.js';
-import { childPath } from '../workspace/names.js';
+import { childPath, verifyDirectory } from '../workspace/names.js';
+import { readRun } from './records.js';
 import { changeCount, cutChanges, MAX_RECORDED_CHANGES, type ChangeList } from '../workspace/snapshot.js';
 import type { RunRecord } from './record.js';
 import { StepLog } from './step-log.js';
@@ -34,7 +35,12 @@ export class RunStore {
 
   static async create(runsRoot: string, runId: string, masker: Masker): Promise<RunStore> {
     const dir = await childPath(runsRoot, runId, 'run id');
-    await mkdir(dir, { mode: 0o755 });
+    await mkdir(dir, { mode: 0o755 }).catch(async (err: NodeJS.ErrnoException) => {
+      // A run runner serve accepted has its queued record there already; nothing else may be.
+      const queued = err.code === 'EEXIST' && (await readRun(runsRoot, runId).catch(() => undefined))?.status === 'queued';
+      if (!queued) throw err;
+    });
+    await verifyDirectory(dir);
     await mkdir(path.join(dir, 'steps'));
     await mkdir(path.join(dir, 'io'));
     return new RunStore(dir, masker);

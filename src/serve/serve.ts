@@ -233,7 +233,9 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
   }
   await Promise.all(recorded.values());
   if (api) {
+    // Live logs of the runs that just ended send their end event and close; whatever is left after 3 s is cut.
     const closed = new Promise<void>((r) => api!.close(() => r()));
+    await Promise.race([closed, new Promise((r) => setTimeout(r, 3000).unref())]);
     api.closeAllConnections();
     await closed;
   }

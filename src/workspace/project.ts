@@ -1,5 +1,4 @@
 /** Facts about the project a pipeline names: where it is, its repository, its owner. */
-import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { WorkspaceError } from '../common/errors.js';
@@ -16,9 +15,10 @@ export interface ProjectFacts {
 
 /**
  * Why a project path is missing, and what to do. In the runner's own container
- * (docker compose) a path that exists on the host is not seen unless mounted.
+ * (docker compose; its image sets RUNNER_IN_IMAGE) a path that exists on the
+ * host is not seen unless mounted.
  */
-export function missingProject(dir: string, fix: string, inContainer = existsSync('/.dockerenv')): WorkspaceError {
+export function missingProject(dir: string, fix: string, inContainer = process.env.RUNNER_IN_IMAGE === '1'): WorkspaceError {
   if (inContainer) {
     return new WorkspaceError(
       'project_missing',

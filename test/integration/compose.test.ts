@@ -64,6 +64,11 @@ steps:
       sleep 300
 `,
     );
+    // A project the runner's container cannot see: its run is recorded as not started, saying why.
+    await writeFile(
+      path.join(pipelines, 'outside.yaml'),
+      `version: 1\nname: outside\nproject: { path: /srv/not-mounted-${path.basename(f.root)}, push: never }\ndefaults: { image: ${IMAGE} }\nsteps:\n  - id: a\n    run: "true"\n`,
+    );
     const secrets = path.join(f.root, 'secrets.env');
     await writeFile(secrets, 'NEWS_API_KEY=news-key-4f9a2c71\n', { mode: 0o600 });
     const port = await freePort();
@@ -90,10 +95,16 @@ steps:
       up = true;
       const pipelinesSeen = await until('the API', async () => {
         const list = (await (await fetch(`${base}/api/pipelines`)).json()) as Array<{ name: string; nextRuns: string[] }>;
-        return list.length ? list : undefined;
+        return list.length === 2 ? list : undefined;
       }, 30_000);
-      assert.equal(pipelinesSeen[0]!.name, 'tick');
-      assert.equal(pipelinesSeen[0]!.nextRuns.length, 1);
+      const tick = pipelinesSeen.find((p) => p.name === 'tick');
+      assert.equal(tick?.nextRuns.length, 1);
+      const outside = (await (await fetch(`${base}/api/pipelines/outside/runs`, { method: 'POST' })).json()) as { runId: string };
+      const refused = await until('the outside run to be marked', async () => {
+        const r = (await (await fetch(`${base}/api/runs/${outside.runId}`)).json()) as { status: string; error: { message: string } };
+        return r.status === 'not_started' ? r : undefined;
+      }, 30_000);
+      assert.match(refused.error.message, /is not visible inside the runner's container .*put the project under RUNNER_PROJECTS/);
 
       // The minute turns, the schedule fires, the step starts.
       const fired = await until('the scheduled run to start its step', async () => {

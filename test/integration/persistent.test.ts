@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { execPipeline, IMAGE, projectsForThisFile, writePipeline, type Fixture } from '../fixtures/project.js';
+import { execPipeline, IMAGE, projectsForThisFile, runCli, writePipeline, type Fixture } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 
@@ -67,6 +67,18 @@ test('two runs accumulate files; each step lists what it added, modified and del
   assert.deepEqual(second.json.steps.write.changes.added.map((x: any) => x.path), [`day-${second.json.runId}.txt`]);
   const record = JSON.parse(await readFile(path.join(f.home, 'runs', second.json.runId, 'run.json'), 'utf8'));
   assert.ok(record.steps[0].changes, 'run.json keeps the change list');
+
+  // Plain runs show and runner diff list the changes too (no --json needed).
+  const show = await runCli(['runs', 'show', first.json.runId, '--home', f.home]);
+  assert.match(show.stdout, /\nchanges\n  write: 2 added, 1 modified, 1 deleted\n/);
+  assert.match(show.stdout, new RegExp(`^    \\+ day-${first.json.runId}\\.txt$`, 'm'));
+  assert.match(show.stdout, /^    \+ link -> \/etc\/shadow$/m);
+  assert.match(show.stdout, /^    ~ keep\.txt$/m);
+  assert.match(show.stdout, /^    - gone\.txt$/m);
+  const diff = await runCli(['diff', first.json.runId, '--home', f.home]);
+  assert.equal(diff.code, 0, diff.stderr);
+  assert.match(diff.stdout, /^write: 2 added, 1 modified, 1 deleted\n/);
+  assert.match(diff.stdout, /^  - gone\.txt$/m);
 });
 
 test('two concurrent runs on one directory are serialized; --no-wait fails fast', async () => {
