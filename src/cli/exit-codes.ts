@@ -25,6 +25,7 @@ const BAD_INPUT_CODES = new Set([
   'run_unknown',
   'no_branch',
   'no_diff',
+  'no_log',
   'run_live',
   'task_uncommitted',
   'bad_input',

@@ -1,5 +1,5 @@
 /**
- * `runner gc [--yes] [--home DIR]`: removes the worktrees runs kept (a hook
+ * `runner gc [RUN_ID...] [--yes] [--home DIR]`: removes the worktrees runs kept (a hook
  * that failed, --keep-workspace, work that could not be saved) once those runs
  * have ended. Without --yes it lists them. Works as root on any owner's
  * project: the tree is removed by the runner, git's bookkeeping by git as the
@@ -17,10 +17,12 @@ import { openHomeWithRuns } from './context.js';
 import { printTable } from './table.js';
 
 export async function gcCommand(args: string[]): Promise<number> {
-  const { values } = parseFlags('gc', args, { yes: { type: 'boolean', default: false }, home: { type: 'string' } }, []);
+  const { values, positionals } = parseFlags('gc', args, { yes: { type: 'boolean', default: false }, home: { type: 'string' } }, 'any');
+  const only = new Set(positionals);
   const { home, runs } = await openHomeWithRuns(values.home);
   const kept = [];
   for (const r of runs) {
+    if (only.size && !only.has(r.runId)) continue;
     if (!r.keptWorkspace || !r.worktree || r.status === 'running' || r.workspace !== 'git_worktree') continue;
     // Only a worktree of the home's own, a direct child of worktrees/, is ever removed.
     if (path.dirname(r.worktree) !== home.worktrees) continue;

@@ -39,7 +39,7 @@ Usage:
   runner diff RUN_ID [--raw]  the run's whole change against its base
       Step-made text is shown with its control characters made visible
       (\x1b, \r); --raw prints the bytes as kept (runner diff ID --raw | git apply).
-  runner gc [--yes]        remove the worktrees ended runs kept (branches stay)
+  runner gc [RUN_ID...] [--yes]  remove the worktrees ended runs kept (branches stay)
   runner push RUN_ID       push a run's branch again
   runner apply RUN_ID      the run's change into the project's checkout, uncommitted
   runner merge RUN_ID [--into BRANCH] [--squash] [--push]

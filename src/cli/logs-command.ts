@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { writeAndDrain } from '../common/drain.js';
-import { UsageError } from '../common/errors.js';
+import { RunnerError, UsageError } from '../common/errors.js';
 import { visible } from '../common/visible.js';
 import { LogCursor } from '../run/log-cursor.js';
 import { readRun, runDir } from '../run/records.js';
@@ -28,6 +28,7 @@ export async function logsCommand(args: string[]): Promise<number> {
   const runId = positionals[0]!;
   const cursor = new LogCursor(path.join(runDir(home.runs, runId), 'steps'));
   const first = await readRun(home.runs, runId);
+  if (first.status === 'not_started') throw new RunnerError('no_log', `run ${runId} never started, so it has no log: ${first.error?.message ?? 'it did not start'}`);
   if (values.step && first.status !== 'running' && !(await cursor.steps(first)).includes(values.step)) {
     throw new UsageError(`logs: run ${runId} has no log for step ${values.step}; steps: ${(await cursor.steps(first)).join(', ') || 'none'}`);
   }

@@ -68,7 +68,9 @@ async function runsShow(args: string[]): Promise<number> {
     ...(r.inputs && Object.keys(r.inputs).length ? [`inputs     ${Object.entries(r.inputs).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(' ')}`] : []),
     `project    ${r.project} (${r.workspace}${r.taskId ? `, task ${r.taskId}` : ''})`,
     ...(r.branch ? [`branch     ${r.branch}  ${r.baseSha?.slice(0, 10)}..${r.headSha?.slice(0, 10) ?? '?'}${r.pushed ? `  pushed to ${r.push?.remote}` : ''}`] : []),
-    `started    ${r.startedAt}${r.durationMs !== null ? `  (${formatDuration(r.durationMs)})` : ''}`,
+    r.status === 'queued' || r.status === 'not_started'
+      ? `asked for  ${r.startedAt}${r.requestedBy ? ` (${r.requestedBy})` : ''}`
+      : `started    ${r.startedAt}${r.durationMs !== null ? `  (${formatDuration(r.durationMs)})` : ''}`,
     ...(r.delivered ? [`delivered  ${r.delivered.how}${r.delivered.into ? ` into ${r.delivered.into}` : ''} at ${r.delivered.at}`] : []),
     'steps',
     ...r.steps.map(
@@ -108,7 +110,8 @@ async function runsPrune(args: string[]): Promise<number> {
   }
   const home = await openHome(values.home);
   const cutoff = Date.now() - age;
-  const old = (await listRuns(home.runs)).filter((r) => r.status !== 'running' && Date.parse(r.startedAt) < cutoff);
+  // A running run, or one a server holds queued, is never pruned.
+  const old = (await listRuns(home.runs)).filter((r) => r.status !== 'running' && r.status !== 'queued' && Date.parse(r.startedAt) < cutoff);
   const branches = values.branches ? old.filter((r) => r.branch?.startsWith('run/') && !r.delivered) : [];
   if (old.length === 0) {
     process.stdout.write(`no runs older than ${values['older-than']}\n`);

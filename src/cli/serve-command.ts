@@ -52,7 +52,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     stop.abort();
   };
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, onSignal);
-  const loose = secretsFile ? await secretsFileModeProblem(secretsFile) : undefined;
+  const loose = secretsFile ? await secretsFileModeProblem(secretsFile, process.env.RUNNER_IN_IMAGE === '1' ? 'the file RUNNER_SECRETS names, on the host' : undefined) : undefined;
   if (loose) say(`warning: ${loose}`);
   await serve(
     {

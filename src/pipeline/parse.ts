@@ -52,6 +52,8 @@ export function parsePipeline(text: string, file: string): PipelineFile {
 
   const parsed = pipelineSchema.safeParse(data, { reportInput: true });
   const schemaIssues = parsed.success ? [] : parsed.error.issues.flatMap((i) => schemaIssue(i, at));
+  // Values the schema refused (an unknown key refuses no value): a rule about the part that held one is left out.
+  const refused = parsed.success ? [] : parsed.error.issues.filter((i) => i.code !== 'unrecognized_keys').map((i) => formatPath(i.path.filter((s): s is string | number => typeof s !== 'symbol')));
   // The rules run on what has its shape, so every problem shows at once; one about a part the
   // schema already refused (a step with "nothing to run" whose run: is not a string) is left out.
   let ruleIssues: PipelineIssue[] = [];
@@ -59,7 +61,7 @@ export function parsePipeline(text: string, file: string): PipelineFile {
     const checked = parsed.success ? parsed.data : salvagePipeline(data as Record<string, unknown>);
     ruleIssues = checkRules(checked)
       .map((r) => at(r.path, r.message, r.atKey))
-      .filter((r) => !schemaIssues.some((s) => s.path === r.path || s.path.startsWith(`${r.path}.`) || s.path.startsWith(`${r.path}[`)));
+      .filter((r) => !refused.some((p) => p === r.path || p.startsWith(`${r.path}.`) || p.startsWith(`${r.path}[`)));
   } catch {
     // a shape the rules cannot read: the schema's problems say enough
   }

@@ -2,36 +2,68 @@
  * What can be kept of a file the schema refused, so that the named rules
  * still run on the parts that have their shape: every problem of a file is
  * reported at once, not a typo first and a bad reference after it is fixed.
- * Each field of the top level, of `defaults`, of each agent and of each step
- * is kept when it is valid on its own (unknown keys dropped), left out when
- * not. Pure.
+ * A value the schema refuses is taken apart as far as it goes: an object
+ * field by field (unknown keys dropped), a list and a map element by
+ * element, so one bad input, secret name, output or schedule entry does not
+ * take its valid neighbours with it (and cause false "not declared" errors).
+ * Pure.
  */
 import type { z } from 'zod';
-import { agentSchema, pipelineSchema, stepSchema, stepSettings, type PipelineFile } from './schema.js';
+import { pipelineSchema, stepSchema, type PipelineFile } from './schema.js';
 
-type Shape = Record<string, z.ZodType>;
+interface Def {
+  type: string;
+  innerType?: z.ZodType;
+  element?: z.ZodType;
+  keyType?: z.ZodType;
+  valueType?: z.ZodType;
+  shape?: Record<string, z.ZodType>;
+}
 
-function salvage(shape: Shape, raw: unknown): Record<string, unknown> {
-  const obj = raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {};
+const defOf = (s: z.ZodType): Def => (s as unknown as { _zod: { def: Def } })._zod.def;
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** The value as the schema takes it, or the parts of it that are valid; undefined when nothing is. */
+export function salvageValue(schema: z.ZodType, raw: unknown): unknown {
+  const whole = schema.safeParse(raw);
+  if (whole.success) return whole.data;
+  const def = defOf(schema);
+  if ((def.type === 'optional' || def.type === 'default' || def.type === 'nullable') && def.innerType) return raw === undefined ? undefined : salvageValue(def.innerType, raw);
+  if (def.type === 'array' && def.element && Array.isArray(raw)) return raw.map((x) => salvageValue(def.element!, x)).filter((x) => x !== undefined);
+  if (def.type === 'record' && def.keyType && def.valueType && isObject(raw)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(raw)) {
+      if (!def.keyType.safeParse(k).success) continue;
+      const value = salvageValue(def.valueType, v);
+      if (value !== undefined) out[k] = value;
+    }
+    return out;
+  }
+  if (def.type === 'object' && def.shape && isObject(raw)) return salvageFields(def.shape, raw);
+  return undefined;
+}
+
+function salvageFields(shape: Record<string, z.ZodType>, raw: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, schema] of Object.entries(shape)) {
-    const r = schema.safeParse(Object.hasOwn(obj, key) ? obj[key] : undefined);
-    if (r.success && r.data !== undefined) out[key] = r.data;
+    const value = Object.hasOwn(raw, key) ? salvageValue(schema, raw[key]) : (() => {
+      const r = schema.safeParse(undefined); // a default
+      return r.success ? r.data : undefined;
+    })();
+    if (value !== undefined) out[key] = value;
   }
   return out;
 }
 
 export function salvagePipeline(data: Record<string, unknown>): PipelineFile {
-  const top = salvage(pipelineSchema.shape as unknown as Shape, data);
+  const { steps: _steps, ...topShape } = pipelineSchema.shape;
+  const top = salvageFields(topShape as unknown as Record<string, z.ZodType>, data);
   top.name ??= 'pipeline';
-  top.defaults = salvage(stepSettings as unknown as Shape, data.defaults);
-  const agents = data.agents !== null && typeof data.agents === 'object' && !Array.isArray(data.agents) ? (data.agents as Record<string, unknown>) : {};
-  top.agents = Object.fromEntries(Object.entries(agents).map(([name, a]) => [name, salvage(agentSchema.shape as unknown as Shape, a)]));
+  // Steps one by one, each keeping its place (paths name steps by index); an id that is not valid still names it.
   const steps = Array.isArray(data.steps) ? data.steps : [];
   top.steps = steps.map((s, i) => {
-    const step = salvage(stepSchema.shape as unknown as Shape, s);
-    // An id that is not valid still names the step for references to it.
-    const rawId = (s as { id?: unknown } | null)?.id;
+    const step = isObject(s) ? salvageFields(stepSchema.shape as unknown as Record<string, z.ZodType>, s) : {};
+    const rawId = isObject(s) ? s.id : undefined;
     step.id ??= typeof rawId === 'string' ? rawId : `#${i}`;
     return step;
   });

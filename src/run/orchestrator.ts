@@ -14,7 +14,7 @@ import type { LoadedPipeline } from '../pipeline/load.js';
 import { resolveInputs } from '../pipeline/inputs.js';
 import type { RunIdentity } from '../plan/render.js';
 import { planSteps, secretsNeeded, type StepPlan } from '../plan/step-plan.js';
-import { resolveHome, RunnerHome } from '../workspace/home.js';
+import { RunnerHome } from '../workspace/home.js';
 import { openWorkspace, prepareWorkspace, type TaskFlags } from '../workspace/open.js';
 import { GitWorkspace } from '../workspace/git-workspace.js';
 import { checkHomeReachable } from '../workspace/home-access.js';
@@ -72,7 +72,6 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
   const prepared = await maskErrors(masker, async () => {
     const userSettings = plans.map((s) => s.user);
     const p = await prepareWorkspace(pipeline, opts.loaded.dir, opts.task, userSettings, deps.makeGit);
-    if (p.kind !== 'persistent_directory') await checkHomeReachable(opts.home, p.project, p.project.root);
     await deps.runtime.ping();
     for (const image of new Set(plans.map((s) => s.image))) {
       await deps.runtime.ensureImage(image, (pr) => deps.reporter.pullProgress(image, pr));
@@ -82,6 +81,14 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
 
   const home = new RunnerHome(opts.home);
   await home.ensure();
+  // git works in the home as the project's owner: a home it cannot reach is refused before a run exists.
+  if (prepared.kind !== 'persistent_directory') {
+    await maskErrors(masker, () =>
+      checkHomeReachable(home.root, [prepared.kind === 'task_worktree' ? home.tasks : home.worktrees, home.runs], prepared.project, prepared.project.root),
+    );
+  }
+  // A cancel while the workspace and images were being prepared: the run never starts.
+  if (deps.signal.aborted) throw new CanceledError('canceled before it started');
   const runId = opts.runId ?? newRunId(deps.clock());
   const store = await RunStore.create(home.runs, runId, masker);
   // Held while the run lives: recovery tells a live run from a dead one by it.
@@ -172,6 +179,11 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     record.status = deps.signal.aborted || err instanceof CanceledError ? 'canceled' : failedRun ? 'failed' : 'error';
     record.error ??= { code: err instanceof RunnerError ? err.code : 'internal', message: masker.mask(errorMessage(err)) };
     store.event('run_error', record.error, 'error');
+    // The worktree was never made: its branch was taken back with it (unless git kept it), and the record says which.
+    if (!ws && prepared.kind === 'git_worktree' && record.branch) {
+      const left = await prepared.git.run(['rev-parse', '--verify', '--quiet', `refs/heads/${record.branch}`], { cwd: prepared.project.root, gitDir: prepared.project.commonDir, allowFail: true }).catch(() => undefined);
+      if (left?.code !== 0) record.branch = null;
+    }
   } finally {
     // No container of this run may outlive it, whatever happened above.
     try {
@@ -275,13 +287,22 @@ async function finishWorkspace(
       await ws.release(false);
       if (ws.disposable) {
         record.keptWorkspace = true;
-        const homeFlag = path.resolve(resolveHome(undefined)) === opts.home ? '' : ` --home ${opts.home}`;
-        deps.reporter.info(`workspace kept at ${ws.path} (once you are done with it: runner gc --yes${homeFlag})`);
+        deps.reporter.info(`workspace kept at ${ws.path} (once you are done with it: runner gc --yes --home ${shellWord(opts.home)} ${record.runId})`);
       }
     }
   } catch (err) {
     deps.reporter.warn(`could not ${remove ? 'remove' : 'release'} the workspace ${ws.path}: ${errorMessage(err)}`);
   }
+}
+
+/** A path as one shell word, for hints a person pastes. */
+function shellWord(s: string): string {
+  return /^[A-Za-z0-9_./:@%+=,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/** As root, a command on a project someone else owns runs as that owner (git refuses another owner's repository). */
+function asOwner(owner: { uid: number; gid: number }): string {
+  return process.getuid?.() === 0 && owner.uid !== 0 ? `setpriv --reuid=${owner.uid} --regid=${owner.gid} --clear-groups ` : '';
 }
 
 /** Runs `fn`; an error it throws leaves with every secret masked in its message. */
@@ -321,7 +342,7 @@ async function push(
     }
     deps.reporter.warn(msg);
   } else if (outcome.reason === 'no_remote_always') {
-    const msg = `push: always, but the project ${ws.project} has no remote "${project.remote}": add it (git -C ${ws.project} remote add ${project.remote} URL) and push the branch (runner push ${record.runId}), or set project.remote or push: auto`;
+    const msg = `push: always, but the project ${ws.project} has no remote "${project.remote}": add it (${asOwner(ws.owner)}git -C ${shellWord(ws.project)} remote add ${project.remote} URL) and push the branch (runner push ${record.runId}), or set project.remote or push: auto`;
     record.push = { remote: outcome.remote, reason: 'push_failed', error: `no remote "${project.remote}"` };
     if (record.status === 'succeeded') record.status = 'error';
     record.error ??= { code: 'push_failed', message: msg };

@@ -4,10 +4,10 @@ import { parseEnv } from 'node:util';
 import { UsageError } from '../common/errors.js';
 
 /** A warning when others than its owner may read the file (it should be 0600), else undefined. */
-export async function secretsFileModeProblem(file: string): Promise<string | undefined> {
+export async function secretsFileModeProblem(file: string, fixWhere?: string): Promise<string | undefined> {
   const st = await stat(file).catch(() => undefined);
   if (!st?.isFile() || (st.mode & 0o077) === 0) return undefined;
-  return `the secrets file ${file} can be read by others than its owner (mode ${(st.mode & 0o777).toString(8)}): chmod 600 ${file}`;
+  return `the secrets file ${file} can be read by others than its owner (mode ${(st.mode & 0o777).toString(8)}): chmod 600 ${fixWhere ?? file}`;
 }
 
 export async function readSecretsFile(file: string): Promise<Record<string, string>> {

@@ -53,7 +53,10 @@ export async function runContainer(
       const n = await handle.pidsLimitHits().catch(() => undefined);
       if (n !== undefined) pidsLimitHits = Math.max(pidsLimitHits ?? 0, n);
     };
-    const poller = setInterval(() => void pollPids(), 1000);
+    // At once (to find the cgroup while the container lives), then often: a step that dies of its fork
+    // failures within the first second must still be reported as hitting the pids limit.
+    void pollPids();
+    const poller = setInterval(() => void pollPids(), 250);
     cleanups.push(() => clearInterval(poller));
 
     const end = (r: EndReason) => {

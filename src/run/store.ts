@@ -41,8 +41,8 @@ export class RunStore {
       if (!queued) throw err;
     });
     await verifyDirectory(dir);
-    await mkdir(path.join(dir, 'steps'));
-    await mkdir(path.join(dir, 'io'));
+    await mkdir(path.join(dir, 'steps'), { recursive: true });
+    await mkdir(path.join(dir, 'io'), { recursive: true });
     return new RunStore(dir, masker);
   }
 

@@ -59,11 +59,18 @@ export class Scheduler {
 
   constructor(private readonly d: SchedulerDeps) {}
 
-  /** Replaces the set of pipelines (on start and on every reload); the first call also catches up. */
-  setPipelines(list: ScheduledPipeline[]): void {
+  /**
+   * Replaces the set of pipelines (on start and on every reload); the first call also catches up. `carried`:
+   * runs an earlier server accepted and never started, queued first, in their order, ahead of any catch-up.
+   * Returns the carried runs whose pipeline is gone.
+   */
+  setPipelines(list: ScheduledPipeline[], carried: Pending[] = []): Pending[] {
     const now = this.d.now();
     this.pipelines = new Map(list.map((p) => [p.name, p]));
     this.next.clear();
+    const orphans = carried.filter((p) => !this.pipelines.has(p.pipeline));
+    this.waiting.push(...carried.filter((p) => this.pipelines.has(p.pipeline)));
+    this.pump();
     for (const p of list) {
       p.entries.forEach((e, i) => {
         if (!this.started && catchUp(e.catchup, (a, b) => firedBetween(e, a, b), this.d.lastFire(p.name, i), now)) {
@@ -77,6 +84,7 @@ export class Scheduler {
     }
     this.started = true;
     this.arm();
+    return orphans;
   }
 
   /** When each entry fires next, for the API and the dashboard. */
@@ -101,14 +109,6 @@ export class Scheduler {
     this.waiting.push(p);
     this.pump();
     return p.runId;
-  }
-
-  /** A run accepted before (by a server that stopped): back in the queue, under its own id. False for an unknown pipeline. */
-  requeue(p: Pending): boolean {
-    if (this.stopped || !this.pipelines.has(p.pipeline)) return false;
-    this.waiting.push(p);
-    this.pump();
-    return true;
   }
 
   /** The runs asked for that have not started, in the order they will start. */

@@ -50,8 +50,9 @@ export interface ServeState {
     lastFailure: { runId: string; at: string; error: string } | null;
   }>;
   /** the new run's id, or undefined for an unknown pipeline; throws bad_input for inputs the pipeline does not take */
-  trigger(name: string, inputs: Record<string, string>): string | undefined;
-  cancel(runId: string): boolean;
+  trigger(name: string, inputs: Record<string, string>): Promise<string | undefined>;
+  /** true when the run was running (now canceling) or queued (now not_started) */
+  cancel(runId: string): Promise<boolean>;
   queueLength(): number;
   /** ids of the runs this server has queued, then of those it has started (with a record, or about to write one) */
   active(): string[];
@@ -88,7 +89,7 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
       'POST',
       new RegExp(`^/api/pipelines/${ID}/runs$`),
       async (req, res, [name]) => {
-        const runId = state.trigger(name!, await readInputs(req));
+        const runId = await state.trigger(name!, await readInputs(req));
         if (runId) json(res, 202, { queued: true, pipeline: name, runId });
         else json(res, 404, { error: `no pipeline ${name} (GET /api/pipelines)` });
       },
@@ -119,7 +120,7 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
       'POST',
       new RegExp(`^/api/runs/${ID}/cancel$`),
       async (_q, res, [id]) =>
-        state.cancel(id!) ? json(res, 202, { canceling: id }) : json(res, 404, { error: `run ${id} is not running or queued on this server` }),
+        (await state.cancel(id!)) ? json(res, 202, { canceling: id }) : json(res, 404, { error: `run ${id} is not running or queued on this server` }),
     ],
     ['POST', /^\/login$/, async (req, res) => login(req, res, token, dashboard)],
     ['POST', /^\/logout$/, async (_q, res) => redirect(res, token ? '/login' : '/', { 'set-cookie': LOGGED_OUT_COOKIE })],

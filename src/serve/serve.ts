@@ -20,6 +20,7 @@ import { reconcile } from '../run/reconcile.js';
 import type { Reporter } from '../run/reporter.js';
 import { newRunId } from '../run/run-id.js';
 import type { RunRecord } from '../run/record.js';
+import { readRun } from '../run/records.js';
 import { Scheduler, type Pending, type ScheduledPipeline } from '../schedule/scheduler.js';
 import { RunnerHome } from '../workspace/home.js';
 import { createApi } from './api.js';
@@ -93,60 +94,53 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
       const written = requests.queued(p, loadedOf(p.pipeline), new Date()).catch((err) => o.say(`${p.pipeline}: could not record run ${p.runId} as queued: ${errorMessage(err)}`));
       recorded.set(p.runId, written);
     },
-    start: async (p) => {
-      const { pipeline: name, why, runId, inputs } = p;
-      await recorded.get(runId); // its queued record is on disk before its own replaces it
-      recorded.delete(runId);
-      const loaded = loadedOf(name);
-      if (!loaded) {
-        await neverStarted(p, 'pipeline_gone', `the pipeline ${name} was removed from ${o.pipelinesDir} before the run could start`);
-        return;
-      }
+    // The run is this server's (live) at once, so the API never loses sight of it between queue and record.
+    start: (p) => {
       const cancel = new AbortController();
-      o.say(`${name}: starting run ${runId} (${why})`);
-      const secrets = o.secrets ?? (async () => process.env);
-      const done = secrets().then((secretSource) => executeRun(
-        {
-          runtime: deps.runtime,
-          makeGit: deps.makeGit,
-          clock: () => new Date(),
-          reporter: o.reporterFor(name),
-          signal: cancel.signal,
-          killSignal: new AbortController().signal,
-        },
-        { loaded, home: home.root, keepWorkspace: false, secretSource, runId, ...(inputs ? { inputs } : {}) },
-      )).then(
-        (r) => {
-          lastFailure.delete(name);
-          o.say(`${name}: run ${r.runId} ${r.status}`);
-        },
-        async (err) => {
-          o.say(`${name}: run ${runId} could not start: ${errorMessage(err)}`);
-          await neverStarted(p, err instanceof RunnerError ? err.code : 'internal', errorMessage(err));
-        },
-      );
-      const entry = { pipeline: name, why, cancel, done: done.finally(() => live.delete(runId)) };
-      live.set(runId, entry);
+      const entry = { pipeline: p.pipeline, why: p.why, cancel, done: startRun(p, cancel.signal).finally(() => live.delete(p.runId)) };
+      live.set(p.runId, entry);
       return entry.done;
     },
   });
 
-  const reload = async () => {
-    if (!(await dir.scan())) return;
+  async function startRun(p: Pending, signal: AbortSignal): Promise<void> {
+    const { pipeline: name, why, runId, inputs } = p;
+    await recorded.get(runId); // its queued record is on disk before its own replaces it
+    recorded.delete(runId);
+    const loaded = loadedOf(name);
+    if (!loaded) return neverStarted(p, 'pipeline_gone', `the pipeline ${name} was removed from ${o.pipelinesDir} before the run could start`);
+    o.say(`${name}: starting run ${runId} (${why})`);
+    lastFailure.delete(name); // a run of the pipeline starts: its last failure is history
+    try {
+      const secretSource = await (o.secrets ?? (async () => process.env))();
+      const r = await executeRun(
+        { runtime: deps.runtime, makeGit: deps.makeGit, clock: () => new Date(), reporter: o.reporterFor(name), signal, killSignal: new AbortController().signal },
+        { loaded, home: home.root, keepWorkspace: false, secretSource, runId, ...(inputs ? { inputs } : {}) },
+      );
+      o.say(`${name}: run ${r.runId} ${r.status}`);
+    } catch (err) {
+      o.say(`${name}: run ${runId} could not start: ${errorMessage(err)}`);
+      await neverStarted(p, err instanceof RunnerError ? err.code : 'internal', errorMessage(err));
+    }
+  }
+
+  // Runs an earlier server accepted and never started, read before this one accepts any: taken up again,
+  // ahead of catch-up runs, in the order they were asked for.
+  const left = (await requests.leftQueued()).map(
+    (rec): Pending => ({ pipeline: rec.pipeline, why: rec.requestedBy ?? 'trigger', runId: rec.runId, ...(rec.inputs ? { inputs: rec.inputs } : {}) }),
+  );
+  if (left.length) o.say(`taking up ${left.length} run(s) queued before the last stop`);
+
+  const reload = async (carried: Pending[] = []) => {
+    if (!(await dir.scan()) && !carried.length) return;
     for (const s of dir.states()) for (const e of s.errors) o.say(`pipeline file problem: ${e}`);
     const list = dir.pipelines().map(toScheduled);
-    scheduler.setPipelines(list);
+    for (const gone of scheduler.setPipelines(list, carried)) {
+      await neverStarted(gone, 'pipeline_gone', `the pipeline ${gone.pipeline} is no longer in ${o.pipelinesDir}`);
+    }
     o.say(`watching ${list.length} pipeline(s): ${list.map((p) => p.name).join(', ') || 'none'}`);
   };
-  await reload();
-
-  // Runs an earlier server accepted and never started: taken up again, in the order they were asked for.
-  const left = await requests.leftQueued();
-  if (left.length) o.say(`taking up ${left.length} run(s) queued before the last stop`);
-  for (const rec of left) {
-    const p: Pending = { pipeline: rec.pipeline, why: rec.requestedBy ?? 'trigger', runId: rec.runId, ...(rec.inputs ? { inputs: rec.inputs } : {}) };
-    if (!scheduler.requeue(p)) await neverStarted(p, 'pipeline_gone', `the pipeline ${rec.pipeline} is no longer in ${o.pipelinesDir}`);
-  }
+  await reload(left);
 
   let watcher: FSWatcher | undefined;
   let pending: NodeJS.Timeout | undefined;
@@ -167,22 +161,29 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
       {
         runsDir: home.runs,
         queueLength: () => scheduler.queueLength(),
-        trigger: (name, inputs) => {
+        trigger: async (name, inputs) => {
           if (o.stop.aborted) throw new RunnerError('stopping', 'runner serve is stopping: it takes no new runs');
           const loaded = dir.pipelines().find((p) => p.pipeline.name === name);
           if (!loaded) return undefined;
           resolveInputs(loaded.pipeline, inputs); // a wrong name or a missing value is a 400 now, not a failed run later
-          return scheduler.trigger(name, inputs);
+          const runId = scheduler.trigger(name, inputs);
+          if (runId) await recorded.get(runId); // the 202 comes once the run is on disk: a crash now cannot lose it
+          return runId;
         },
-        cancel: (runId) => {
+        cancel: async (runId) => {
           const dropped = scheduler.dequeue(runId);
-          if (dropped) {
-            void neverStarted(dropped, 'canceled', 'canceled before it started');
+          const run = live.get(runId);
+          if (run) {
+            run.cancel.abort();
             return true;
           }
-          const run = live.get(runId);
-          run?.cancel.abort();
-          return run !== undefined;
+          // Queued here, or queued on disk while this server stops (it would start at the next start): never started.
+          const onDisk = dropped ? undefined : await readRun(home.runs, runId).catch(() => undefined);
+          const pending: Pending | undefined =
+            dropped ?? (onDisk?.status === 'queued' ? { pipeline: onDisk.pipeline, why: onDisk.requestedBy ?? 'trigger', runId } : undefined);
+          if (!pending) return false;
+          await neverStarted(pending, 'canceled', 'canceled before it started');
+          return true;
         },
         notStarted: (runId) => {
           const q = scheduler.queued().find((p) => p.runId === runId);

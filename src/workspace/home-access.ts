@@ -36,10 +36,11 @@ async function chain(dir: string): Promise<DirFacts[]> {
   return out;
 }
 
-/** Throws home_unreachable (exit 2) when the project's owner cannot reach the home. */
-export async function checkHomeReachable(home: string, owner: { uid: number; gid: number }, project: string): Promise<void> {
+/** Throws home_unreachable (exit 2) when the project's owner cannot reach the home's directories git works in (`dirs`). */
+export async function checkHomeReachable(home: string, dirs: string[], owner: { uid: number; gid: number }, project: string): Promise<void> {
   if (process.getuid?.() !== 0 || owner.uid === 0) return;
-  const blocked = blockingDir(await chain(home), owner);
+  let blocked: DirFacts | undefined;
+  for (const dir of dirs) blocked ??= blockingDir(await chain(dir), owner);
   if (!blocked) return;
   throw new WorkspaceError(
     'home_unreachable',

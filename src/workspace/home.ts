@@ -3,7 +3,7 @@
  *   worktrees/<runId>/   tasks/<taskId>/ + tasks/<taskId>.json   merges/
  *   runs/<runId>/{run.json, events.jsonl, hooks.log, steps/<id>.log, steps/<id>.patch}
  */
-import { mkdir, realpath } from 'node:fs/promises';
+import { chmod, mkdir, realpath } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -56,7 +56,15 @@ export class RunnerHome {
     return path.join(this.root, 'merges');
   }
 
+  /** Creates what is missing, 0755 whatever the umask: the owners of projects (as whom git works) pass through. */
   async ensure(): Promise<void> {
-    for (const dir of [this.worktrees, this.runs, this.tasks]) await mkdir(dir, { recursive: true, mode: 0o755 });
+    for (const dir of [this.worktrees, this.runs, this.tasks]) {
+      const first = await mkdir(dir, { recursive: true, mode: 0o755 });
+      if (!first) continue;
+      for (let d = dir; ; d = path.dirname(d)) {
+        await chmod(d, 0o755);
+        if (d === first || path.dirname(d) === d) break;
+      }
+    }
   }
 }

@@ -22,7 +22,7 @@ export function missingProject(dir: string, fix: string, inContainer = process.e
   if (inContainer) {
     return new WorkspaceError(
       'project_missing',
-      `project path ${dir} is not visible inside the runner's container (runner serve runs in Docker): put the project under ` +
+      `project path ${dir} is not visible inside the runner's container (runner serve runs in Docker; if it exists on the host, it is not mounted): put the project under ` +
         `RUNNER_PROJECTS, which is mounted at the same path, and point project.path there, or mount its folder at the same path in docker-compose.yml`,
     );
   }

@@ -1,10 +1,11 @@
 /** The CLI's contract: help, version, validation, and exit codes for bad input and broken infrastructure. */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { git, projectsForThisFile, pipelineYaml, runCli, writePipeline } from '../fixtures/project.js';
+import { CLI, git, projectsForThisFile, pipelineYaml, runCli, writePipeline } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 
@@ -45,8 +46,12 @@ steps:
   const r = await runCli(['validate', bad]);
   assert.equal(r.code, 2);
   const lines = r.stderr.trim().split('\n');
-  assert.match(lines[0]!, /bad\.yaml: 2 problems/);
+  // Every problem at once: the typos and the bad values, and the references and duplicates the rules find beside them.
+  assert.match(lines[0]!, /bad\.yaml: 6 problems/);
+  assert.match(r.stderr, /bad\.yaml:8:5 steps\[1\]: step "a" has no image/, 'the typo imagee: leaves the step without an image, said at once');
+  assert.match(r.stderr, /bad\.yaml:6:10 steps\[0\]\.run: \$\{\{ steps\.zz\.outputs\.k \}\} names step "zz", which does not exist/);
   assert.match(r.stderr, /bad\.yaml:7:14 steps\[0\]\.timeout: expected a duration/);
+  assert.match(r.stderr, /bad\.yaml:8:9 steps\[1\]\.id: duplicate step id "a"/);
   assert.match(r.stderr, /bad\.yaml:9:5 steps\[1\]\.imagee: unknown key "imagee" \(did you mean "image"\?\)/);
 
   const good = await writePipeline(f, pipelineYaml('  - id: ok\n    run: "true"\n'), 'good.yaml');
@@ -76,7 +81,7 @@ test('named secrets that are not set are an error before anything starts (exit 2
   );
   const r = await runCli(['exec', file, '--home', f.home], { env: { RUNNER_TEST_UNSET_SECRET: '', RUNNER_TEST_OTHER: '' } });
   assert.equal(r.code, 2, r.stderr);
-  assert.match(r.stderr, /secrets RUNNER_TEST_UNSET_SECRET, RUNNER_TEST_OTHER named by the pipeline are not set: give them in the runner's environment \(export RUNNER_TEST_UNSET_SECRET=\.\.\.\) or in a file of NAME=value lines passed with --secrets-file/);
+  assert.match(r.stderr, /secrets RUNNER_TEST_OTHER, RUNNER_TEST_UNSET_SECRET named by the pipeline are not set: give them in the runner's environment \(export RUNNER_TEST_OTHER=\.\.\.\) or in a file of NAME=value lines passed with --secrets-file/);
   assert.equal(existsSync(f.home), false);
 });
 
@@ -130,4 +135,15 @@ test('an image that is not present and cannot be pulled exits 3, naming the imag
   const r = await runCli(['exec', file, '--home', f.home]);
   assert.equal(r.code, 3);
   assert.match(r.stderr, /image runner\/not-built-here:latest is not present locally and could not be pulled .*build it with `make images`/);
+});
+
+test('validate warns about what this machine lacks; a user the engine refuses is told about the docker group', async () => {
+  const f = await fixture();
+  const file = await writePipeline(f, pipelineYaml('  - id: a\n    run: "true"\n').replace('image: runner/base:latest', 'image: runner/not-built-here:1'));
+  const mine = await runCli(['validate', file]);
+  assert.equal(mine.code, 0, mine.stderr);
+  assert.match(mine.stderr, /warning: image runner\/not-built-here:1 is not on this machine's engine/);
+  const r = spawnSync(process.execPath, [CLI, 'validate', file], { uid: 65534, gid: 65534, encoding: 'utf8', env: { PATH: process.env.PATH } });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /images not checked: docker is not reachable at \S+ \(EACCES\): this user \(uid 65534\) may not use the engine's socket: add it to the docker group/);
 });

@@ -50,7 +50,8 @@ steps:
     run: echo "hello \${{ inputs.who }}\${{ inputs.punctuation }}"
 `;
   const broken = 'version: 1\nname: broken\nsteps: not-a-list\n';
-  return serveFolder(f, { 'talk.yaml': talk, 'greet.yaml': greet, 'broken.yaml': broken }, listen, { env });
+  const needsKey = `version: 1\nname: needs-key\nproject: { path: ${f.project}, push: never }\ndefaults: { image: ${IMAGE} }\nsecrets: [RUNNER_TEST_NO_SUCH_KEY]\nsteps:\n  - id: s\n    secrets: [RUNNER_TEST_NO_SUCH_KEY]\n    run: "true"\n`;
+  return serveFolder(f, { 'talk.yaml': talk, 'greet.yaml': greet, 'broken.yaml': broken, 'needs-key.yaml': needsKey }, listen, { env: { RUNNER_TEST_NO_SUCH_KEY: '', ...env } });
 }
 
 /** A screenshot, checked: a PNG of the viewport's size with more than a blank page in it. */
@@ -111,6 +112,31 @@ test('a run triggered from the page appears with its live log, printed markup sh
     assert.match(await page.locator('#inputs').innerText(), /who = <b>world<\/b>\s+punctuation = !/);
     assert.equal(await page.locator('#main b').count(), 0);
     assert.deepEqual(problems, [], 'the page threw no errors');
+  } finally {
+    await page.close();
+    s.child.kill('SIGTERM');
+  }
+  assert.equal(await s.exited, 0, s.out());
+});
+
+test('a run that could not start shows why: on its page, in the recent runs, on its pipeline', { timeout: 60_000 }, async () => {
+  const f = await fixture();
+  const s = await startServe(f, '127.0.0.1:0');
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  try {
+    await page.goto(s.base);
+    await page.locator('#pipelines tr[data-pipeline="needs-key"]').getByRole('button', { name: 'Run now' }).click();
+    await page.waitForURL(/#\/runs\/\d{8}-\d{6}-[a-z0-9]+$/);
+    const runId = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
+    await page.locator('.run-head .badge.not_started').waitFor({ timeout: 30_000 });
+    assert.match(await page.locator('.run-head .error').innerText(), /secret RUNNER_TEST_NO_SUCH_KEY named by the pipeline is not set/);
+    await page.locator('#diff').getByText('The run did not start: it changed nothing.').waitFor();
+    await screenshot(page, f, 'not-started');
+    await page.getByRole('link', { name: '← all runs' }).click();
+    await page.locator(`#runs tr[data-run="${runId}"]`).getByText('not started').waitFor();
+    const failure = page.locator('#pipelines tr[data-pipeline="needs-key"] .last-failure');
+    await failure.waitFor();
+    assert.match(await failure.innerText(), /Its last run did not start \(.+\): secret RUNNER_TEST_NO_SUCH_KEY/);
   } finally {
     await page.close();
     s.child.kill('SIGTERM');

@@ -96,7 +96,7 @@ test('steps run as the project owner: no file in the worktree or the repository 
   const rootOwned = await findNotOwnedBy(path.join(f.project, '.git'), 1000);
   assert.deepEqual(rootOwned, [], 'every file git wrote in the project belongs to its owner');
   // The hint works when pasted, as root on a uid-1000 project.
-  const hint = /workspace kept at \S+ \(once you are done with it: (runner gc --yes --home \S+)\)/.exec(r.stderr);
+  const hint = /workspace kept at \S+ \(once you are done with it: (runner gc --yes --home \S+ \S+)\)/.exec(r.stderr);
   assert.ok(hint, r.stderr);
   const dry = await runCli(hint[1]!.split(' ').slice(1).filter((a) => a !== '--yes'));
   assert.match(dry.stdout, new RegExp(`${r.json.runId} .* ${wt}`));

@@ -266,3 +266,32 @@ steps:
   assert.match(out, /unknown key "on_failure": steps run in the order of the file .* this format has no jumps, loops, retries or conditions yet/);
   assert.match(out, /\$\{\{ secrets\.NPM_TOKEN \}\}: secrets are not expressions here; list NPM_TOKEN under the top-level secrets: and the step's secrets:, and it reaches the step as the environment variable NPM_TOKEN \("\$NPM_TOKEN" in run:\)/);
 });
+
+test('one bad element does not take its neighbours along: no false "not declared", nothing hidden', () => {
+  const text = `version: 1
+name: parts
+defaults: { image: img }
+secrets: [GOOD, bad-name]
+inputs:
+  topic: { descripton: typo }
+  other: { default: x }
+schedule:
+  - cron: "0 6 * * *"
+  - cron: "61 * * * *"
+    overlp: skip
+steps:
+  - id: a
+    outputs: [ok, "bad key"]
+    secrets: [GOOD]
+    run: echo "\${{ inputs.topic }} \${{ inputs.other }}"
+  - id: b
+    run: echo "\${{ steps.a.outputs.ok }}"
+`;
+  const out = problems(text).join('\n');
+  assert.doesNotMatch(out, /not declared|declares no output ok/, out);
+  assert.match(out, /inputs\.topic\.descripton: unknown key/);
+  assert.match(out, /secrets\[1\]: expected an environment variable name/);
+  assert.match(out, /schedule\[1\]\.overlp: unknown key/);
+  assert.match(out, /schedule\[1\]\.cron: /, 'the bad cron beside the typo is reported too');
+  assert.match(out, /inputs\.topic: input topic has no default/, 'and the input a schedule needs');
+});

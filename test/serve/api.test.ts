@@ -22,8 +22,8 @@ async function serve(state: Partial<ServeState>) {
   const full: ServeState = {
     runsDir,
     pipelines: () => [],
-    trigger: () => undefined,
-    cancel: () => false,
+    trigger: async () => undefined,
+    cancel: async () => false,
     queueLength: () => 0,
     active: () => [],
     notStarted: () => undefined,
