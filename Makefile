@@ -24,9 +24,11 @@ build: deps
 docker:
 	@bash scripts/ensure-docker.sh
 
-# runner/base:latest, built without any registry (debootstrap + docker import).
+# runner/base:latest, built without any registry (debootstrap + docker import), then
+# runner/toolchain, runner/claude-code and runner/codex on it (images/build.sh): each only when missing or out of date.
 images: docker
 	@bash images/base/build.sh
+	@bash images/build.sh
 
 # runner/runner:latest, the runner's own image for docker compose (runner serve).
 runner-image: build images

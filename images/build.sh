@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Builds the images steps run in, on top of runner/base (images/base/build.sh),
+# without any registry: runner/toolchain (git, Node 20 with npm, Python 3, make,
+# C/C++, ripgrep, curl) and one image per supported agent CLI, installed from
+# the npm registry at the pinned versions below.
+#
+#   images/build.sh            build what is missing or out of date
+#   FORCE=1 images/build.sh    rebuild all
+#
+# Each image carries a hash of its recipe (Dockerfile, version, parent image):
+# an edit rebuilds it and what is built on it; nothing else is rebuilt.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+
+CLAUDE_CODE_VERSION=2.1.330
+CODEX_VERSION=0.169.0
+
+# build NAME DIR [VERSION]: docker build of images/DIR as runner/NAME:latest
+build() {
+  local tag="runner/$1:latest" dir="$ROOT/images/$2" version="${3:-}"
+  local parent; parent="$(sed -n 's/^FROM //p' "$dir/Dockerfile" | head -n1)"
+  local recipe; recipe="$({ cat "$dir/Dockerfile"; echo "$version"; docker image inspect -f '{{.Id}}' "$parent"; } | sha256sum | cut -c1-16)"
+  if [[ "${FORCE:-0}" != 1 ]] && [[ "$(docker image inspect -f '{{index .Config.Labels "dev.runner.recipe"}}' "$tag" 2>/dev/null)" == "$recipe" ]]; then
+    echo "images: $tag is up to date"
+    return
+  fi
+  local ctx; ctx="$(mktemp -d /tmp/runner-image.XXXXXX)"
+  cp "$dir/Dockerfile" "$ctx/"
+  # The CA certificates this machine trusts (npm in the build reaches the registry through them).
+  cp "${NODE_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}" "$ctx/build-ca.crt" 2>/dev/null || : >"$ctx/build-ca.crt"
+  if [[ "$1" == toolchain ]]; then
+    # This machine's Node 20 and its npm (the image is Debian's bookworm, whose nodejs is 18).
+    local node; node="$(readlink -f "$(command -v node)")"
+    local npm; npm="$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")"
+    mkdir -p "$ctx/node/bin"
+    cp "$node" "$ctx/node/bin/node"
+    cp -r "$npm" "$ctx/node/npm"
+  fi
+  echo "images: building $tag${version:+ ($version)}"
+  local t0=$SECONDS
+  if ! docker build --label "dev.runner.recipe=$recipe" ${version:+--build-arg VERSION="$version"} --tag "$tag" "$ctx" >"$ctx.log" 2>&1; then
+    echo "images: building $tag failed; its output:" >&2
+    cat "$ctx.log" >&2
+    rm -rf "$ctx" "$ctx.log"
+    exit 1
+  fi
+  rm -rf "$ctx" "$ctx.log"
+  echo "images: built $tag ($(docker image inspect -f '{{.Size}}' "$tag" | awk '{printf "%.0f MB", $1/1e6}'), $((SECONDS - t0)) s)"
+}
+
+build toolchain toolchain
+build claude-code claude-code "$CLAUDE_CODE_VERSION"
+build codex codex "$CODEX_VERSION"
