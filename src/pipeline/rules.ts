@@ -3,6 +3,7 @@
  * references to agents, steps, outputs and secrets that exist). Pure.
  */
 import { didYouMean } from '../common/did-you-mean.js';
+import { PRESETS } from '../agents/presets.js';
 import { cronProblem } from '../schedule/cron.js';
 import type { DocPath } from './positions.js';
 import type { PipelineFile, StepFile } from './schema.js';
@@ -20,6 +21,7 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
   const agents = p.agents ?? {};
   const declaredSecrets = new Set(p.secrets ?? []);
   const seen = new Map<string, number>();
+  const credentialsAsked = new Set<string>();
 
   for (const [name, value] of Object.entries(p.env ?? {})) {
     if (findExpressions(value).length > 0) {
@@ -69,11 +71,25 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
     if (step.run !== undefined && step.command !== undefined) {
       issues.push({ path: at('command'), atKey: true, message: 'a step has either run or command, not both' });
     }
+    const preset = agent?.use !== undefined ? PRESETS[agent.use] : undefined;
     const hasCommand = step.run !== undefined || step.command !== undefined || agent?.run !== undefined || agent?.command !== undefined;
-    if (!hasCommand && (step.agent === undefined || agent)) {
+    if (preset && !hasCommand) {
+      if (step.prompt === undefined) issues.push({ path: at(), message: `step "${step.id}" uses agent ${step.agent} (${preset.name}) and has no prompt: say what it should do` });
+      const refused = preset.refuse?.({ user: step.user ?? agent?.user ?? p.defaults?.user });
+      if (refused) issues.push({ path: at(), message: `step "${step.id}": ${refused}` });
+      if (!agent?.secrets && !preset.credentials.some((c) => declaredSecrets.has(c)) && !credentialsAsked.has(step.agent!)) {
+        credentialsAsked.add(step.agent!);
+        issues.push({
+          path: ['agents', step.agent!],
+          atKey: true,
+          message: `agent ${step.agent} uses ${preset.name}, which needs one of ${preset.credentials.join(', ')}: declare it under the top-level secrets: (its value comes from the environment or --secrets-file)`,
+        });
+      }
+    }
+    if (!hasCommand && !preset && (step.agent === undefined || agent)) {
       issues.push({ path: at(), message: `step "${step.id}" has nothing to run: give it run: (a script) or command: (an argv list)` });
     }
-    if (!step.image && !agent?.image && !p.defaults?.image) {
+    if (!step.image && !agent?.image && !preset && !p.defaults?.image) {
       issues.push({ path: at(), message: `step "${step.id}" has no image: set image: on the step, its agent or defaults` });
     }
 
@@ -162,7 +178,9 @@ function checkExpression(
     return `\${{ ${describeExpression(expr)} }} names step "${expr.step}", which does not run before step "${step.id}"`;
   }
   const outputs = p.steps[j]!.outputs ?? [];
-  if (!outputs.includes(expr.key) && expr.key !== 'summary') {
+  // An agent preset's step has its final message as output result.
+  const fromAgent = expr.key === 'result' && p.agents?.[p.steps[j]!.agent ?? '']?.use !== undefined;
+  if (!outputs.includes(expr.key) && expr.key !== 'summary' && !fromAgent) {
     return `\${{ ${describeExpression(expr)} }}: step "${expr.step}" declares no output "${expr.key}"${didYouMean(expr.key, outputs)} (add it to its outputs: list)`;
   }
   return undefined;

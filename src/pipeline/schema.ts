@@ -4,6 +4,7 @@
  * Phase 1 of validation; cross-references are checked in rules.ts.
  */
 import { z } from 'zod';
+import { PRESET_NAMES } from '../agents/presets.js';
 import { parseDuration, parseSize } from '../common/durations.js';
 
 export const NAME_RE = /^[A-Za-z0-9._-]+$/;
@@ -65,6 +66,11 @@ export const stepSettings = {
 const command = z.array(z.string()).min(1, 'expected a non-empty list of arguments');
 
 export const agentSchema = z.strictObject({
+  /** a preset: the CLI's image, headless command, environment, network and result (src/agents/) */
+  use: z.enum(PRESET_NAMES as [string, ...string[]], { error: `expected one of ${PRESET_NAMES.join(', ')} (the presets this runner has)` }).optional(),
+  model: z.string().min(1).optional(),
+  max_turns: z.number({ error: 'expected a whole number of turns, like 40' }).int().positive('expected a whole number of turns, like 40').optional(),
+  base_url: z.url({ error: 'expected a URL, like http://gateway:8080' }).optional(),
   ...stepSettings,
   command: command.optional(),
   run: z.string().optional(),

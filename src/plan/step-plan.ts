@@ -4,7 +4,11 @@
  * Templates stay unrendered: outputs of earlier steps are known only at run
  * time (render.ts). Pure.
  */
-import type { PipelineFile } from '../pipeline/schema.js';
+import type { AgentPreset } from '../agents/preset.js';
+import { AGENT_RESULT_FILE } from '../agents/preset.js';
+import { PRESETS } from '../agents/presets.js';
+import type { AgentFile, PipelineFile } from '../pipeline/schema.js';
+import { CONTAINER_PATHS } from './render.js';
 
 export const BUILTIN_DEFAULTS = {
   memoryBytes: 2 * 1024 ** 3,
@@ -23,6 +27,8 @@ export interface StepPlan {
   id: string;
   /** the agent profile's name, when the step uses one */
   agent?: string;
+  /** the agent preset whose command the step runs (its result is read after the step) */
+  preset?: string;
   image: string;
   /** either a script for `sh -e -c`, or an argv list */
   run?: string;
@@ -51,16 +57,21 @@ export interface StepPlan {
 export function planSteps(p: PipelineFile): StepPlan[] {
   const d = p.defaults ?? {};
   return p.steps.map((s, index) => {
-    const a = s.agent !== undefined ? (p.agents?.[s.agent] ?? {}) : {};
+    const a: AgentFile = s.agent !== undefined ? (p.agents?.[s.agent] ?? {}) : {};
+    const preset = a.use !== undefined ? PRESETS[a.use] : undefined;
+    const settings = { model: a.model, maxTurns: a.max_turns, baseUrl: a.base_url };
     const ownCommand = s.run !== undefined || s.command !== undefined;
-    const run = ownCommand ? s.run : 'run' in a ? a.run : undefined;
-    const command = ownCommand ? s.command : 'command' in a ? a.command : undefined;
+    const agentCommand = a.run !== undefined || a.command !== undefined;
+    // The preset's headless command, unless the step or the agent says what to run.
+    const usesPreset = preset !== undefined && !ownCommand && !agentCommand;
+    const run = ownCommand ? s.run : agentCommand ? a.run : usesPreset ? preset.script(settings, `${CONTAINER_PATHS.io}/${AGENT_RESULT_FILE}`) : undefined;
+    const command = ownCommand ? s.command : agentCommand ? a.command : undefined;
     const plan: StepPlan = {
       index,
       id: s.id,
-      image: s.image ?? a.image ?? d.image ?? '',
-      env: { ...(p.env ?? {}), ...(a.env ?? {}), ...(s.env ?? {}) },
-      secrets: [...new Set([...(a.secrets ?? []), ...(s.secrets ?? [])])],
+      image: s.image ?? a.image ?? preset?.image ?? d.image ?? '',
+      env: { ...(p.env ?? {}), ...(preset?.env(settings) ?? {}), ...(a.env ?? {}), ...(s.env ?? {}) },
+      secrets: [...new Set([...(a.secrets ?? presetCredentials(preset, p)), ...(s.secrets ?? [])])],
       outputs: s.outputs ?? [],
       memoryBytes: s.resources?.memory ?? a.resources?.memory ?? d.resources?.memory ?? BUILTIN_DEFAULTS.memoryBytes,
       cpus: s.resources?.cpus ?? a.resources?.cpus ?? d.resources?.cpus ?? BUILTIN_DEFAULTS.cpus,
@@ -69,18 +80,24 @@ export function planSteps(p: PipelineFile): StepPlan[] {
       fileSizeBytes: s.resources?.file_size ?? a.resources?.file_size ?? d.resources?.file_size ?? BUILTIN_DEFAULTS.fileSizeBytes,
       readOnlyRoot: s.read_only ?? a.read_only ?? d.read_only ?? false,
       capAdd: s.cap_add ?? a.cap_add ?? d.cap_add ?? [],
-      network: s.network ?? a.network ?? d.network ?? BUILTIN_DEFAULTS.network,
+      network: s.network ?? a.network ?? preset?.network ?? d.network ?? BUILTIN_DEFAULTS.network,
       timeoutMs: s.timeout ?? a.timeout ?? d.timeout ?? BUILTIN_DEFAULTS.timeoutMs,
       user: s.user ?? a.user ?? d.user ?? BUILTIN_DEFAULTS.user,
       continueOnError: s.continue_on_error ?? false,
       verify: s.verify ?? false,
     };
     if (s.agent !== undefined) plan.agent = s.agent;
+    if (usesPreset) plan.preset = preset.name;
     if (run !== undefined) plan.run = run;
     if (command !== undefined) plan.command = command;
     if (s.prompt !== undefined) plan.prompt = s.prompt;
     return plan;
   });
+}
+
+/** The credentials a preset accepts that the pipeline declares: what its agent gets when it names no secrets of its own. */
+export function presetCredentials(preset: AgentPreset | undefined, p: Pick<PipelineFile, 'secrets'>): string[] {
+  return preset ? preset.credentials.filter((c) => (p.secrets ?? []).includes(c)) : [];
 }
 
 /** Every secret some step receives, for checking they exist before anything starts. */

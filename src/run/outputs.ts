@@ -59,23 +59,23 @@ function setValue(values: Record<string, string>, problems: string[], key: strin
  * Reads the outputs file. Undefined when the step wrote none. A symlink, a
  * FIFO or any non-regular file is refused, a larger file is cut at MAX_OUTPUT_FILE.
  */
-export async function readOutputsFile(file: string): Promise<{ text?: string; problem?: string }> {
+export async function readOutputsFile(file: string, what = 'the outputs file', max = MAX_OUTPUT_FILE): Promise<{ text?: string; problem?: string }> {
   let fh;
   try {
     fh = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return {};
-    if (code === 'ELOOP') return { problem: 'the outputs file is a symlink; it was not read' };
-    return { problem: `the outputs file could not be read (${code})` };
+    if (code === 'ELOOP') return { problem: `${what} is a symlink; it was not read` };
+    return { problem: `${what} could not be read (${code})` };
   }
   try {
     const st = await fh.stat();
-    if (!st.isFile()) return { problem: 'the outputs file is not a regular file; it was not read' };
-    const buf = Buffer.alloc(Math.min(st.size, MAX_OUTPUT_FILE));
+    if (!st.isFile()) return { problem: `${what} is not a regular file; it was not read` };
+    const buf = Buffer.alloc(Math.min(st.size, max));
     const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
     const text = buf.subarray(0, bytesRead).toString('utf8');
-    return st.size > MAX_OUTPUT_FILE ? { text, problem: `the outputs file is larger than ${MAX_OUTPUT_FILE} bytes; the rest was ignored` } : { text };
+    return st.size > max ? { text, problem: `${what} is larger than ${max} bytes; the rest was ignored` } : { text };
   } finally {
     await fh.close();
   }

@@ -60,7 +60,15 @@ export function summarize(r: RunRecord): Record<string, unknown> {
     steps: Object.fromEntries(
       r.steps.map((s) => [
         s.id,
-        { status: s.status, exitCode: s.exitCode, durationMs: s.durationMs, commit: s.commit, ...(s.changes ? { changes: s.changes } : {}) },
+        {
+          status: s.status,
+          exitCode: s.exitCode,
+          durationMs: s.durationMs,
+          commit: s.commit,
+          ...(s.changes ? { changes: s.changes } : {}),
+          ...(s.usage ? { usage: s.usage } : {}),
+          ...(s.outputs.result !== undefined ? { result: s.outputs.result } : {}),
+        },
       ]),
     ),
   };

@@ -17,6 +17,7 @@ import type { Workspace } from '../workspace/workspace.js';
 import { commitMessage } from './commit-message.js';
 import type { ExecDeps } from './orchestrator.js';
 import { parseOutputs, readOutputsFile } from './outputs.js';
+import { readAgentResult } from '../agents/result.js';
 import { classify, describeStatus, limitsHit, type StepResult } from './step-result.js';
 import { runContainer } from './step-runner.js';
 import type { RunStore } from './store.js';
@@ -97,12 +98,20 @@ export async function runStep(c: StepContext): Promise<StepResult> {
   const messages = [...limitText];
 
   const read = await readOutputsFile(path.join(ioDir, 'output'));
-  // The raw file may hold secrets; only the masked values are kept, in run.json.
+  // An agent preset's CLI left its machine-readable result there too: its final message and what it cost.
+  const agent = plan.preset ? await readAgentResult(plan.preset, ioDir) : undefined;
+  // The raw files may hold secrets; only the masked values are kept, in run.json.
   await removeTree(ioDir);
   const parsed = read.text !== undefined ? parseOutputs(read.text) : { values: {}, problems: [] };
   if (read.problem) messages.push(read.problem);
   for (const p of parsed.problems) messages.push(`outputs: ${p}`);
+  if (agent?.problem) messages.push(agent.problem);
+  if (agent?.error) messages.push(agent.error);
   const kept = Object.fromEntries(Object.entries(parsed.values).filter(([k]) => plan.outputs.includes(k) || k === 'summary'));
+  if (agent?.result !== undefined) {
+    kept.result = agent.result;
+    deps.reporter.stepLine(plan.id, 'stdout', masker.mask(`${plan.preset}: ${agent.result.split('\n').find((l) => l.trim()) ?? ''}`));
+  }
   c.outputs.set(plan.id, kept);
 
   const result: StepResult = {
@@ -117,6 +126,7 @@ export async function runStep(c: StepContext): Promise<StepResult> {
     commit: null,
     outputs: Object.fromEntries(Object.entries(kept).map(([k, v]) => [k, masker.mask(v)])),
     limits,
+    ...(agent?.usage ? { usage: agent.usage } : {}),
   };
 
   const message = commitMessage({
@@ -127,7 +137,8 @@ export async function runStep(c: StepContext): Promise<StepResult> {
     exitCode: end.exitCode,
     limits: limitText,
     // masked before the subject is cut, so a cut cannot leave half a secret
-    ...(kept.summary !== undefined ? { summary: masker.mask(kept.summary) } : {}),
+    // the agent's final message stands in when the step wrote no summary
+    ...((kept.summary ?? kept.result) !== undefined ? { summary: masker.mask((kept.summary ?? kept.result)!) } : {}),
   });
   const work = await ws.recordStep(masker.mask(message), store.stepPatchPath(plan.id));
   result.commit = work.commit;

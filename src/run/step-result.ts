@@ -1,4 +1,5 @@
 /** How a step ended, in one shape for success and failure. Pure. */
+import type { AgentUsage } from '../agents/preset.js';
 import type { ChangeList } from '../workspace/snapshot.js';
 
 export type StepStatus = 'completed' | 'failed' | 'timed_out' | 'oom' | 'canceled' | 'skipped' | 'interrupted';
@@ -26,6 +27,8 @@ export interface StepResult {
   changes?: ChangeList;
   /** what a person should know: the limit that fired, an outputs problem */
   message?: string;
+  /** an agent preset's step: what its CLI reported it used */
+  usage?: AgentUsage;
 }
 
 export type LimitHit = 'memory' | 'timeout' | 'pids' | 'file_size';

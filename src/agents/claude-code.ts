@@ -1,0 +1,61 @@
+/**
+ * Claude Code, headless: `claude -p` with JSON output, permissions skipped
+ * (the container is the sandbox), no auto-update or telemetry. It refuses to
+ * skip permissions as root, so a step running as root is refused at load.
+ */
+import { num, shQuote, type AgentOutcome, type AgentPreset, type AgentSettings } from './preset.js';
+
+export const claudeCode: AgentPreset = {
+  name: 'claude-code',
+  image: 'runner/claude-code:latest',
+  credentials: ['ANTHROPIC_API_KEY', 'CLAUDE_CODE_OAUTH_TOKEN'],
+  network: 'bridge',
+  script(s: AgentSettings, resultPath: string): string {
+    const flags = ['--output-format', 'json', '--dangerously-skip-permissions'];
+    if (s.model) flags.push('--model', shQuote(s.model));
+    if (s.maxTurns !== undefined) flags.push('--max-turns', String(s.maxTurns));
+    return `claude -p ${flags.join(' ')} -- "$RUNNER_PROMPT" > ${resultPath}`;
+  },
+  env(s: AgentSettings): Record<string, string> {
+    return {
+      DISABLE_AUTOUPDATER: '1',
+      DISABLE_TELEMETRY: '1',
+      DISABLE_ERROR_REPORTING: '1',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      ...(s.baseUrl ? { ANTHROPIC_BASE_URL: s.baseUrl } : {}),
+    };
+  },
+  parse(text: string): AgentOutcome {
+    let j: Record<string, any>;
+    try {
+      j = JSON.parse(text) as Record<string, any>;
+    } catch {
+      return { error: 'Claude Code wrote no JSON result' };
+    }
+    const usage = (j.usage ?? {}) as Record<string, unknown>;
+    const models = Object.keys((j.modelUsage ?? {}) as object);
+    const out: AgentOutcome = {
+      usage: {
+        model: models[0] ?? null,
+        inputTokens: num(usage.input_tokens),
+        outputTokens: num(usage.output_tokens),
+        cacheReadTokens: num(usage.cache_read_input_tokens),
+        cacheWriteTokens: num(usage.cache_creation_input_tokens),
+        costUsd: num(j.total_cost_usd),
+        turns: num(j.num_turns),
+        sessionId: typeof j.session_id === 'string' ? j.session_id : null,
+      },
+    };
+    if (typeof j.result === 'string') out.result = j.result;
+    if (j.is_error === true || (typeof j.subtype === 'string' && j.subtype !== 'success')) {
+      out.error = `Claude Code ended with ${j.subtype ?? 'an error'}${j.api_error_status ? ` (API status ${j.api_error_status})` : ''}`;
+    }
+    return out;
+  },
+  refuse(step: { user: string | undefined }): string | undefined {
+    if (step.user === '0' || step.user === '0:0' || step.user?.startsWith('0:')) {
+      return 'Claude Code refuses to skip its permission prompts as root, and a step has no one to answer them: drop user: (a step runs as the project\'s owner, or 65532)';
+    }
+    return undefined;
+  },
+};

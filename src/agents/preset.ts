@@ -1,0 +1,63 @@
+/**
+ * What a preset knows about one agent CLI, so that `use: claude-code` runs it
+ * unattended, in its image, pointed at its model, and reports what it cost.
+ * Pure: the planner asks it for a step's image, script, environment and
+ * network; after the step, it reads the CLI's machine-readable result.
+ */
+
+export const AGENT_RESULT_FILE = 'agent-result.json';
+
+export interface AgentSettings {
+  model?: string | undefined;
+  maxTurns?: number | undefined;
+  baseUrl?: string | undefined;
+}
+
+export interface AgentUsage {
+  model: string | null;
+  inputTokens: number | null;
+  outputTokens: number | null;
+  cacheReadTokens: number | null;
+  cacheWriteTokens: number | null;
+  costUsd: number | null;
+  turns: number | null;
+  sessionId: string | null;
+}
+
+export interface AgentOutcome {
+  /** the agent's final message */
+  result?: string;
+  usage?: AgentUsage;
+  /** the CLI said the run went wrong (max turns, an API error), in its words */
+  error?: string;
+}
+
+export interface AgentPreset {
+  name: string;
+  image: string;
+  /** the credentials it accepts, any one of them, from the pipeline's secrets */
+  credentials: string[];
+  /** until the gateway narrows it: a network that reaches the model API */
+  network: string;
+  /**
+   * The step's script for `sh -e -c`: the prompt arrives as $RUNNER_PROMPT (never
+   * through the shell's parser), the machine-readable result goes to `resultPath`.
+   */
+  script(s: AgentSettings, resultPath: string): string;
+  /** what keeps it from calling home (telemetry, updates) and points it at its model */
+  env(s: AgentSettings): Record<string, string>;
+  /** reads what the CLI wrote to the result file */
+  parse(text: string): AgentOutcome;
+  /** why a setting cannot work with this CLI, for validation */
+  refuse?(step: { user: string | undefined }): string | undefined;
+}
+
+/** A number, or null when the CLI reported none. */
+export function num(v: unknown): number | null {
+  return typeof v === 'number' && Number.isFinite(v) ? v : null;
+}
+
+/** Quoted for sh: one word whatever it holds. */
+export function shQuote(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
