@@ -9,6 +9,7 @@ import { listRuns, readRun, runDir } from '../run/records.js';
 import { inspectProject } from '../workspace/project.js';
 import { parseFlags } from './args.js';
 import { openHome, openHomeWithRuns } from './context.js';
+import { describeUsage } from '../agents/usage.js';
 import { changeLines } from './change-lines.js';
 import { printTable } from './table.js';
 
@@ -73,11 +74,12 @@ async function runsShow(args: string[]): Promise<number> {
       : `started    ${r.startedAt}${r.durationMs !== null ? `  (${formatDuration(r.durationMs)})` : ''}`,
     ...(r.delivered ? [`delivered  ${r.delivered.how}${r.delivered.into ? ` into ${r.delivered.into}` : ''} at ${r.delivered.at}`] : []),
     'steps',
-    ...r.steps.map(
-      (s) =>
-        `  ${s.id.padEnd(16)} ${s.status.padEnd(11)} ${s.exitCode ?? '-'}`.padEnd(34) +
+    ...r.steps.flatMap((s) => [
+      `  ${s.id.padEnd(16)} ${s.status.padEnd(11)} ${s.exitCode ?? '-'}`.padEnd(34) +
         ` ${formatDuration(s.durationMs).padStart(7)}  ${s.commit?.slice(0, 10) ?? ''}${s.limits?.length ? `  limits: ${s.limits.join(', ')}` : ''}${s.message ? `  ${s.message}` : ''}`,
-    ),
+      // an agent step: what its CLI reported it used
+      ...(s.usage ? [`  ${''.padEnd(16)} ${describeUsage(s.usage)}`] : []),
+    ]),
     // A persistent directory has no diff: what each step added, modified and deleted.
     ...(r.workspace === 'persistent_directory' && r.steps.some((s) => s.changes) ? ['changes', ...r.steps.flatMap((s) => (s.changes ? changeLines(s.id, s.changes, '  ') : []))] : []),
   ];

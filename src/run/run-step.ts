@@ -127,6 +127,7 @@ export async function runStep(c: StepContext): Promise<StepResult> {
     outputs: Object.fromEntries(Object.entries(kept).map(([k, v]) => [k, masker.mask(v)])),
     limits,
     ...(agent?.usage ? { usage: agent.usage } : {}),
+    ...(plan.agent ? { agent: plan.agent } : {}),
   };
 
   const message = commitMessage({

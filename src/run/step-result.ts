@@ -29,6 +29,8 @@ export interface StepResult {
   message?: string;
   /** an agent preset's step: what its CLI reported it used */
   usage?: AgentUsage;
+  /** the agent profile the step used */
+  agent?: string;
 }
 
 export type LimitHit = 'memory' | 'timeout' | 'pids' | 'file_size';

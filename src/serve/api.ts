@@ -25,6 +25,7 @@ import { errorMessage, RunnerError } from '../common/errors.js';
 import { LogCursor } from '../run/log-cursor.js';
 import { runListing, type RunRecord } from '../run/record.js';
 import { listRuns, readRun, runDir } from '../run/records.js';
+import { sumUsage } from '../agents/usage.js';
 import { checkAccess, LOGGED_OUT_COOKIE, sessionCookie, tokenMatches } from './access.js';
 import { SECURITY_HEADERS, withLoginError, withLogout, type Asset } from './dashboard.js';
 
@@ -291,6 +292,7 @@ async function metrics(res: http.ServerResponse, state: ServeState): Promise<voi
     for (const s of r.steps) if (s.status !== 'skipped') (d.sum += s.durationMs / 1000), d.count++;
     durations.set(r.pipeline, d);
   }
+  const agents = sumUsage(runs);
   const lines = [
     '# HELP runner_runs Runs recorded in the runner home, by status.',
     '# TYPE runner_runs gauge',
@@ -298,6 +300,15 @@ async function metrics(res: http.ServerResponse, state: ServeState): Promise<voi
     '# HELP runner_step_duration_seconds Time steps took, by pipeline.',
     '# TYPE runner_step_duration_seconds summary',
     ...[...durations].flatMap(([p, d]) => [`runner_step_duration_seconds_sum{pipeline="${p}"} ${d.sum}`, `runner_step_duration_seconds_count{pipeline="${p}"} ${d.count}`]),
+    '# HELP runner_agent_tokens_total Tokens agent steps used, by pipeline, agent and direction (what the agent CLIs reported).',
+    '# TYPE runner_agent_tokens_total counter',
+    ...[...agents.values()].flatMap((a) => [
+      `runner_agent_tokens_total{pipeline="${a.pipeline}",agent="${a.agent}",direction="input"} ${a.input}`,
+      `runner_agent_tokens_total{pipeline="${a.pipeline}",agent="${a.agent}",direction="output"} ${a.output}`,
+    ]),
+    '# HELP runner_agent_cost_usd_total What agent steps cost in US dollars, by pipeline and agent, as the agent CLIs computed it.',
+    '# TYPE runner_agent_cost_usd_total counter',
+    ...[...agents.values()].map((a) => `runner_agent_cost_usd_total{pipeline="${a.pipeline}",agent="${a.agent}"} ${a.cost}`),
     '# HELP runner_queue_length Runs waiting to start.',
     '# TYPE runner_queue_length gauge',
     `runner_queue_length ${state.queueLength()}`,

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { commitsOn, execPipeline, git, projectsForThisFile, writePipeline, type Fixture } from '../fixtures/project.js';
+import { commitsOn, execPipeline, git, projectsForThisFile, runCli, serveFolder, writePipeline, type Fixture } from '../fixtures/project.js';
 import { ModelServer, type Script } from '../fixtures/model-server.js';
 
 const fixture = projectsForThisFile();
@@ -49,7 +49,7 @@ const EDITS: Script = {
   usage: { input: 1200, output: 30 },
 };
 
-async function editsAProject(f: Fixture): Promise<void> {
+async function editsAProject(f: Fixture): Promise<string> {
   const server = await model(EDITS);
   const file = await writePipeline(f, agentPipeline(server));
   const r = await execPipeline(f, file, [], { env: { ANTHROPIC_API_KEY: KEY } });
@@ -74,10 +74,24 @@ async function editsAProject(f: Fixture): Promise<void> {
   assert.ok(JSON.stringify(first.body.messages).includes('Write hello.txt that greets the reader'), 'the request holds the prompt');
   assert.doesNotMatch(await readFile(path.join(f.home, 'runs', r.json.runId, 'steps', 'implement.log'), 'utf8'), new RegExp(KEY));
   assert.match(r.stderr, /\[implement\] claude-code: Wrote hello\.txt and ran\.txt\./);
+  return r.json.runId;
 }
 
-test('claude-code edits a project owned by a user: committed, result as subject, usage recorded', { timeout: 120_000 }, async () => {
-  await editsAProject(await fixture({ owner: 1000 }));
+test('claude-code edits a project owned by a user: committed, result as subject, usage recorded and shown', { timeout: 120_000 }, async () => {
+  const f = await fixture({ owner: 1000 });
+  const runId = await editsAProject(f);
+  const show = await runCli(['runs', 'show', runId, '--home', f.home]);
+  assert.match(show.stdout, /\n\s+claude-\S+: 3600 in \/ 90 out tokens, \$\d+\.\d{4}, 3 turns\n/);
+  const s = await serveFolder(f, {}, '127.0.0.1:0');
+  try {
+    const metrics = await (await fetch(`${s.base}/metrics`)).text();
+    assert.match(metrics, /^runner_agent_tokens_total\{pipeline="agent",agent="coder",direction="input"\} 3600$/m);
+    assert.match(metrics, /^runner_agent_tokens_total\{pipeline="agent",agent="coder",direction="output"\} 90$/m);
+    assert.match(metrics, /^runner_agent_cost_usd_total\{pipeline="agent",agent="coder"\} 0\.\d+$/m);
+  } finally {
+    s.child.kill('SIGTERM');
+    await s.exited;
+  }
 });
 
 test('claude-code edits a root-owned project (the step runs as 65532)', { timeout: 120_000 }, async () => {

@@ -231,7 +231,7 @@ function runView(runId) {
     el('p', {}, el('a', { href: '#/' }, '← all runs')),
     head,
     el('h2', {}, 'Steps'),
-    el('table', { id: 'steps' }, el('thead', {}, el('tr', {}, el('th', {}, 'Step'), el('th', {}, 'Status'), el('th', {}, 'Exit'), el('th', {}, 'Duration'), el('th', {}, 'Commit'))), steps),
+    el('table', { id: 'steps' }, el('thead', {}, el('tr', {}, el('th', {}, 'Step'), el('th', {}, 'Status'), el('th', {}, 'Exit'), el('th', {}, 'Duration'), el('th', {}, 'Commit'), el('th', {}, 'Agent usage'))), steps),
     el('h2', {}, 'Log'),
     log,
     el('h2', {}, 'Diff'),
@@ -283,6 +283,7 @@ function runView(runId) {
           el('td', {}, s.exitCode === null || s.exitCode === undefined ? '' : String(s.exitCode)),
           el('td', {}, duration(s.durationMs)),
           el('td', {}, s.commit ? el('code', {}, s.commit.slice(0, 10)) : ''),
+          el('td', { class: 'usage' }, s.usage ? usageText(s.usage) : ''),
         ),
       ),
     );
@@ -333,6 +334,17 @@ function showChanges(steps, into) {
     if (c.cut) rows.push(el('span', { class: 'muted' }, `… the whole list is in the run's ${c.cut.file}\n`));
   }
   into.replaceChildren(...(rows.length ? rows : [el('span', {}, '(no change)')]));
+}
+
+/**
+ * What an agent step cost, as its CLI reported it.
+ * @param {{ model: string | null, inputTokens: number | null, outputTokens: number | null, costUsd: number | null, turns: number | null }} u
+ */
+function usageText(u) {
+  const parts = [`${u.inputTokens ?? '?'} in / ${u.outputTokens ?? '?'} out tokens`];
+  if (u.costUsd !== null) parts.push(`$${u.costUsd.toFixed(4)}`);
+  if (u.turns !== null) parts.push(`${u.turns} turn${u.turns === 1 ? '' : 's'}`);
+  return `${u.model ?? 'agent'}: ${parts.join(', ')}`;
 }
 
 /** @param {string} runId @param {HTMLElement} into */
