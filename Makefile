@@ -7,7 +7,7 @@ SHELL := /bin/bash
 RUNNER := node dist/src/cli/main.js
 DEMO_HOME := .demo/home
 
-.PHONY: all deps build docker images runner-image compose browser demo test test-unit bench clean
+.PHONY: all deps build docker images runner-image compose browser demo demo-agent test test-unit bench clean
 
 all: build
 
@@ -50,6 +50,14 @@ demo: build images
 	@git -C .demo/project log --format='  %h %s' --max-count=4 "$$(git -C .demo/project for-each-ref --sort=-refname --format='%(refname:short)' refs/heads/run/ | head -n1)"
 	@echo "Pushed to the demo remote:"; git -C .demo/remote.git branch --list 'run/*' | sed 's/^/ /'
 	@echo "Worktrees left in $(DEMO_HOME)/worktrees: $$(ls $(DEMO_HOME)/worktrees | wc -l)"
+
+# A rehearsal of pipelines/implement-review.yaml: the real Claude Code in its container, a scripted model, no key.
+demo-agent: build images
+	@bash scripts/demo-agent-repo.sh
+	node scripts/demo-agent.mjs
+	@echo
+	@echo "The run's branch in .demo/agent-project, one commit per step:"
+	@git -C .demo/agent-project log --format='  %h %s' --max-count=4 "$$(git -C .demo/agent-project for-each-ref --sort=-refname --format='%(refname:short)' refs/heads/run/ | head -n1)"
 
 test: build images runner-image compose browser
 	node --test --test-reporter=spec dist/test/
