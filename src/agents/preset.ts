@@ -47,7 +47,7 @@ export interface AgentPreset {
   /** what keeps it from calling home (telemetry, updates) and points it at its model */
   env(s: AgentSettings): Record<string, string>;
   /** reads what the CLI wrote to the result file */
-  parse(text: string): AgentOutcome;
+  parse(text: string, s: AgentSettings): AgentOutcome;
   /** why a setting cannot work with this CLI, for validation */
   refuse?(step: { user: string | undefined }): string | undefined;
 }

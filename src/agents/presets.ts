@@ -1,9 +1,11 @@
 /** The agent CLIs a pipeline can `use:`, by name. */
 import { claudeCode } from './claude-code.js';
+import { codex } from './codex.js';
 import type { AgentPreset } from './preset.js';
 
 export const PRESETS: Record<string, AgentPreset> = {
   [claudeCode.name]: claudeCode,
+  [codex.name]: codex,
 };
 
 export const PRESET_NAMES = Object.keys(PRESETS);

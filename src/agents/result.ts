@@ -1,16 +1,16 @@
 /** After an agent step: what its CLI wrote to the result file (never through a symlink, size-capped). */
 import path from 'node:path';
 import { readOutputsFile } from '../run/outputs.js';
-import { AGENT_RESULT_FILE, type AgentOutcome } from './preset.js';
+import { AGENT_RESULT_FILE, type AgentOutcome, type AgentSettings } from './preset.js';
 import { PRESETS } from './presets.js';
 
 const MAX_RESULT = 4 * 1024 * 1024;
 
-export async function readAgentResult(presetName: string, ioDir: string): Promise<AgentOutcome & { problem?: string }> {
+export async function readAgentResult(presetName: string, ioDir: string, settings: AgentSettings): Promise<AgentOutcome & { problem?: string }> {
   const preset = PRESETS[presetName];
   if (!preset) return { problem: `no agent preset ${presetName}` };
   const read = await readOutputsFile(path.join(ioDir, AGENT_RESULT_FILE), `${preset.name}'s result`, MAX_RESULT);
   if (read.problem && read.text === undefined) return { problem: read.problem };
   if (read.text === undefined || read.text.trim() === '') return { problem: `${preset.name} wrote no result (it did not finish)` };
-  return preset.parse(read.text);
+  return preset.parse(read.text, settings);
 }

@@ -4,7 +4,7 @@
  * Templates stay unrendered: outputs of earlier steps are known only at run
  * time (render.ts). Pure.
  */
-import type { AgentPreset } from '../agents/preset.js';
+import type { AgentPreset, AgentSettings } from '../agents/preset.js';
 import { AGENT_RESULT_FILE } from '../agents/preset.js';
 import { PRESETS } from '../agents/presets.js';
 import type { AgentFile, PipelineFile } from '../pipeline/schema.js';
@@ -27,8 +27,9 @@ export interface StepPlan {
   id: string;
   /** the agent profile's name, when the step uses one */
   agent?: string;
-  /** the agent preset whose command the step runs (its result is read after the step) */
+  /** the agent preset whose command the step runs (its result is read after the step), with its settings */
   preset?: string;
+  agentSettings?: AgentSettings;
   image: string;
   /** either a script for `sh -e -c`, or an argv list */
   run?: string;
@@ -87,7 +88,10 @@ export function planSteps(p: PipelineFile): StepPlan[] {
       verify: s.verify ?? false,
     };
     if (s.agent !== undefined) plan.agent = s.agent;
-    if (usesPreset) plan.preset = preset.name;
+    if (usesPreset) {
+      plan.preset = preset.name;
+      plan.agentSettings = settings;
+    }
     if (run !== undefined) plan.run = run;
     if (command !== undefined) plan.command = command;
     if (s.prompt !== undefined) plan.prompt = s.prompt;

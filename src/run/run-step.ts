@@ -99,7 +99,7 @@ export async function runStep(c: StepContext): Promise<StepResult> {
 
   const read = await readOutputsFile(path.join(ioDir, 'output'));
   // An agent preset's CLI left its machine-readable result there too: its final message and what it cost.
-  const agent = plan.preset ? await readAgentResult(plan.preset, ioDir) : undefined;
+  const agent = plan.preset ? await readAgentResult(plan.preset, ioDir, plan.agentSettings ?? {}) : undefined;
   // The raw files may hold secrets; only the masked values are kept, in run.json.
   await removeTree(ioDir);
   const parsed = read.text !== undefined ? parseOutputs(read.text) : { values: {}, problems: [] };

@@ -57,8 +57,9 @@ test('refused at load: no prompt, no credential declared, root, an unknown prese
 test("the CLI's JSON result: final message, usage, cost, turns, session; an error said as such", () => {
   const out = claudeCode.parse(
     JSON.stringify({ type: 'result', subtype: 'success', is_error: false, result: 'Done.', num_turns: 3, session_id: 's-1', total_cost_usd: 0.0123, usage: { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 2, cache_creation_input_tokens: 1 }, modelUsage: { 'claude-x': {} } }),
+    {},
   );
   assert.deepEqual(out, { result: 'Done.', usage: { model: 'claude-x', inputTokens: 10, outputTokens: 5, cacheReadTokens: 2, cacheWriteTokens: 1, costUsd: 0.0123, turns: 3, sessionId: 's-1' } });
-  assert.match(claudeCode.parse(JSON.stringify({ subtype: 'error_max_turns', is_error: true, num_turns: 40 })).error!, /ended with error_max_turns/);
-  assert.equal(claudeCode.parse('not json').error, 'Claude Code wrote no JSON result');
+  assert.match(claudeCode.parse(JSON.stringify({ subtype: 'error_max_turns', is_error: true, num_turns: 40 }), {}).error!, /ended with error_max_turns/);
+  assert.equal(claudeCode.parse('not json', {}).error, 'Claude Code wrote no JSON result');
 });

@@ -1,0 +1,62 @@
+/**
+ * Codex CLI, headless: `codex exec --json` with approvals and its own sandbox
+ * off (the container is the sandbox), an empty stdin (it waits for one that is
+ * not a terminal), plugins, apps and in-app updates off (they call out at
+ * start). It ignores OPENAI_BASE_URL: base_url becomes a model provider of its
+ * config. It has no turn limit to set.
+ */
+import { num, shQuote, type AgentOutcome, type AgentPreset, type AgentSettings } from './preset.js';
+
+/** A TOML basic string. */
+const toml = (s: string) => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+
+export const codex: AgentPreset = {
+  name: 'codex',
+  image: 'runner/codex:latest',
+  credentials: ['OPENAI_API_KEY'],
+  network: 'bridge',
+  script(s: AgentSettings, resultPath: string): string {
+    const args = ['--json', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox'];
+    if (s.model) args.push('-m', shQuote(s.model));
+    for (const off of ['plugins', 'apps', 'in_app_updates']) args.push('-c', `features.${off}=false`);
+    if (s.baseUrl) {
+      args.push('-c', 'model_provider=runner');
+      args.push('-c', shQuote(`model_providers.runner={name="runner",base_url=${toml(s.baseUrl)},env_key="OPENAI_API_KEY",wire_api="responses"}`));
+    }
+    return `codex exec ${args.join(' ')} -- "$RUNNER_PROMPT" < /dev/null > ${resultPath}`;
+  },
+  env(): Record<string, string> {
+    return {};
+  },
+  parse(text: string, s: AgentSettings): AgentOutcome {
+    const events: Array<Record<string, any>> = [];
+    for (const line of text.split('\n')) {
+      try {
+        if (line.trim()) events.push(JSON.parse(line) as Record<string, any>);
+      } catch {
+        // a line that is not an event (a warning): not ours to read
+      }
+    }
+    if (!events.length) return { error: 'Codex wrote no JSON events' };
+    const messages = events.filter((e) => e.type === 'item.completed' && e.item?.type === 'agent_message');
+    const turns = events.filter((e) => e.type === 'turn.completed');
+    const sum = (key: string) => (turns.length ? turns.reduce((n, t) => n + (num(t.usage?.[key]) ?? 0), 0) : null);
+    const out: AgentOutcome = {
+      usage: {
+        model: s.model ?? null,
+        inputTokens: sum('input_tokens'),
+        outputTokens: sum('output_tokens'),
+        cacheReadTokens: sum('cached_input_tokens'),
+        cacheWriteTokens: sum('cache_write_input_tokens'),
+        costUsd: null,
+        turns: turns.length || null,
+        sessionId: events.find((e) => e.type === 'thread.started')?.thread_id ?? null,
+      },
+    };
+    const last = messages.at(-1)?.item?.text;
+    if (typeof last === 'string') out.result = last;
+    const failed = events.find((e) => e.type === 'turn.failed' || e.type === 'error');
+    if (failed) out.error = `Codex ended with an error: ${failed.error?.message ?? failed.message ?? failed.type}`;
+    return out;
+  },
+};

@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { codex } from '../../src/agents/codex.js';
+import { parsePipeline } from '../../src/pipeline/parse.js';
+import { planSteps } from '../../src/plan/step-plan.js';
+
+test('use: codex: exec --json, its sandbox and approvals off (the container is one), an empty stdin, base_url as a provider', () => {
+  const [plan] = planSteps(
+    parsePipeline(
+      `version: 1\nname: p\nsecrets: [OPENAI_API_KEY]\nagents:\n  c: { use: codex, model: gpt-5-codex, base_url: "http://gw:8080/v1" }\nsteps:\n  - id: s\n    agent: c\n    prompt: go\n`,
+      'p.yaml',
+    ),
+  );
+  assert.equal(plan!.image, 'runner/codex:latest');
+  assert.deepEqual(plan!.secrets, ['OPENAI_API_KEY']);
+  assert.equal(
+    plan!.run,
+    `codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -m 'gpt-5-codex' -c features.plugins=false -c features.apps=false -c features.in_app_updates=false ` +
+      `-c model_provider=runner -c 'model_providers.runner={name="runner",base_url="http://gw:8080/v1",env_key="OPENAI_API_KEY",wire_api="responses"}' -- "$RUNNER_PROMPT" < /dev/null > /home/agent/.runner/agent-result.json`,
+  );
+});
+
+test("codex's JSON events: the last agent message, tokens summed over turns, the thread; a failed turn said", () => {
+  const events = [
+    { type: 'thread.started', thread_id: 't-1' },
+    { type: 'item.completed', item: { type: 'agent_message', text: 'first' } },
+    { type: 'turn.completed', usage: { input_tokens: 10, cached_input_tokens: 4, output_tokens: 3 } },
+    { type: 'item.completed', item: { type: 'agent_message', text: 'Done.' } },
+    { type: 'turn.completed', usage: { input_tokens: 5, cached_input_tokens: 0, output_tokens: 2 } },
+  ];
+  const out = codex.parse(`WARNING: a line that is not an event\n${events.map((e) => JSON.stringify(e)).join('\n')}\n`, { model: 'gpt-5-codex' });
+  assert.deepEqual(out, {
+    result: 'Done.',
+    usage: { model: 'gpt-5-codex', inputTokens: 15, outputTokens: 5, cacheReadTokens: 4, cacheWriteTokens: 0, costUsd: null, turns: 2, sessionId: 't-1' },
+  });
+  assert.match(codex.parse(JSON.stringify({ type: 'turn.failed', error: { message: 'stream disconnected' } }), {}).error!, /stream disconnected/);
+  assert.equal(codex.parse('', {}).error, 'Codex wrote no JSON events');
+});
