@@ -68,6 +68,7 @@ test-unit: build
 bench: build images
 	node dist/bench/overhead.js
 	node dist/bench/runs-ls.js
+	node dist/bench/agent-start.js
 
 clean:
 	rm -rf dist .demo

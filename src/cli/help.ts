@@ -27,6 +27,11 @@ Usage:
   runner task rm TASK_ID [--force] [--home DIR]
       Remove a task's worktree (its branch is kept); refused when the worktree
       holds uncommitted changes, unless --force.
+  runner init [DIR] [--agent claude-code|codex] [--file runner.yaml]
+      Write a starter pipeline for the project in DIR (default .): an agent
+      step, and a verify step with the install and test commands found in its
+      manifests (package.json, pyproject.toml, requirements.txt, Makefile).
+      Never overwrites a file.
   runner validate FILE
       Check FILE and print every problem with its line and column.
   runner runs ls [--pipeline P] [--status S] [--json]

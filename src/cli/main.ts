@@ -19,6 +19,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   merge: async () => (await import('./merge-command.js')).mergeCommand,
   serve: async () => (await import('./serve-command.js')).serveCommand,
   gc: async () => (await import('./gc-command.js')).gcCommand,
+  init: async () => (await import('./init-command.js')).initCommand,
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { detect } from '../../src/init/detect.js';
+import { starterPipeline } from '../../src/init/starter.js';
+import { parsePipeline } from '../../src/pipeline/parse.js';
+
+const pkg = (scripts: Record<string, string>) => JSON.stringify({ name: 'x', scripts });
+
+test('node: the package manager from the lockfile, install, test and lint from the scripts', () => {
+  assert.deepEqual(detect({ names: ['package.json', 'package-lock.json'], packageJson: pkg({ test: 'vitest', lint: 'eslint .' }) }), {
+    ecosystem: 'node', evidence: 'package.json and package-lock.json', packageManager: 'npm', install: 'npm ci', test: 'npm test', lint: 'npm run lint',
+  });
+  const pnpm = detect({ names: ['package.json', 'pnpm-lock.yaml'], packageJson: pkg({ test: 'jest' }) });
+  assert.equal(pnpm.install, 'corepack pnpm install --frozen-lockfile');
+  assert.equal(pnpm.test, 'corepack pnpm run test');
+  assert.equal(detect({ names: ['package.json', 'yarn.lock'], packageJson: pkg({}) }).packageManager, 'yarn');
+  assert.equal(detect({ names: ['package.json'], packageJson: pkg({ test: 'echo "Error: no test specified" && exit 1' }) }).test, undefined, "npm init's placeholder is no test");
+});
+
+test('python, make, and a folder with none of them', () => {
+  const py = detect({ names: ['pyproject.toml', 'tests'], pyproject: '[project]\nname="x"\n[tool.ruff]\n' });
+  assert.deepEqual([py.ecosystem, py.test, py.lint], ['python', '.venv/bin/python -m pytest', '.venv/bin/ruff check .']);
+  assert.match(detect({ names: ['requirements.txt'] }).install!, /pip install -r requirements\.txt/);
+  assert.deepEqual(detect({ names: ['Makefile'], makefile: 'build:\n\tcc x.c\ntest: build\n\t./t\nX := 1\n' }), { ecosystem: 'make', evidence: 'Makefile', test: 'make test' });
+  assert.equal(detect({ names: ['notes.md'] }).ecosystem, 'unknown');
+});
+
+test('every starter is a valid pipeline', () => {
+  for (const detected of [
+    detect({ names: ['package.json', 'package-lock.json'], packageJson: pkg({ test: 'node t.js' }) }),
+    detect({ names: ['requirements.txt'] }),
+    detect({ names: ['notes.md'] }),
+  ]) {
+    for (const agent of ['claude-code', 'codex'] as const) {
+      for (const git of [true, false]) {
+        const text = starterPipeline({ name: 'demo', agent, git, detected });
+        const p = parsePipeline(text, 'runner.yaml');
+        assert.equal(p.agents?.coder?.use, agent);
+        assert.equal(p.project.workspace, git ? undefined : 'persistent_directory');
+        assert.equal(p.steps.some((s) => s.verify), detected.test !== undefined || detected.install !== undefined);
+      }
+    }
+  }
+});
