@@ -2,7 +2,7 @@
 # Builds the images steps run in, on top of runner/base (images/base/build.sh),
 # without any registry: runner/toolchain (git, Node 20 with npm, Python 3, make,
 # C/C++, ripgrep, curl) and one image per supported agent CLI, installed from
-# the npm registry at the pinned versions below.
+# the npm registry at the pinned versions below: Claude Code, Codex, opencode.
 #
 #   images/build.sh            build what is missing or out of date
 #   FORCE=1 images/build.sh    rebuild all
@@ -14,6 +14,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 
 CLAUDE_CODE_VERSION=2.1.330
 CODEX_VERSION=0.169.0
+OPENCODE_VERSION=1.18.33
 
 # build NAME DIR [VERSION]: docker build of images/DIR as runner/NAME:latest
 build() {
@@ -51,3 +52,4 @@ build() {
 build toolchain toolchain
 build claude-code claude-code "$CLAUDE_CODE_VERSION"
 build codex codex "$CODEX_VERSION"
+build opencode opencode "$OPENCODE_VERSION"

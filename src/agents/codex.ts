@@ -5,7 +5,7 @@
  * start). It ignores OPENAI_BASE_URL: base_url becomes a model provider of its
  * config. It has no turn limit to set.
  */
-import { num, shQuote, type AgentOutcome, type AgentPreset, type AgentSettings } from './preset.js';
+import { num, shQuote, withV1, type AgentOutcome, type AgentPreset, type AgentSettings } from './preset.js';
 
 /** A TOML basic string. */
 const toml = (s: string) => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
@@ -21,7 +21,7 @@ export const codex: AgentPreset = {
     for (const off of ['plugins', 'apps', 'in_app_updates']) args.push('-c', `features.${off}=false`);
     if (s.baseUrl) {
       args.push('-c', 'model_provider=runner');
-      args.push('-c', shQuote(`model_providers.runner={name="runner",base_url=${toml(s.baseUrl)},env_key="OPENAI_API_KEY",wire_api="responses"}`));
+      args.push('-c', shQuote(`model_providers.runner={name="runner",base_url=${toml(withV1(s.baseUrl))},env_key="OPENAI_API_KEY",wire_api="responses"}`));
     }
     return `codex exec ${args.join(' ')} -- "$RUNNER_PROMPT" < /dev/null > ${resultPath}`;
   },

@@ -57,6 +57,12 @@ export function num(v: unknown): number | null {
   return typeof v === 'number' && Number.isFinite(v) ? v : null;
 }
 
+/** An API root as OpenAI-style SDKs take it: with its /v1 (base_url may be given with or without). */
+export function withV1(url: string): string {
+  const u = url.replace(/\/+$/, '');
+  return /\/v1$/.test(u) ? u : `${u}/v1`;
+}
+
 /** Quoted for sh: one word whatever it holds. */
 export function shQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;

@@ -70,6 +70,7 @@ export const agentSchema = z.strictObject({
   use: z.enum(PRESET_NAMES as [string, ...string[]], { error: `expected one of ${PRESET_NAMES.join(', ')} (the presets this runner has)` }).optional(),
   model: z.string().min(1).optional(),
   max_turns: z.number({ error: 'expected a whole number of turns, like 40' }).int().positive('expected a whole number of turns, like 40').optional(),
+  /** the model API's root (with or without /v1): a gateway, a proxy, a self-hosted endpoint */
   base_url: z.url({ error: 'expected a URL, like http://gateway:8080' }).optional(),
   ...stepSettings,
   command: command.optional(),

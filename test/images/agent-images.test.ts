@@ -20,7 +20,7 @@ function inStep(image: string, script: string): string {
 
 const TOOLCHAIN = 'node --version; npm --version; python3 --version; make --version | head -n1; cc --version | head -n1; c++ --version | head -n1; rg --version | head -n1; curl --version | head -n1; git --version';
 
-for (const image of ['runner/toolchain:latest', 'runner/claude-code:latest', 'runner/codex:latest']) {
+for (const image of ['runner/toolchain:latest', 'runner/claude-code:latest', 'runner/codex:latest', 'runner/opencode:latest']) {
   test(`${image}: the toolchain, for any uid, without network`, () => {
     const out = inStep(image, TOOLCHAIN);
     assert.match(out, /^v20\./m, 'Node 20');
@@ -34,6 +34,10 @@ test('runner/claude-code:latest: the real Claude Code CLI starts', () => {
 
 test('runner/codex:latest: the real Codex CLI starts', () => {
   assert.match(inStep('runner/codex:latest', 'codex --version'), /^codex-cli \d+\.\d+\.\d+/m);
+});
+
+test('runner/opencode:latest: the real opencode CLI starts', () => {
+  assert.match(inStep('runner/opencode:latest', 'opencode --version'), /^\d+\.\d+\.\d+$/m);
 });
 
 test("the README's test step: npm test in runner/toolchain, through the runner", async () => {

@@ -1,0 +1,59 @@
+/**
+ * opencode, headless: `opencode run --format json` with permissions
+ * auto-approved (the container is the sandbox), no external plugins, no
+ * auto-update, no sharing. Its model is `provider/model` (Anthropic unless
+ * said otherwise); base_url goes to that provider's options in the config it
+ * reads from OPENCODE_CONFIG_CONTENT.
+ */
+import { num, shQuote, withV1, type AgentOutcome, type AgentPreset, type AgentSettings } from './preset.js';
+
+export const OPENCODE_DEFAULT_MODEL = 'anthropic/claude-sonnet-4-5';
+
+export const opencode: AgentPreset = {
+  name: 'opencode',
+  image: 'runner/opencode:latest',
+  credentials: ['ANTHROPIC_API_KEY', 'OPENAI_API_KEY'],
+  network: 'bridge',
+  script(s: AgentSettings, resultPath: string): string {
+    return `opencode run --format json --auto --pure -m ${shQuote(s.model ?? OPENCODE_DEFAULT_MODEL)} -- "$RUNNER_PROMPT" < /dev/null > ${resultPath}`;
+  },
+  env(s: AgentSettings): Record<string, string> {
+    const provider = (s.model ?? OPENCODE_DEFAULT_MODEL).split('/')[0]!;
+    const config = {
+      autoupdate: false,
+      share: 'disabled',
+      ...(s.baseUrl ? { provider: { [provider]: { options: { baseURL: withV1(s.baseUrl) } } } } : {}),
+    };
+    return { OPENCODE_CONFIG_CONTENT: JSON.stringify(config) };
+  },
+  parse(text: string, s: AgentSettings): AgentOutcome {
+    const events: Array<Record<string, any>> = [];
+    for (const line of text.split('\n')) {
+      try {
+        if (line.trim()) events.push(JSON.parse(line) as Record<string, any>);
+      } catch {
+        // not an event
+      }
+    }
+    if (!events.length) return { error: 'opencode wrote no JSON events' };
+    const steps = events.filter((e) => e.type === 'step_finish').map((e) => e.part ?? {});
+    const sum = (get: (p: Record<string, any>) => unknown) => (steps.length ? steps.reduce((n, p) => n + (num(get(p)) ?? 0), 0) : null);
+    const texts = events.filter((e) => e.type === 'text' && typeof e.part?.text === 'string').map((e) => e.part.text as string);
+    const out: AgentOutcome = {
+      usage: {
+        model: s.model ?? OPENCODE_DEFAULT_MODEL,
+        inputTokens: sum((p) => p.tokens?.input),
+        outputTokens: sum((p) => p.tokens?.output),
+        cacheReadTokens: sum((p) => p.tokens?.cache?.read),
+        cacheWriteTokens: sum((p) => p.tokens?.cache?.write),
+        costUsd: sum((p) => p.cost),
+        turns: steps.length || null,
+        sessionId: typeof events[0]?.sessionID === 'string' ? events[0].sessionID : null,
+      },
+    };
+    if (texts.length) out.result = texts.at(-1)!;
+    const failed = events.find((e) => e.type === 'error');
+    if (failed) out.error = `opencode ended with an error: ${failed.error?.data?.message ?? failed.error?.message ?? 'see its log'}`;
+    return out;
+  },
+};
