@@ -9,6 +9,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { ModelServer } from '../fixtures/model-server.js';
 import { IMAGE, projectsForThisFile, serveFolder, type Fixture } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
@@ -140,6 +141,31 @@ test('a run that could not start shows why: on its page, in the recent runs, on 
   } finally {
     await page.close();
     s.child.kill('SIGTERM');
+  }
+  assert.equal(await s.exited, 0, s.out());
+});
+
+test("an agent step's usage is on its run page", { timeout: 90_000 }, async () => {
+  const f = await fixture();
+  const model = await ModelServer.start({
+    turns: [{ tool: { name: 'Write', input: { file_path: '/home/agent/run-workspace/done.txt', content: 'done\n' } } }, { text: 'Wrote done.txt.' }],
+    usage: { input: 700, output: 12 },
+  });
+  const agentFile = `version: 1\nname: agentic\nproject: { path: ${f.project}, push: never }\nsecrets: [ANTHROPIC_API_KEY]\nagents:\n  coder: { use: claude-code, base_url: "${model.url}" }\nsteps:\n  - id: implement\n    agent: coder\n    prompt: write done.txt\n`;
+  const s = await serveFolder(f, { 'agentic.yaml': agentFile }, '127.0.0.1:0', { env: { ANTHROPIC_API_KEY: 'sk-ant-dashboard-test-000000000' } });
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  try {
+    await page.goto(s.base);
+    await page.locator('#pipelines tr[data-pipeline="agentic"]').getByRole('button', { name: 'Run now' }).click();
+    await page.waitForURL(/#\/runs\//);
+    await page.locator('.run-head .badge.succeeded').waitFor({ timeout: 60_000 });
+    const usage = page.locator('#steps tr[data-step="implement"] .usage');
+    await usage.getByText(/1400 in \/ 24 out tokens, \$\d+\.\d{4}, 2 turns/).waitFor();
+    await screenshot(page, f, 'agent-run');
+  } finally {
+    await page.close();
+    s.child.kill('SIGTERM');
+    await model.close();
   }
   assert.equal(await s.exited, 0, s.out());
 });
