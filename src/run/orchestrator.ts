@@ -71,12 +71,19 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
   const masker = new Masker(Object.values(secrets));
   const prepared = await maskErrors(masker, async () => {
     const userSettings = plans.map((s) => s.user);
-    const p = await prepareWorkspace(pipeline, opts.loaded.dir, opts.task, userSettings, deps.makeGit);
-    await deps.runtime.ping();
-    for (const image of new Set(plans.map((s) => s.image))) {
-      await deps.runtime.ensureImage(image, (pr) => deps.reporter.pullProgress(image, pr));
-    }
-    return p;
+    // The project (git) and the engine (images) are checked at once; a problem with the project is said first.
+    const [project, engine] = await Promise.allSettled([
+      prepareWorkspace(pipeline, opts.loaded.dir, opts.task, userSettings, deps.makeGit),
+      (async () => {
+        await deps.runtime.ping();
+        for (const image of new Set(plans.map((s) => s.image))) {
+          await deps.runtime.ensureImage(image, (pr) => deps.reporter.pullProgress(image, pr));
+        }
+      })(),
+    ]);
+    if (project.status === 'rejected') throw project.reason;
+    if (engine.status === 'rejected') throw engine.reason;
+    return project.value;
   });
 
   const home = new RunnerHome(opts.home);
