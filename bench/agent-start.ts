@@ -26,10 +26,12 @@ async function toFirstRequest(server: ModelServer, cmd: string, args: string[]):
   const before = server.agentRequests().length;
   const t0 = performance.now();
   const child = spawn(cmd, args, { stdio: 'ignore', env: { ...process.env, ANTHROPIC_API_KEY: KEY, CI: 'true' } });
-  const ended = new Promise<number | null>((r) => child.on('close', r));
+  let exited = false;
+  const ended = new Promise<number | null>((r) => child.on('close', (code) => ((exited = true), r(code))));
   let at: number | undefined;
   while (at === undefined) {
     if (server.agentRequests().length > before) at = performance.now() - t0;
+    else if (exited) throw new Error(`${cmd} ${args.join(' ')} ended (exit ${await ended}) before its first model request`);
     else await new Promise((r) => setTimeout(r, 5));
   }
   const code = await ended;

@@ -36,6 +36,14 @@ build() {
     mkdir -p "$ctx/node/bin"
     cp "$node" "$ctx/node/bin/node"
     cp -r "$npm" "$ctx/node/npm"
+    # corepack sits beside npm in a Node installation; without one, the image says so when asked for it
+    if [[ -d "$(dirname "$npm")/corepack" ]]; then
+      cp -r "$(dirname "$npm")/corepack" "$ctx/node/corepack"
+    else
+      mkdir -p "$ctx/node/corepack/dist"
+      printf '#!/bin/sh\necho "corepack is not in this image: the Node that built it had none" >&2\nexit 1\n' >"$ctx/node/corepack/dist/corepack.js"
+      chmod +x "$ctx/node/corepack/dist/corepack.js"
+    fi
   fi
   echo "images: building $tag${version:+ ($version)}"
   local t0=$SECONDS

@@ -3,7 +3,7 @@
  * (the container is the sandbox), no auto-update or telemetry. It refuses to
  * skip permissions as root, so a step running as root is refused at load.
  */
-import { num, shQuote, type AgentOutcome, type AgentPreset, type AgentSettings } from './preset.js';
+import { num, shQuote, str, withoutV1, type AgentOutcome, type AgentPreset, type AgentSettings } from './preset.js';
 
 export const claudeCode: AgentPreset = {
   name: 'claude-code',
@@ -22,33 +22,35 @@ export const claudeCode: AgentPreset = {
       DISABLE_TELEMETRY: '1',
       DISABLE_ERROR_REPORTING: '1',
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-      ...(s.baseUrl ? { ANTHROPIC_BASE_URL: s.baseUrl } : {}),
+      // Claude Code adds /v1/messages itself: base_url is taken with or without /v1.
+      ...(s.baseUrl ? { ANTHROPIC_BASE_URL: withoutV1(s.baseUrl) } : {}),
     };
   },
-  parse(text: string): AgentOutcome {
+  parse(text: string, s: AgentSettings): AgentOutcome {
     let j: Record<string, any>;
     try {
       j = JSON.parse(text) as Record<string, any>;
     } catch {
       return { error: 'Claude Code wrote no JSON result' };
     }
+    if (j === null || typeof j !== 'object' || Array.isArray(j)) return { error: 'Claude Code wrote no JSON result' };
     const usage = (j.usage ?? {}) as Record<string, unknown>;
     const models = Object.keys((j.modelUsage ?? {}) as object);
     const out: AgentOutcome = {
       usage: {
-        model: models[0] ?? null,
+        model: str(s.model) ?? str(models[0]),
         inputTokens: num(usage.input_tokens),
         outputTokens: num(usage.output_tokens),
         cacheReadTokens: num(usage.cache_read_input_tokens),
         cacheWriteTokens: num(usage.cache_creation_input_tokens),
         costUsd: num(j.total_cost_usd),
         turns: num(j.num_turns),
-        sessionId: typeof j.session_id === 'string' ? j.session_id : null,
+        sessionId: str(j.session_id),
       },
     };
     if (typeof j.result === 'string') out.result = j.result;
     if (j.is_error === true || (typeof j.subtype === 'string' && j.subtype !== 'success')) {
-      out.error = `Claude Code ended with ${j.subtype ?? 'an error'}${j.api_error_status ? ` (API status ${j.api_error_status})` : ''}`;
+      out.error = `Claude Code ended with ${str(j.subtype, 60) ?? 'an error'}${num(j.api_error_status) !== null ? ` (API status ${j.api_error_status})` : ''}`;
     }
     return out;
   },

@@ -5,7 +5,7 @@
  * start). It ignores OPENAI_BASE_URL: base_url becomes a model provider of its
  * config. It has no turn limit to set.
  */
-import { num, shQuote, withV1, type AgentOutcome, type AgentPreset, type AgentSettings } from './preset.js';
+import { jsonLines, num, shQuote, str, withV1, type AgentOutcome, type AgentPreset, type AgentSettings } from './preset.js';
 
 /** A TOML basic string. */
 const toml = (s: string) => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
@@ -23,24 +23,19 @@ export const codex: AgentPreset = {
       args.push('-c', 'model_provider=runner');
       args.push('-c', shQuote(`model_providers.runner={name="runner",base_url=${toml(withV1(s.baseUrl))},env_key="OPENAI_API_KEY",wire_api="responses"}`));
     }
-    return `codex exec ${args.join(' ')} -- "$RUNNER_PROMPT" < /dev/null > ${resultPath}`;
+    // codex exec logs in with CODEX_API_KEY, not OPENAI_API_KEY, on its built-in provider.
+    return `CODEX_API_KEY="\${CODEX_API_KEY:-\$OPENAI_API_KEY}" codex exec ${args.join(' ')} -- "$RUNNER_PROMPT" < /dev/null > ${resultPath}`;
   },
   env(): Record<string, string> {
     return {};
   },
   parse(text: string, s: AgentSettings): AgentOutcome {
-    const events: Array<Record<string, any>> = [];
-    for (const line of text.split('\n')) {
-      try {
-        if (line.trim()) events.push(JSON.parse(line) as Record<string, any>);
-      } catch {
-        // a line that is not an event (a warning): not ours to read
-      }
-    }
+    const events = jsonLines(text);
     if (!events.length) return { error: 'Codex wrote no JSON events' };
     const messages = events.filter((e) => e.type === 'item.completed' && e.item?.type === 'agent_message');
     const turns = events.filter((e) => e.type === 'turn.completed');
-    const sum = (key: string) => (turns.length ? turns.reduce((n, t) => n + (num(t.usage?.[key]) ?? 0), 0) : null);
+    // null where no turn reports the field (not 0)
+    const sum = (key: string) => (turns.some((t) => num(t.usage?.[key]) !== null) ? turns.reduce((n, t) => n + (num(t.usage?.[key]) ?? 0), 0) : null);
     const out: AgentOutcome = {
       usage: {
         model: s.model ?? null,
@@ -50,13 +45,13 @@ export const codex: AgentPreset = {
         cacheWriteTokens: sum('cache_write_input_tokens'),
         costUsd: null,
         turns: turns.length || null,
-        sessionId: events.find((e) => e.type === 'thread.started')?.thread_id ?? null,
+        sessionId: str(events.find((e) => e.type === 'thread.started')?.thread_id),
       },
     };
     const last = messages.at(-1)?.item?.text;
     if (typeof last === 'string') out.result = last;
     const failed = events.find((e) => e.type === 'turn.failed' || e.type === 'error');
-    if (failed) out.error = `Codex ended with an error: ${failed.error?.message ?? failed.message ?? failed.type}`;
+    if (failed) out.error = `Codex ended with an error: ${str(failed.error?.message, 500) ?? str(failed.message, 500) ?? 'see its log'}`;
     return out;
   },
 };

@@ -5,7 +5,7 @@
  * said otherwise); base_url goes to that provider's options in the config it
  * reads from OPENCODE_CONFIG_CONTENT.
  */
-import { num, shQuote, withV1, type AgentOutcome, type AgentPreset, type AgentSettings } from './preset.js';
+import { jsonLines, num, shQuote, str, withV1, type AgentOutcome, type AgentPreset, type AgentSettings } from './preset.js';
 
 export const OPENCODE_DEFAULT_MODEL = 'anthropic/claude-sonnet-4-5';
 
@@ -27,14 +27,7 @@ export const opencode: AgentPreset = {
     return { OPENCODE_CONFIG_CONTENT: JSON.stringify(config) };
   },
   parse(text: string, s: AgentSettings): AgentOutcome {
-    const events: Array<Record<string, any>> = [];
-    for (const line of text.split('\n')) {
-      try {
-        if (line.trim()) events.push(JSON.parse(line) as Record<string, any>);
-      } catch {
-        // not an event
-      }
-    }
+    const events = jsonLines(text);
     if (!events.length) return { error: 'opencode wrote no JSON events' };
     const steps = events.filter((e) => e.type === 'step_finish').map((e) => e.part ?? {});
     const sum = (get: (p: Record<string, any>) => unknown) => (steps.length ? steps.reduce((n, p) => n + (num(get(p)) ?? 0), 0) : null);
@@ -48,12 +41,12 @@ export const opencode: AgentPreset = {
         cacheWriteTokens: sum((p) => p.tokens?.cache?.write),
         costUsd: sum((p) => p.cost),
         turns: steps.length || null,
-        sessionId: typeof events[0]?.sessionID === 'string' ? events[0].sessionID : null,
+        sessionId: str(events[0]?.sessionID),
       },
     };
     if (texts.length) out.result = texts.at(-1)!;
     const failed = events.find((e) => e.type === 'error');
-    if (failed) out.error = `opencode ended with an error: ${failed.error?.data?.message ?? failed.error?.message ?? 'see its log'}`;
+    if (failed) out.error = `opencode ended with an error: ${str(failed.error?.data?.message, 500) ?? str(failed.error?.message, 500) ?? 'see its log'}`;
     return out;
   },
 };

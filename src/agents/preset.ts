@@ -52,9 +52,34 @@ export interface AgentPreset {
   refuse?(step: { user: string | undefined }): string | undefined;
 }
 
-/** A number, or null when the CLI reported none. */
+/** The JSON objects of a JSON-lines output; lines that are not JSON (a warning) are not the CLI's events. */
+export function jsonLines(text: string): Array<Record<string, any>> {
+  const out: Array<Record<string, any>> = [];
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      const v = JSON.parse(line) as unknown;
+      if (v !== null && typeof v === 'object' && !Array.isArray(v)) out.push(v as Record<string, any>);
+    } catch {
+      // not an event
+    }
+  }
+  return out;
+}
+
+/** A count or an amount the CLI reported, or null: never negative, never absurd (a hostile output cannot send metrics backwards). */
 export function num(v: unknown): number | null {
-  return typeof v === 'number' && Number.isFinite(v) ? v : null;
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0 && v < 1e15 ? v : null;
+}
+
+/** A short string the CLI reported (a session id, a model name), or null. */
+export function str(v: unknown, max = 200): string | null {
+  return typeof v === 'string' && v.length > 0 ? v.slice(0, max) : null;
+}
+
+/** An API root without the version path (SDKs that add /v1 themselves take it so). */
+export function withoutV1(url: string): string {
+  return url.replace(/\/+$/, '').replace(/\/v1$/, '');
 }
 
 /** An API root as OpenAI-style SDKs take it: with its /v1 (base_url may be given with or without). */

@@ -12,5 +12,10 @@ export async function readAgentResult(presetName: string, ioDir: string, setting
   const read = await readOutputsFile(path.join(ioDir, AGENT_RESULT_FILE), `${preset.name}'s result`, MAX_RESULT);
   if (read.problem && read.text === undefined) return { problem: read.problem };
   if (read.text === undefined || read.text.trim() === '') return { problem: `${preset.name} wrote no result (it did not finish)` };
-  return preset.parse(read.text, settings);
+  try {
+    return preset.parse(read.text, settings);
+  } catch (err) {
+    // A result the CLI (or the agent) mangled costs the step its usage, never the run its work.
+    return { problem: `${preset.name}'s result could not be read: ${(err as Error).message}` };
+  }
 }

@@ -44,13 +44,16 @@ export function detect(p: ProjectFiles): Detected {
   }
   if (p.pyproject !== undefined || has('requirements.txt') || has('setup.py')) {
     const usesPytest = /pytest/.test(p.pyproject ?? '') || has('pytest.ini') || has('conftest.py') || has('tests');
-    const install = has('requirements.txt') ? 'python3 -m venv .venv && .venv/bin/pip install -r requirements.txt' : 'python3 -m venv .venv && .venv/bin/pip install -e .';
+    // pytest and ruff usually sit in optional or dev dependencies: installed with the project when used
+    const ruff = /ruff/.test(p.pyproject ?? '');
+    const extra = `${usesPytest ? ' pytest' : ''}${ruff ? ' ruff' : ''}`;
+    const install = has('requirements.txt') ? `python3 -m venv .venv && .venv/bin/pip install -r requirements.txt${extra}` : `python3 -m venv .venv && .venv/bin/pip install -e .${extra}`;
     return {
       ecosystem: 'python',
       evidence: p.pyproject !== undefined ? 'pyproject.toml' : has('requirements.txt') ? 'requirements.txt' : 'setup.py',
       install,
       test: usesPytest ? '.venv/bin/python -m pytest' : '.venv/bin/python -m unittest discover',
-      ...(/ruff/.test(p.pyproject ?? '') ? { lint: '.venv/bin/ruff check .' } : {}),
+      ...(ruff ? { lint: '.venv/bin/ruff check .' } : {}),
     };
   }
   if (p.makefile !== undefined) {

@@ -77,12 +77,14 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
       if (step.prompt === undefined) issues.push({ path: at(), message: `step "${step.id}" uses agent ${step.agent} (${preset.name}) and has no prompt: say what it should do` });
       const refused = preset.refuse?.({ user: step.user ?? agent?.user ?? p.defaults?.user });
       if (refused) issues.push({ path: at(), message: `step "${step.id}": ${refused}` });
-      if (!agent?.secrets && !preset.credentials.some((c) => declaredSecrets.has(c)) && !credentialsAsked.has(step.agent!)) {
+      // The secrets the step will get: its agent's (or the declared credentials the preset takes), and its own.
+      const given = new Set([...(agent?.secrets ?? preset.credentials.filter((c) => declaredSecrets.has(c))), ...(step.secrets ?? [])]);
+      if (!preset.credentials.some((c) => given.has(c)) && !credentialsAsked.has(step.agent!)) {
         credentialsAsked.add(step.agent!);
         issues.push({
           path: ['agents', step.agent!],
           atKey: true,
-          message: `agent ${step.agent} uses ${preset.name}, which needs one of ${preset.credentials.join(', ')}: declare it under the top-level secrets: (its value comes from the environment or --secrets-file)`,
+          message: `agent ${step.agent} uses ${preset.name}, which needs one of ${preset.credentials.join(', ')}: declare it under the top-level secrets: (its value comes from the environment or --secrets-file)${agent?.secrets ? ", and list it in the agent's secrets:" : ''}`,
         });
       }
     }

@@ -68,10 +68,10 @@ const command = z.array(z.string()).min(1, 'expected a non-empty list of argumen
 export const agentSchema = z.strictObject({
   /** a preset: the CLI's image, headless command, environment, network and result (src/agents/) */
   use: z.enum(PRESET_NAMES as [string, ...string[]], { error: `expected one of ${PRESET_NAMES.join(', ')} (the presets this runner has)` }).optional(),
-  model: z.string().min(1).optional(),
+  model: z.string().min(1).regex(/^[^\s'"\\$`]+$/, 'expected a model name like claude-sonnet-4-5 (no spaces, quotes or ${{ }}: the name is given to the CLI as it is)').optional(),
   max_turns: z.number({ error: 'expected a whole number of turns, like 40' }).int().positive('expected a whole number of turns, like 40').optional(),
   /** the model API's root (with or without /v1): a gateway, a proxy, a self-hosted endpoint */
-  base_url: z.url({ error: 'expected a URL, like http://gateway:8080' }).optional(),
+  base_url: z.url({ protocol: /^https?$/, error: 'expected an http or https URL, like http://gateway:8080' }).regex(/^[^\s'"\\$`]+$/, 'expected a URL without spaces, quotes or ${{ }}').optional(),
   ...stepSettings,
   command: command.optional(),
   run: z.string().optional(),

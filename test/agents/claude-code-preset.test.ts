@@ -52,6 +52,9 @@ test('refused at load: no prompt, no credential declared, root, an unknown prese
   assert.match(problems(file('').replace('secrets: [ANTHROPIC_API_KEY, OTHER]', 'secrets: [OTHER]')), /agent coder uses claude-code, which needs one of ANTHROPIC_API_KEY, CLAUDE_CODE_OAUTH_TOKEN: declare it/);
   assert.match(problems(file('    user: "0:0"')), /Claude Code refuses to skip its permission prompts as root/);
   assert.match(problems(file('').replace('use: claude-code', 'use: cursor')), /agents\.coder\.use: expected one of claude-code/);
+  assert.match(problems(file('    secrets: [OTHER]')), /needs one of ANTHROPIC_API_KEY, CLAUDE_CODE_OAUTH_TOKEN: .*and list it in the agent's secrets:/, "an agent's own secrets without a key");
+  assert.match(problems(file('    model: "${{ inputs.m }}"')), /agents\.coder\.model: expected a model name/);
+  assert.match(problems(file('    base_url: "javascript:alert(1)"')), /agents\.coder\.base_url: expected an http or https URL/);
 });
 
 test("the CLI's JSON result: final message, usage, cost, turns, session; an error said as such", () => {
@@ -62,4 +65,9 @@ test("the CLI's JSON result: final message, usage, cost, turns, session; an erro
   assert.deepEqual(out, { result: 'Done.', usage: { model: 'claude-x', inputTokens: 10, outputTokens: 5, cacheReadTokens: 2, cacheWriteTokens: 1, costUsd: 0.0123, turns: 3, sessionId: 's-1' } });
   assert.match(claudeCode.parse(JSON.stringify({ subtype: 'error_max_turns', is_error: true, num_turns: 40 }), {}).error!, /ended with error_max_turns/);
   assert.equal(claudeCode.parse('not json', {}).error, 'Claude Code wrote no JSON result');
+  assert.equal(claudeCode.parse('null', {}).error, 'Claude Code wrote no JSON result', 'valid JSON that is no result does not throw');
+  const hostile = claudeCode.parse(JSON.stringify({ usage: { input_tokens: -1e301 }, session_id: { a: 1 }, modelUsage: { ['m'.repeat(5000)]: {} } }), {});
+  assert.equal(hostile.usage!.inputTokens, null, 'a negative count is no count');
+  assert.equal(hostile.usage!.sessionId, null);
+  assert.equal(hostile.usage!.model!.length, 200);
 });

@@ -15,7 +15,7 @@ test('use: codex: exec --json, its sandbox and approvals off (the container is o
   assert.deepEqual(plan!.secrets, ['OPENAI_API_KEY']);
   assert.equal(
     plan!.run,
-    `codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -m 'gpt-5-codex' -c features.plugins=false -c features.apps=false -c features.in_app_updates=false ` +
+    `CODEX_API_KEY="\${CODEX_API_KEY:-\$OPENAI_API_KEY}" codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -m 'gpt-5-codex' -c features.plugins=false -c features.apps=false -c features.in_app_updates=false ` +
       `-c model_provider=runner -c 'model_providers.runner={name="runner",base_url="http://gw:8080/v1",env_key="OPENAI_API_KEY",wire_api="responses"}' -- "$RUNNER_PROMPT" < /dev/null > /home/agent/.runner/agent-result.json`,
   );
 });
@@ -31,7 +31,7 @@ test("codex's JSON events: the last agent message, tokens summed over turns, the
   const out = codex.parse(`WARNING: a line that is not an event\n${events.map((e) => JSON.stringify(e)).join('\n')}\n`, { model: 'gpt-5-codex' });
   assert.deepEqual(out, {
     result: 'Done.',
-    usage: { model: 'gpt-5-codex', inputTokens: 15, outputTokens: 5, cacheReadTokens: 4, cacheWriteTokens: 0, costUsd: null, turns: 2, sessionId: 't-1' },
+    usage: { model: 'gpt-5-codex', inputTokens: 15, outputTokens: 5, cacheReadTokens: 4, cacheWriteTokens: null, costUsd: null, turns: 2, sessionId: 't-1' },
   });
   assert.match(codex.parse(JSON.stringify({ type: 'turn.failed', error: { message: 'stream disconnected' } }), {}).error!, /stream disconnected/);
   assert.equal(codex.parse('', {}).error, 'Codex wrote no JSON events');

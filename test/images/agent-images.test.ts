@@ -18,7 +18,7 @@ function inStep(image: string, script: string): string {
   );
 }
 
-const TOOLCHAIN = 'node --version; npm --version; python3 --version; make --version | head -n1; cc --version | head -n1; c++ --version | head -n1; rg --version | head -n1; curl --version | head -n1; git --version';
+const TOOLCHAIN = 'node --version; npm --version; corepack --version >/dev/null; python3 --version; make --version | head -n1; cc --version | head -n1; c++ --version | head -n1; rg --version | head -n1; curl --version | head -n1; git --version';
 
 for (const image of ['runner/toolchain:latest', 'runner/claude-code:latest', 'runner/codex:latest', 'runner/opencode:latest']) {
   test(`${image}: the toolchain, for any uid, without network`, () => {

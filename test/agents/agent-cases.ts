@@ -1,0 +1,68 @@
+/**
+ * What every agent preset is tested for, with its real CLI against the
+ * scripted model: it edits a project (owned by a user, and by root: the step
+ * then runs as 65532), it asks again after an overloaded answer, and a model
+ * that never finishes ends in a timeout with the agent's work committed.
+ */
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { ModelServer, type Script } from '../fixtures/model-server.js';
+import { commitsOn, execPipeline, git, projectsForThisFile, writePipeline, type CliResult, type Fixture } from '../fixtures/project.js';
+
+export interface AgentCase {
+  preset: string;
+  /** the pipeline for a server, with an optional step timeout */
+  pipeline: (server: ModelServer, timeout?: string) => string;
+  /** a script whose turns write hello.txt, write ran.txt, then say "Wrote hello.txt and ran.txt." */
+  edits: Script;
+  env: NodeJS.ProcessEnv;
+  /** what else a CLI's edit run must show (its usage, its request) */
+  check: (r: CliResult, server: ModelServer, f: Fixture) => Promise<void> | void;
+}
+
+export function agentCases(c: AgentCase): void {
+  const fixture = projectsForThisFile();
+  const servers: ModelServer[] = [];
+  after(() => Promise.all(servers.map((s) => s.close())));
+  const model = async (script: Script) => {
+    const s = await ModelServer.start(script);
+    servers.push(s);
+    return s;
+  };
+  const run = async (f: Fixture, script: Script, timeout?: string) => {
+    const server = await model(script);
+    const r = await execPipeline(f, await writePipeline(f, c.pipeline(server, timeout)), [], { env: c.env });
+    return { r, server };
+  };
+
+  for (const owner of [1000, undefined]) {
+    test(`${c.preset} edits a ${owner ? 'project owned by a user' : 'root-owned project (the step runs as 65532)'}: committed, its result the subject, usage recorded`, { timeout: 120_000 }, async () => {
+      const f = await fixture(owner ? { owner } : {});
+      const { r, server } = await run(f, c.edits);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.json.steps.implement.status, 'completed');
+      assert.equal(git(f.project, 'show', `${r.json.branch}:hello.txt`), 'hello from the agent');
+      assert.equal(git(f.project, 'show', `${r.json.branch}:ran.txt`), 'ran');
+      assert.equal(commitsOn(f.project, r.json.branch, r.json.baseSha)[0]!.subject, 'step/implement (coder): Wrote hello.txt and ran.txt.');
+      await c.check(r, server, f);
+    });
+  }
+
+  test(`${c.preset}: a model that answers overloaded first is asked again; the step completes`, { timeout: 180_000 }, async () => {
+    const f = await fixture({ owner: 1000 });
+    const { r, server } = await run(f, { ...c.edits, overloaded: 1 });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.json.steps.implement.status, 'completed');
+    assert.deepEqual(server.agentRequests().map((q) => q.answer).slice(0, 2), ['overloaded', 'turn'], 'what the CLI did: it asked again');
+    assert.equal(git(f.project, 'show', `${r.json.branch}:hello.txt`), 'hello from the agent');
+  });
+
+  test(`${c.preset}: a model that never finishes: the step times out and what the agent wrote is committed`, { timeout: 180_000 }, async () => {
+    const f = await fixture({ owner: 1000 });
+    const { r, server } = await run(f, { ...c.edits, hangAfter: 1 }, '20s');
+    assert.equal(r.code, 1, r.stderr);
+    assert.equal(r.json.steps.implement.status, 'timed_out');
+    assert.equal(git(f.project, 'show', `${r.json.branch}:hello.txt`), 'hello from the agent', 'the work before the hang is kept');
+    assert.equal(server.agentRequests().at(-1)!.answer, 'hung');
+  });
+}
