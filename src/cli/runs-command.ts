@@ -13,6 +13,14 @@ import { describeUsage } from '../agents/usage.js';
 import { changeLines } from './change-lines.js';
 import { printTable } from './table.js';
 
+async function dropSavedRefs(projectDir: string, runId: string): Promise<void> {
+  const project = await inspectProject((who) => new Git(who), projectDir);
+  const git = new Git({ uid: project.uid, gid: project.gid });
+  const call = { cwd: project.root, gitDir: project.commonDir };
+  const refs = (await git.out(['for-each-ref', '--format=%(refname)', `refs/runner/saved/${runId}/`], call)).split('\n').filter(Boolean);
+  for (const ref of refs) await git.run(['update-ref', '-d', ref], { ...call, allowFail: true });
+}
+
 export async function runsCommand(args: string[]): Promise<number> {
   const [sub, ...rest] = args;
   if (sub === 'ls' || sub === undefined) return runsLs(rest);
@@ -141,7 +149,11 @@ async function runsPrune(args: string[]): Promise<number> {
       process.stderr.write(`runner: branch ${r.branch} of run ${r.runId} kept: ${visible((err as Error).message)}\n`);
     }
   }
-  for (const r of old) await rm(runDir(home.runs, r.runId), { recursive: true, force: true });
+  for (const r of old) {
+    // Work a step could not commit is kept under refs/runner/saved/<run>/ while its record names it: it goes with the record.
+    if (r.steps.some((s) => s.patch)) await dropSavedRefs(r.project, r.runId).catch(() => undefined);
+    await rm(runDir(home.runs, r.runId), { recursive: true, force: true });
+  }
   process.stdout.write(`removed ${old.length} run record(s)${values.branches ? ` and ${branches.length} branch(es)` : ''}\n`);
   return 0;
 }

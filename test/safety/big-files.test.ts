@@ -5,7 +5,7 @@
  * file rather than carrying 3 GB of it).
  */
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { execPipeline, git, pipelineYaml, projectsForThisFile, runCli, watchTreeMemory, writePipeline } from '../fixtures/project.js';
@@ -70,4 +70,13 @@ test('work that cannot be committed keeps its big files: the patch names them, a
   const patch = await readFile(path.join(f.home, 'runs', r.json.runId, 'steps', 'tamper.patch'), 'utf8');
   assert.match(patch, /Binary files \/dev\/null and b\/big\.bin differ/);
   assert.match(patch, /\+small/);
+
+  // The kept work goes when its record is pruned (nothing else names it).
+  const recFile = path.join(f.home, 'runs', r.json.runId, 'run.json');
+  const rec = JSON.parse(await readFile(recFile, 'utf8'));
+  rec.startedAt = new Date(Date.now() - 40 * 86_400_000).toISOString();
+  await writeFile(recFile, JSON.stringify(rec));
+  const pruned = await runCli(['runs', 'prune', '--older-than', '30d', '--yes', '--home', f.home]);
+  assert.equal(pruned.code, 0, pruned.stderr);
+  assert.throws(() => git(f.project, 'rev-parse', '--verify', '--quiet', ref), 'refs/runner/saved/<run>/ is removed with the record');
 });
