@@ -35,9 +35,3 @@ export function visible(text: string): string {
 export function visibleLines(text: string): string {
   return text.replace(CONTROL_BUT_NEWLINE, show);
 }
-
-/** Whether the text has anything `visible` would change. */
-export function hasControls(text: string): boolean {
-  CONTROL.lastIndex = 0;
-  return CONTROL.test(text);
-}

@@ -21,7 +21,7 @@ import { checkHomeReachable } from '../workspace/home-access.js';
 import { runBranch } from '../workspace/run-worktree.js';
 import type { Workspace } from '../workspace/workspace.js';
 import { HookRunner } from './hook-runner.js';
-import type { RunRecord } from './record.js';
+import { newRecord, type RunRecord } from './record.js';
 import type { Reporter } from './reporter.js';
 import { holdOwnerLock } from './owner-lock.js';
 import { removeOrphanContainers } from './reconcile.js';
@@ -101,7 +101,7 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
   // Held while the run lives: recovery tells a live run from a dead one by it.
   const owner = await holdOwnerLock(opts.home, runId);
   const startedAt = deps.clock();
-  const record: RunRecord = {
+  const record = newRecord({
     runId,
     pipeline: pipeline.name,
     pipelineFile: path.resolve(opts.loaded.file),
@@ -109,26 +109,11 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     project: prepared.kind === 'persistent_directory' ? prepared.dir : prepared.project.root,
     workspace: prepared.kind,
     taskId: opts.task?.id ?? null,
-    worktree: null,
-    branch: null,
-    baseSha: null,
-    headSha: null,
     status: 'running',
     startedAt: startedAt.toISOString(),
-    finishedAt: null,
-    durationMs: null,
-    pushed: false,
-    push: null,
-    keptWorkspace: false,
     pid: process.pid,
-    current: null,
-    recovery: null,
-    delivered: null,
     deliveryRules: { verifySteps: plans.filter((p) => p.verify).map((p) => p.id), paths: pipeline.delivery?.paths ?? null },
-    hooks: [],
-    steps: [],
-    error: null,
-  };
+  });
   await store.writeRecord(record);
   store.event('run_started', { runId, pipeline: pipeline.name, project: record.project, workspace: record.workspace });
 

@@ -44,6 +44,32 @@ export interface RunRecord {
   error: { code: string; message: string } | null;
 }
 
+/** A record with what is known when a run is asked for or starts; the rest empty, as a run that did nothing yet. */
+export function newRecord(
+  f: Pick<RunRecord, 'runId' | 'pipeline' | 'pipelineFile' | 'project' | 'workspace' | 'status' | 'startedAt' | 'pid'> & Partial<RunRecord>,
+): RunRecord {
+  return {
+    taskId: null,
+    worktree: null,
+    branch: null,
+    baseSha: null,
+    headSha: null,
+    finishedAt: null,
+    durationMs: null,
+    pushed: false,
+    push: null,
+    keptWorkspace: false,
+    current: null,
+    recovery: null,
+    deliveryRules: { verifySteps: [], paths: null },
+    delivered: null,
+    hooks: [],
+    steps: [],
+    error: null,
+    ...f,
+  };
+}
+
 /** The `--json` summary: the record's essentials, steps keyed by id. */
 export function summarize(r: RunRecord): Record<string, unknown> {
   return {

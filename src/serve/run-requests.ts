@@ -10,41 +10,24 @@ import path from 'node:path';
 import { writeFileAtomic } from '../common/atomic-write.js';
 import { mkdir } from 'node:fs/promises';
 import type { LoadedPipeline } from '../pipeline/load.js';
-import type { RunRecord } from '../run/record.js';
+import { newRecord, type RunRecord } from '../run/record.js';
 import { listRuns, readRun, runDir } from '../run/records.js';
 import type { Pending } from '../schedule/scheduler.js';
 
 /** The record of a run accepted and not started yet. Pure. */
 export function queuedRecord(p: Pending, loaded: LoadedPipeline | undefined, at: Date): RunRecord {
-  return {
+  return newRecord({
     runId: p.runId,
     pipeline: p.pipeline,
     pipelineFile: loaded ? path.resolve(loaded.file) : '',
     ...(p.inputs ? { inputs: p.inputs } : {}),
     project: loaded ? path.resolve(loaded.dir, loaded.pipeline.project.path) : '',
     workspace: loaded?.pipeline.project.workspace ?? 'git_worktree',
-    taskId: null,
-    worktree: null,
-    branch: null,
-    baseSha: null,
-    headSha: null,
     status: 'queued',
     startedAt: at.toISOString(),
     requestedBy: p.why,
-    finishedAt: null,
-    durationMs: null,
-    pushed: false,
-    push: null,
-    keptWorkspace: false,
     pid: process.pid,
-    current: null,
-    recovery: null,
-    deliveryRules: { verifySteps: [], paths: null },
-    delivered: null,
-    hooks: [],
-    steps: [],
-    error: null,
-  };
+  });
 }
 
 export class RunRequests {

@@ -180,7 +180,7 @@ export async function commitAll(
 }
 
 /** Where a step's uncommittable work is kept when its patch cannot carry it: from `<runs>/<runId>/steps/<stepId>.patch`. */
-export function keepRefFor(patchFile: string): string {
+function keepRefFor(patchFile: string): string {
   const runId = path.basename(path.dirname(path.dirname(patchFile)));
   return `refs/runner/saved/${runId}/${path.basename(patchFile, '.patch')}`;
 }
@@ -200,10 +200,11 @@ export interface SavedPatch {
  * temporary index and the pinned directories. git writes the patch itself
  * (no size limit in the runner's memory) into a directory its user owns.
  * Files over 16 MiB are named in the patch, not carried (patch-file.ts): then
- * the whole work is also committed, off any branch, under `keepRef`, so their
+ * the whole work is also committed, off any branch, under
+ * `refs/runner/saved/<run>/<step>` (from the patch's path), so their
  * content is not lost.
  */
-export async function savePatch(git: Git, wt: GitWorktree, file: string, keepRef = keepRefFor(file)): Promise<SavedPatch> {
+export async function savePatch(git: Git, wt: GitWorktree, file: string): Promise<SavedPatch> {
   await verifyWorktreeDir(wt);
   await handOver(wt.path, wt.project.uid, wt.project.gid, { recursive: true, skip: ['.git'], forGit: true });
   return withScratch(file, wt.project, async (scratch) => {
@@ -217,6 +218,7 @@ export async function savePatch(git: Git, wt: GitWorktree, file: string, keepRef
     await keep(out, file);
     if (!patch.tree) return { saved: true, big: patch.big };
     const commit = await git.out(['commit-tree', patch.tree, '-p', head], { ...call, input: `work that could not be committed on ${wt.branch}, kept by the runner\n` });
+    const keepRef = keepRefFor(file);
     await git.run(['update-ref', keepRef, commit], call);
     return { saved: true, big: patch.big, keptAt: keepRef };
   });
