@@ -86,11 +86,28 @@ function schemaIssue(issue: z.core.$ZodIssue, at: At): PipelineIssue[] {
 }
 
 /** Keys other tools use to jump or loop: how this format does it. */
-const FLOW_KEYS = new Set(['on_failure', 'on_success', 'next', 'goto', 'loop', 'repeat', 'retry', 'retries', 'until', 'while', 'if', 'when', 'needs', 'depends_on']);
+const FLOW_KEYS = new Map([
+  ['depends_on', 'needs: [step, …]'],
+  ['after', 'needs: [step, …]'],
+  ['retry', 'retries: { max: 2, backoff: 30s }'],
+  ['on_failure', 'retries: { max: N } (run again), or continue_on_error: true (go on)'],
+  ['goto', 'route: { output: verdict, to: { VALUE: step } } (back to an earlier step, bounded by its max_visits)'],
+  ['next', 'route: { output: verdict, to: { VALUE: step } } (back to an earlier step, bounded by its max_visits)'],
+  ['on_success', 'route: { output: verdict, to: { VALUE: step } } (back to an earlier step, bounded by its max_visits)'],
+  ['loop', 'route: back to an earlier step, bounded by its max_visits'],
+  ['repeat', 'route: back to an earlier step, bounded by its max_visits'],
+  ['until', 'route: back to an earlier step, bounded by its max_visits'],
+  ['while', 'route: back to an earlier step, bounded by its max_visits'],
+  ['matrix', 'for_each: ${{ steps.<id>.outputs.<list> }}'],
+  ['foreach', 'for_each: ${{ steps.<id>.outputs.<list> }}'],
+  ['parallel', 'needs: (steps whose needs are met run at once)'],
+  ['if', 'route: or continue_on_error: (this format has no conditions)'],
+  ['when', 'route: or continue_on_error: (this format has no conditions)'],
+]);
 
 function flowHint(key: string): string {
-  if (!FLOW_KEYS.has(key)) return '';
-  return ': steps run in the order of the file and a failure stops the run (continue_on_error: true lets the next step run anyway); this format has no jumps, loops, retries or conditions yet (docs/pipeline-format.md, "Flow")';
+  const instead = FLOW_KEYS.get(key);
+  return instead ? `: this format says it with ${instead} (docs/pipeline-format.md, "Flow")` : '';
 }
 
 function knownKeysAt(path: DocPath): readonly string[] {
@@ -102,7 +119,7 @@ function knownKeysAt(path: DocPath): readonly string[] {
   if (a === 'schedule') return KNOWN_KEYS.schedule;
   if (a === 'inputs') return KNOWN_KEYS.input;
   if (a === 'defaults') return path.length === 1 ? KNOWN_KEYS.defaults : KNOWN_KEYS.resources;
-  if (a === 'steps') return c === 'resources' ? KNOWN_KEYS.resources : KNOWN_KEYS.step;
+  if (a === 'steps') return c === 'resources' ? KNOWN_KEYS.resources : c === 'route' ? KNOWN_KEYS.route : c === 'retries' ? KNOWN_KEYS.retries : KNOWN_KEYS.step;
   if (a === 'agents') return d === 'resources' ? KNOWN_KEYS.resources : KNOWN_KEYS.agent;
   return [];
 }

@@ -4,6 +4,8 @@
  */
 import { didYouMean } from '../common/did-you-mean.js';
 import { PRESETS } from '../agents/presets.js';
+import { checkFlow } from '../flow/check.js';
+import { flowShape, type FlowShape } from '../flow/graph.js';
 import { cronProblem } from '../schedule/cron.js';
 import type { DocPath } from './positions.js';
 import type { PipelineFile, StepFile } from './schema.js';
@@ -22,6 +24,8 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
   const declaredSecrets = new Set(p.secrets ?? []);
   const seen = new Map<string, number>();
   const credentialsAsked = new Set<string>();
+  const shape = flowShape(p.steps);
+  issues.push(...checkFlow(p));
 
   for (const [name, value] of Object.entries(p.env ?? {})) {
     if (findExpressions(value).length > 0) {
@@ -102,7 +106,7 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
     for (const { path, value, wholeArgument } of templatedFields(step, i, p)) {
       const found = findExpressions(value);
       for (const f of found) {
-        const problem = checkExpression(f, step, i, p, path.length === 3 && path[2] === 'prompt');
+        const problem = checkExpression(f, step, i, p, shape, path.length === 3 && path[2] === 'prompt');
         if (problem) issues.push({ path, message: problem });
       }
       if (wholeArgument && found.length > 0 && !isWholeExpression(value)) {
@@ -128,6 +132,7 @@ function templatedFields(step: StepFile, i: number, p: PipelineFile): { path: Do
   const fields: { path: DocPath; value: string; wholeArgument?: boolean }[] = [];
   const agent = step.agent !== undefined ? p.agents?.[step.agent] : undefined;
   if (step.run !== undefined) fields.push({ path: ['steps', i, 'run'], value: step.run });
+  if (step.for_each !== undefined) fields.push({ path: ['steps', i, 'for_each'], value: step.for_each });
   if (step.prompt !== undefined) fields.push({ path: ['steps', i, 'prompt'], value: step.prompt });
   step.command?.forEach((arg, j) => fields.push({ path: ['steps', i, 'command', j], value: arg, wholeArgument: true }));
   for (const [k, v] of Object.entries(step.env ?? {})) fields.push({ path: ['steps', i, 'env', k], value: v });
@@ -146,6 +151,7 @@ function checkExpression(
   step: StepFile,
   i: number,
   p: PipelineFile,
+  shape: FlowShape,
   inPrompt: boolean,
 ): string | undefined {
   const expr = found.expr;
@@ -158,9 +164,12 @@ function checkExpression(
   }
   if (!expr) {
     return (
-      `unknown expression ${found.raw}: expected \${{ prompt }}, \${{ inputs.<name> }} or \${{ steps.<id>.outputs.<key> }}` +
+      `unknown expression ${found.raw}: expected \${{ prompt }}, \${{ inputs.<name> }}, \${{ steps.<id>.outputs.<key> }} or (in a for_each step) \${{ item }}` +
       ` (to pass the text itself, as in a GitHub Actions workflow, write $${found.raw})`
     );
+  }
+  if (expr.kind === 'item') {
+    return step.for_each === undefined ? `\${{ item }} is the item of a for_each step: step "${step.id}" has no for_each` : undefined;
   }
   if (expr.kind === 'prompt') {
     if (inPrompt) return `a prompt cannot use \${{ prompt }} (itself)`;
@@ -178,6 +187,9 @@ function checkExpression(
   }
   if (j >= i) {
     return `\${{ ${describeExpression(expr)} }} names step "${expr.step}", which does not run before step "${step.id}"`;
+  }
+  if (!shape.ancestors[i]!.has(j)) {
+    return `\${{ ${describeExpression(expr)} }} names step "${expr.step}", which step "${step.id}" does not need (it may not have run yet): add "${expr.step}" to its needs:`;
   }
   const outputs = p.steps[j]!.outputs ?? [];
   // An agent preset's step has its final message as output result.

@@ -79,6 +79,18 @@ export const agentSchema = z.strictObject({
   secrets: z.array(envName).optional(),
 });
 
+/** Where a step's output sends the run next: a value → an earlier step (or itself); any other value, on. */
+export const routeSchema = z.strictObject({
+  output: z.string().regex(ENV_NAME_RE, 'expected the name of one of the step\'s outputs'),
+  to: z.record(z.string().min(1), z.string().regex(STEP_ID_RE, 'expected a step id')).refine((m) => Object.keys(m).length > 0, 'expected at least one value: step'),
+});
+
+/** A failed, timed-out or out-of-memory attempt runs again, after backoff (doubling, at most 10m). */
+export const retriesSchema = z.strictObject({
+  max: z.number({ error: 'expected a whole number of retries, like 2' }).int().min(0, 'expected 0 or more').max(20, 'expected at most 20 retries'),
+  backoff: duration.optional(),
+});
+
 export const stepSchema = z.strictObject({
   id: z.string().regex(STEP_ID_RE, 'expected a step id of lowercase letters, digits, _ and -'),
   name: z.string().optional(),
@@ -93,6 +105,19 @@ export const stepSchema = z.strictObject({
   continue_on_error: z.boolean().optional(),
   /** a step whose success runner apply / merge require */
   verify: z.boolean().optional(),
+  // Flow (src/flow/): what a step waits for, where its outcome sends the run, how often it may run.
+  /** steps that must have succeeded first; without it, the step before in the file */
+  needs: z.array(z.string().regex(STEP_ID_RE, 'expected a step id')).optional(),
+  /** how often the run may come here (its first visit counts): the bound of a review loop */
+  max_visits: z.number({ error: 'expected a whole number of visits, like 3' }).int().min(1, 'expected at least 1 visit').max(100, 'expected at most 100 visits').optional(),
+  route: routeSchema.optional(),
+  retries: retriesSchema.optional(),
+  /** one instance of the step per item of a JSON list of strings */
+  for_each: z.string().min(1).optional(),
+  /** for_each: how many instances run at once */
+  max_parallel: z.number({ error: 'expected a whole number, like 3' }).int().min(1, 'expected at least 1').optional(),
+  /** for_each: the longest list the step takes (a longer one fails the step that made it) */
+  max_items: z.number({ error: 'expected a whole number, like 20' }).int().min(1, 'expected at least 1').max(1000, 'expected at most 1000').optional(),
 });
 
 export const projectSchema = z.strictObject({
@@ -142,6 +167,10 @@ export const pipelineSchema = z.strictObject({
   steps: z.array(stepSchema).min(1, 'a pipeline needs at least one step'),
   schedule: z.array(scheduleSchema).optional(),
   hooks: hooksSchema.optional(),
+  /** how many steps (and for_each instances) run at once; default: the machine's cores */
+  max_parallel: z.number({ error: 'expected a whole number, like 4' }).int().min(1, 'expected at least 1').optional(),
+  /** persistent_directory: steps may run at once in the one directory */
+  shared_workspace: z.boolean().optional(),
   delivery: z
     .strictObject({
       /** globs a run's change must stay within to be applied or merged */
@@ -159,6 +188,8 @@ export const KNOWN_KEYS = {
   root: Object.keys(pipelineSchema.shape),
   project: Object.keys(projectSchema.shape),
   step: Object.keys(stepSchema.shape),
+  route: Object.keys(routeSchema.shape),
+  retries: Object.keys(retriesSchema.shape),
   agent: Object.keys(agentSchema.shape),
   resources: Object.keys(resources.shape),
   schedule: Object.keys(scheduleSchema.shape),

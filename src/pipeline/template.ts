@@ -1,11 +1,13 @@
 /**
  * `${{ ... }}` expressions in env values, run scripts and command arguments.
- * Three forms exist: `${{ prompt }}`, `${{ inputs.<name> }}` and
- * `${{ steps.<id>.outputs.<key> }}`; `$${{` is the literal text `${{`. Pure.
+ * Four forms exist: `${{ prompt }}`, `${{ inputs.<name> }}`,
+ * `${{ steps.<id>.outputs.<key> }}` and, in a for_each step, `${{ item }}`;
+ * `$${{` is the literal text `${{`. Pure.
  */
 
 export type Expression =
   | { kind: 'prompt' }
+  | { kind: 'item' }
   | { kind: 'input'; name: string }
   | { kind: 'output'; step: string; key: string };
 
@@ -25,6 +27,7 @@ const INPUT_RE = /^inputs\.([A-Za-z_][A-Za-z0-9_]*)$/;
 
 export function parseExpression(text: string): Expression | undefined {
   if (text === 'prompt') return { kind: 'prompt' };
+  if (text === 'item') return { kind: 'item' };
   const input = INPUT_RE.exec(text);
   if (input) return { kind: 'input', name: input[1]! };
   const m = OUTPUT_RE.exec(text);
@@ -78,7 +81,7 @@ export function renderScript(
 }
 
 export function describeExpression(expr: Expression): string {
-  if (expr.kind === 'prompt') return 'prompt';
+  if (expr.kind === 'prompt' || expr.kind === 'item') return expr.kind;
   if (expr.kind === 'input') return `inputs.${expr.name}`;
   return `steps.${expr.step}.outputs.${expr.key}`;
 }
