@@ -77,7 +77,7 @@ async function beforeRemoveHook(pipelineFile: string | null, dir: string, taskId
     cwd: dir,
     timeoutMs: loaded?.pipeline.hooks?.timeout ?? DEFAULT_HOOK_TIMEOUT_MS,
     user: owner,
-    env: hookEnv({ RUNNER_RUN_ID: '', RUNNER_WORKSPACE: dir, RUNNER_ATTEMPT: '', RUNNER_TASK_ID: taskId }, owner),
+    env: hookEnv({ RUNNER_RUN_ID: '', RUNNER_WORKSPACE: dir, RUNNER_ATTEMPT: '', RUNNER_TASK_RUN: '', RUNNER_TASK_ID: taskId }, owner),
   });
   if (r.output) process.stderr.write(visibleLines(r.output).replace(/^/gm, '[hook:before_remove] ').replace(/\[hook:before_remove\] $/, ''));
   if (!r.ok) process.stderr.write(`runner: warning: hook before_remove ${r.timedOut ? 'timed out' : `exited ${r.exitCode}`}; ignored\n`);

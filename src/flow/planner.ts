@@ -80,7 +80,7 @@ export interface RouteTaken {
 }
 
 export interface FlowStop {
-  code: 'loop_limit' | 'merge_conflict' | 'bad_list';
+  code: 'loop_limit' | 'merge_conflict' | 'merge_failed' | 'bad_list';
   message: string;
   step: string;
   visits?: number;
@@ -207,13 +207,13 @@ export class FlowPlanner {
   }
 
   /** A lane was merged back (or its merge conflicted: the run stops, the files named). */
-  merged(unit: Unit, conflict?: { files: string[]; message: string }): void {
+  merged(unit: Unit, conflict?: { files: string[]; message: string; code?: 'merge_failed' }): void {
     const u = this.unitState(unit);
     u.phase = 'settled';
     if (this.state[unit.step]!.units.every((x) => x.phase === 'settled')) this.settle(unit.step);
     if (conflict) {
       u.conflict = true;
-      this.stop ??= { code: 'merge_conflict', step: unit.name, files: conflict.files, message: conflict.message };
+      this.stop ??= { code: conflict.code ?? 'merge_conflict', step: unit.name, files: conflict.files, message: conflict.message };
       this.halt();
     }
   }

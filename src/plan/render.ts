@@ -11,7 +11,10 @@ export interface RunIdentity {
   pipeline: string;
   branch: string;
   baseSha: string;
+  /** which run of this step: visits and retries counted together */
   attempt: number;
+  /** how many runs have used the workspace (a task's runs), this one included */
+  taskRun: number;
   /** empty outside a task */
   taskId: string;
 }
@@ -35,8 +38,10 @@ export function renderStep(
   id: RunIdentity,
   secretValues: Readonly<Record<string, string>>,
   inputs: Readonly<Record<string, string>> = {},
+  item?: { index: number; value: string },
 ): RenderedStep {
   const known = (expr: Expression): string => {
+    if (expr.kind === 'item') return item?.value ?? '';
     if (expr.kind === 'input') return inputs[expr.name] ?? '';
     if (expr.kind === 'output') return outputs.get(expr.step)?.[expr.key] ?? '';
     return '';
@@ -69,8 +74,13 @@ export function renderStep(
     RUNNER_BASE_SHA: id.baseSha,
     RUNNER_ATTEMPT: String(id.attempt),
     RUNNER_TASK_ID: id.taskId,
+    RUNNER_TASK_RUN: String(id.taskRun),
     RUNNER_OUTPUT: CONTAINER_PATHS.output,
   });
   if (prompt !== undefined) env.RUNNER_PROMPT = prompt;
+  if (item) {
+    env.RUNNER_ITEM = item.value;
+    env.RUNNER_ITEM_INDEX = String(item.index);
+  }
   return { cmd, env };
 }

@@ -36,6 +36,8 @@ export class HookRunner {
         {
           RUNNER_RUN_ID: this.record.runId,
           RUNNER_WORKSPACE: this.ws.path,
+          RUNNER_TASK_RUN: String(this.ws.attempt),
+          // the name hooks had for it first (a hook runs once per run, not per step attempt)
           RUNNER_ATTEMPT: String(this.ws.attempt),
           RUNNER_TASK_ID: this.record.taskId ?? '',
           RUNNER_PIPELINE: this.record.pipeline,

@@ -5,15 +5,15 @@
  * happens. Dependencies are injected; nothing here is global.
  */
 import path from 'node:path';
-import { CanceledError, errorMessage, RunnerError } from '../common/errors.js';
+import { CanceledError, errorMessage, RunnerError, UsageError } from '../common/errors.js';
 import { Masker } from '../common/mask.js';
 import { LABELS, type ContainerRuntime } from '../container/runtime.js';
 import type { Git, GitIdentity } from '../git/git.js';
 import { pushLaterHint } from '../git/push.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
 import { resolveInputs } from '../pipeline/inputs.js';
-import type { RunIdentity } from '../plan/render.js';
-import { planSteps, secretsNeeded, type StepPlan } from '../plan/step-plan.js';
+import { planSteps, secretsNeeded } from '../plan/step-plan.js';
+import { flowPlan, inputListProblem } from '../flow/flow-plan.js';
 import { RunnerHome } from '../workspace/home.js';
 import { openWorkspace, prepareWorkspace, type TaskFlags } from '../workspace/open.js';
 import { GitWorkspace } from '../workspace/git-workspace.js';
@@ -26,9 +26,8 @@ import type { Reporter } from './reporter.js';
 import { holdOwnerLock } from './owner-lock.js';
 import { removeOrphanContainers } from './reconcile.js';
 import { newRunId } from './run-id.js';
-import { runStep } from './run-step.js';
+import { runFlow } from './run-flow.js';
 import { resolveSecrets } from './secrets.js';
-import type { StepResult } from './step-result.js';
 import { RunStore } from './store.js';
 
 export interface ExecDeps {
@@ -64,6 +63,8 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
   const { pipeline } = opts.loaded;
   const plans = planSteps(pipeline);
   const inputs = resolveInputs(pipeline, opts.inputs ?? {});
+  const listProblem = inputListProblem(flowPlan(pipeline, 1), inputs);
+  if (listProblem) throw new UsageError(listProblem);
 
   // Everything that can be checked before a run exists is checked here, so a
   // bad project, a missing secret or an unreachable engine leaves nothing behind.
@@ -158,7 +159,7 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
       throw new RunnerError('hook_failed', `the before_run hook failed: the workspace is kept at ${ws.path}`);
     }
 
-    await runSteps(deps, opts, plans, ws, record, store, masker, secrets);
+    await runFlow({ deps, home: opts.home, graceSeconds: opts.graceSeconds ?? 5, pipeline, plans, ws, record, store, masker, secrets });
     record.headSha = await ws.head();
     // The run's whole change, kept after the worktree is gone.
     if (ws instanceof GitWorkspace) {
@@ -194,63 +195,6 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
   }
   deps.reporter.runFinished(record);
   return record;
-}
-
-async function runSteps(
-  deps: ExecDeps,
-  opts: ExecOptions,
-  plans: StepPlan[],
-  ws: Workspace,
-  record: RunRecord,
-  store: RunStore,
-  masker: Masker,
-  secrets: Record<string, string>,
-): Promise<void> {
-  const identity: RunIdentity = {
-    runId: record.runId,
-    pipeline: record.pipeline,
-    branch: ws.branch ?? '',
-    baseSha: ws.baseSha ?? '',
-    attempt: ws.attempt,
-    taskId: record.taskId ?? '',
-  };
-  const outputs = new Map<string, Record<string, string>>();
-  let stopped = false;
-  for (const plan of plans) {
-    if (stopped || deps.signal.aborted) {
-      record.steps.push(skipped(plan));
-      continue;
-    }
-    record.current = { id: plan.id, startedAt: deps.clock().toISOString() };
-    await store.writeRecord(record);
-    const result = await runStep({
-      deps,
-      home: opts.home,
-      graceSeconds: opts.graceSeconds ?? 5,
-      plan,
-      total: plans.length,
-      ws,
-      store,
-      masker,
-      identity,
-      outputs,
-      secrets,
-      inputs: record.inputs ?? {},
-    });
-    record.steps.push(result);
-    record.current = null;
-    await store.writeRecord(record);
-    if (result.status === 'canceled' || result.error) stopped = true;
-    else if (result.status !== 'completed' && !plan.continueOnError) stopped = true;
-  }
-  const canceled = deps.signal.aborted || record.steps.some((s) => s.status === 'canceled');
-  const failed = record.steps.some((s, i) => s.status !== 'completed' && s.status !== 'skipped' && !plans[i]!.continueOnError);
-  record.status = canceled ? 'canceled' : failed ? 'failed' : 'succeeded';
-  const refused = record.steps.find((s) => s.error);
-  if (refused) {
-    record.status = 'failed';
-    record.error = { code: refused.error!, message: refused.message ?? refused.error! };
-  }
 }
 
 /** after_run, then (for a workspace that goes) before_remove and removal; else release. Hooks run even after a cancel. */
@@ -305,10 +249,6 @@ async function maskErrors<T>(masker: Masker, fn: () => Promise<T>): Promise<T> {
     if (err instanceof Error) err.message = masker.mask(err.message);
     throw err;
   }
-}
-
-function skipped(plan: StepPlan): StepResult {
-  return { id: plan.id, status: 'skipped', exitCode: null, oomKilled: false, timedOut: false, durationMs: 0, commit: null, outputs: {}, limits: [] };
 }
 
 async function push(

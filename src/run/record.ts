@@ -1,4 +1,5 @@
 /** The run record written to `runs/<runId>/run.json`. */
+import type { FlowStop, RouteTaken } from '../flow/planner.js';
 import type { WorkspaceKind } from '../workspace/workspace.js';
 import type { StepResult } from './step-result.js';
 
@@ -31,8 +32,12 @@ export interface RunRecord {
   push: { remote?: string; reason?: string; error?: string; hint?: string } | null;
   keptWorkspace: boolean;
   pid: number;
-  /** the step running now (cleared when it ends): what recovery marks interrupted */
+  /** the step running now (cleared when it ends): what recovery marks interrupted; the first of `running` */
   current: { id: string; startedAt: string } | null;
+  /** every step running now (steps run at once): recovery commits each lane's leftovers on its branch */
+  running?: RunningStep[];
+  /** flow: the routes taken, what stopped the run, the lane branches kept for the user */
+  flow?: { routes: RouteTaken[]; stop: FlowStop | null; keptBranches: string[] };
   /** git kinds: what recovery needs to commit leftovers without trusting the worktree */
   recovery: { gitDir: string; links: { dotGit: string; gitdir: string; commondir: string }; dirId: { dev: number; ino: number } } | null;
   /** what delivery checks, fixed at run time: the steps marked verify, the allowed paths */
@@ -42,6 +47,15 @@ export interface RunRecord {
   hooks: Array<{ name: string; ok: boolean; exitCode: number | null; timedOut: boolean; durationMs: number; outputCut: boolean }>;
   steps: StepResult[];
   error: { code: string; message: string } | null;
+}
+
+export interface RunningStep {
+  id: string;
+  /** `implement#2`, `build[0]` */
+  name: string;
+  startedAt: string;
+  /** a lane's worktree, for recovery */
+  lane?: { worktree: string; branch: string; recovery: NonNullable<RunRecord['recovery']> };
 }
 
 /** A record with what is known when a run is asked for or starts; the rest empty, as a run that did nothing yet. */

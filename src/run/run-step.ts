@@ -14,6 +14,7 @@ import { resolveUser, type StepPlan } from '../plan/step-plan.js';
 import { verifyDirectory } from '../workspace/names.js';
 import { removeTree } from '../workspace/remove-tree.js';
 import type { Workspace } from '../workspace/workspace.js';
+import type { Unit } from '../flow/planner.js';
 import { commitMessage } from './commit-message.js';
 import type { ExecDeps } from './orchestrator.js';
 import { parseOutputs, readOutputsFile } from './outputs.js';
@@ -32,32 +33,42 @@ export interface StepContext {
   store: RunStore;
   masker: Masker;
   identity: RunIdentity;
+  /** which run of which step (and item) this is: from the flow planner */
+  unit: Unit;
   /** outputs of the steps that ran so far, by step id */
-  outputs: Map<string, Record<string, string>>;
+  outputs: ReadonlyMap<string, Record<string, string>>;
   secrets: Record<string, string>;
   /** the run's inputs, defaults filled in */
   inputs: Record<string, string>;
 }
 
-export async function runStep(c: StepContext): Promise<StepResult> {
-  const { deps, plan, ws, store, masker } = c;
-  const user = resolveUser(plan.user, ws.owner);
-  const ioDir = await store.stepIoDir(plan.id, user.uid, user.gid);
-  const rendered = renderStep(plan, c.outputs, c.identity, c.secrets, c.inputs);
+/** What a step's run ended with: its record entry, and its outputs as later steps see them (unmasked). */
+export interface StepRun {
+  result: StepResult;
+  outputs: Record<string, string>;
+}
 
-  deps.reporter.stepStarted({ id: plan.id, index: plan.index, total: c.total, image: plan.image });
+export async function runStep(c: StepContext): Promise<StepRun> {
+  const { deps, plan, ws, store, masker, unit } = c;
+  const name = unit.name;
+  const user = resolveUser(plan.user, ws.owner);
+  const ioDir = await store.stepIoDir(name, user.uid, user.gid);
+  const item = unit.item !== undefined ? { index: unit.item, value: unit.value ?? '' } : undefined;
+  const rendered = renderStep(plan, c.outputs, c.identity, c.secrets, c.inputs, item);
+
+  deps.reporter.stepStarted({ id: name, index: plan.index, total: c.total, image: plan.image });
   const tooBig = execSizeProblem(rendered);
-  if (tooBig) return refuseStep(c, ioDir, `not started: ${tooBig}`);
-  store.event('step_started', { step: plan.id, image: plan.image, user: `${user.uid}:${user.gid}`, network: plan.network });
+  if (tooBig) return { result: await refuseStep(c, ioDir, 'step_not_started', `not started: ${tooBig}`), outputs: {} };
+  store.event('step_started', { step: name, attempt: unit.attempt, image: plan.image, user: `${user.uid}:${user.gid}`, network: plan.network });
   const startedAt = deps.clock();
 
-  const log = store.stepLog(plan.id);
+  const log = store.stepLog(name);
   const lineTo = (stream: 'stdout' | 'stderr') =>
     new LineSplitter(
       (raw) => {
         const line = masker.mask(raw);
         log.line(line);
-        deps.reporter.stepLine(plan.id, stream, line);
+        deps.reporter.stepLine(name, stream, line);
       },
       // a line cut at the limit loses as much again as the longest secret, so no prefix of one survives
       { guard: Math.max(128, masker.longest) },
@@ -110,9 +121,8 @@ export async function runStep(c: StepContext): Promise<StepResult> {
   const kept = Object.fromEntries(Object.entries(parsed.values).filter(([k]) => plan.outputs.includes(k) || k === 'summary'));
   if (agent?.result !== undefined) {
     kept.result = agent.result;
-    deps.reporter.stepLine(plan.id, 'stdout', masker.mask(`${plan.preset}: ${agent.result.split('\n').find((l) => l.trim()) ?? ''}`));
+    deps.reporter.stepLine(name, 'stdout', masker.mask(`${plan.preset}: ${agent.result.split('\n').find((l) => l.trim()) ?? ''}`));
   }
-  c.outputs.set(plan.id, kept);
 
   const result: StepResult = {
     id: plan.id,
@@ -128,11 +138,12 @@ export async function runStep(c: StepContext): Promise<StepResult> {
     limits,
     ...(agent?.usage ? { usage: agent.usage } : {}),
     ...(plan.agent ? { agent: plan.agent } : {}),
+    ...unitFields(unit),
   };
 
   const message = commitMessage({
     runId: c.identity.runId,
-    stepId: plan.id,
+    stepId: name,
     actor: plan.agent ?? plan.image,
     status,
     exitCode: end.exitCode,
@@ -141,9 +152,9 @@ export async function runStep(c: StepContext): Promise<StepResult> {
     // the agent's final message stands in when the step wrote no summary
     ...((kept.summary ?? kept.result) !== undefined ? { summary: masker.mask((kept.summary ?? kept.result)!) } : {}),
   });
-  const work = await ws.recordStep(masker.mask(message), store.stepPatchPath(plan.id));
+  const work = await ws.recordStep(masker.mask(message), store.stepPatchPath(name));
   result.commit = work.commit;
-  if (work.changes) result.changes = await store.recordChanges(plan.id, work.changes);
+  if (work.changes) result.changes = await store.recordChanges(name, work.changes);
   if (work.error) {
     result.error = work.error;
     if (work.error === 'workspace_tampered') result.status = 'failed';
@@ -154,7 +165,7 @@ export async function runStep(c: StepContext): Promise<StepResult> {
 
   if (messages.length) result.message = masker.mask(messages.join('; '));
   store.event('step_finished', {
-    step: plan.id,
+    step: name,
     status: describeStatus(result.status, end.exitCode),
     exitCode: end.exitCode,
     commit: result.commit,
@@ -163,12 +174,21 @@ export async function runStep(c: StepContext): Promise<StepResult> {
     ...(result.error ? { error: result.error } : {}),
   });
   deps.reporter.stepFinished(result);
-  return result;
+  return { result, outputs: kept };
 }
 
-/** A step the runner could not start for a reason of the step's own: failed, with the reason, and the run stops there. */
-async function refuseStep(c: StepContext, ioDir: string, message: string): Promise<StepResult> {
-  await removeTree(ioDir);
+/** The flow's facts of a step's run, as its record entry keeps them. */
+export function unitFields(unit: Unit): Pick<StepResult, 'attempt' | 'name' | 'item'> {
+  return {
+    attempt: unit.attempt,
+    ...(unit.name !== unit.id ? { name: unit.name } : {}),
+    ...(unit.item !== undefined ? { item: { index: unit.item, value: unit.value ?? '' } } : {}),
+  };
+}
+
+/** A step the runner could not start for a reason of the step's own (or of its lane's): failed, with the reason, and the run stops there. */
+export async function refuseStep(c: Pick<StepContext, 'deps' | 'plan' | 'unit' | 'masker' | 'store'>, ioDir: string | undefined, error: string, message: string): Promise<StepResult> {
+  if (ioDir) await removeTree(ioDir);
   const now = c.deps.clock().toISOString();
   const result: StepResult = {
     id: c.plan.id,
@@ -182,11 +202,11 @@ async function refuseStep(c: StepContext, ioDir: string, message: string): Promi
     commit: null,
     outputs: {},
     limits: [],
-    error: 'step_not_started',
+    error,
     message: c.masker.mask(message),
+    ...unitFields(c.unit),
   };
-  c.outputs.set(c.plan.id, {});
-  c.store.event('step_finished', { step: c.plan.id, status: 'failed', error: result.error, message: result.message }, 'error');
+  c.store.event('step_finished', { step: c.unit.name, status: 'failed', error: result.error, message: result.message }, 'error');
   c.deps.reporter.stepFinished(result);
   return result;
 }
@@ -204,7 +224,8 @@ function containerSpec(
     ...ws.mounts(),
   ];
   return {
-    name: `runner-${c.identity.runId}-${plan.id}`,
+    // unique per run of the step: an instance or a retry never meets an earlier one's container
+    name: `runner-${c.identity.runId}-${c.unit.key.replace(/\[(\d+)\]/, '.$1')}.${c.unit.attempt}`,
     image: plan.image,
     cmd: rendered.cmd,
     env: rendered.env,

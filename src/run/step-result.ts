@@ -31,6 +31,22 @@ export interface StepResult {
   usage?: AgentUsage;
   /** the agent profile the step used */
   agent?: string;
+  // Flow (src/flow/): which run of the step this was, and how its work came back.
+  /** visits and retries counted together: 1, 2, … (absent in records of older runners: 1) */
+  attempt?: number;
+  /** `implement#2`, `build[0]`: the name of its log, commit and entry, when it is not the id */
+  name?: string;
+  /** a for_each instance: its index and item */
+  item?: { index: number; value: string };
+  /** a step that could run at once with others worked on a branch of its own, merged back when it ended */
+  lane?: { branch: string | null; merge: 'merged' | 'unchanged' | 'conflict' | 'not_merged'; commit?: string | null; files?: string[] };
+  /** a failed attempt that runs again after this long */
+  retryInMs?: number;
+}
+
+/** The name a step's run goes by in logs, commits and lists: `implement#2`, `build[0]`, or the id. */
+export function resultName(r: Pick<StepResult, 'id' | 'name'>): string {
+  return r.name ?? r.id;
 }
 
 export type LimitHit = 'memory' | 'timeout' | 'pids' | 'file_size';

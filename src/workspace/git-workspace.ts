@@ -8,9 +8,9 @@ import { visible } from '../common/visible.js';
 import type { Mount } from '../container/runtime.js';
 import type { Git } from '../git/git.js';
 import { pushBranch, type PushOutcome, type PushPolicy } from '../git/push.js';
-import { commitAll, diffToFile, headOf, removeWorktree, savePatch, verifyGitLinks, type GitWorktree } from './git-worktree.js';
+import { commitAll, createWorktree, deleteBranches, diffToFile, headOf, mergeIntoWorktree, removeWorktree, savePatch, verifyGitLinks, type GitWorktree } from './git-worktree.js';
 import { handOver } from './ownership.js';
-import type { StepWork, Workspace, WorkspaceKind } from './workspace.js';
+import type { LaneMergeResult, StepWork, Workspace, WorkspaceKind } from './workspace.js';
 
 export const PROJECT_MOUNT = '/home/agent/project-workspace';
 
@@ -29,6 +29,8 @@ export interface GitWorkspaceOptions {
   onRelease?: () => Promise<void>;
   /** called after the worktree was removed (a task's record) */
   onRemoved?: () => Promise<void>;
+  /** where lanes go: worktrees `<root>/<runId>.<name>` on branches `run/<runId>.<name>` */
+  lanes: { root: string; runId: string };
 }
 
 export class GitWorkspace implements Workspace {
@@ -128,6 +130,22 @@ export class GitWorkspace implements Workspace {
 
   push(): Promise<PushOutcome> {
     return pushBranch(this.git, this.wt.project, this.o.remote, this.wt.branch, this.o.pushPolicy);
+  }
+
+  /** A lane: a worktree of its own on `run/<runId>.<name>`, cut from this branch's head; removed after its merge. */
+  async openLane(name: string): Promise<GitWorkspace> {
+    const { root, runId } = this.o.lanes;
+    const wt = await createWorktree(this.git, this.wt.project, root, `${runId}.${name}`, `run/${runId}.${name}`, { newFrom: await this.head(), reset: true });
+    return new GitWorkspace({ ...this.o, kind: this.kind, wt, created: true, disposable: true, onRelease: undefined, onRemoved: undefined });
+  }
+
+  async mergeLane(lane: Workspace, message: string): Promise<LaneMergeResult> {
+    if (!(lane instanceof GitWorkspace) || lane === this) return { commit: null };
+    return mergeIntoWorktree(this.git, this.wt, await lane.head(), message);
+  }
+
+  async dropBranches(branches: string[]): Promise<void> {
+    await deleteBranches(this.git, this.wt.project, branches);
   }
 
   async release(remove: boolean): Promise<void> {

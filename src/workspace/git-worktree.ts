@@ -59,7 +59,7 @@ export async function createWorktree(
   root: string,
   name: string,
   branch: string,
-  start: { newFrom: string } | { existing: true },
+  start: { newFrom: string; reset?: boolean } | { existing: true },
 ): Promise<GitWorktree> {
   const target = await childPath(root, name, 'workspace name');
   await mkdir(target, { mode: 0o755 }).catch((err: NodeJS.ErrnoException) => {
@@ -67,7 +67,8 @@ export async function createWorktree(
   });
   try {
     await handOver(target, project.uid, project.gid, { recursive: false });
-    const args = 'newFrom' in start ? ['-b', branch, target, start.newFrom] : [target, branch];
+    // reset: a lane's branch left by an earlier visit (merged then) starts over from the new head.
+    const args = 'newFrom' in start ? [start.reset ? '-B' : '-b', branch, target, start.newFrom] : [target, branch];
     await withRepoLock(project.commonDir, () =>
       git.run(['worktree', 'add', '--quiet', ...args], { cwd: project.root, gitDir: project.commonDir }),
     );
@@ -78,7 +79,7 @@ export async function createWorktree(
     const call = { cwd: project.root, gitDir: project.commonDir, allowFail: true };
     await git.run(['worktree', 'prune'], call).catch(() => undefined);
     // A branch made for this worktree goes with it (only if it is still where it was made: nothing else is on it).
-    if ('newFrom' in start) await git.run(['update-ref', '-d', `refs/heads/${branch}`, start.newFrom], call).catch(() => undefined);
+    if ('newFrom' in start && !start.reset) await git.run(['update-ref', '-d', `refs/heads/${branch}`, start.newFrom], call).catch(() => undefined);
     throw err;
   }
 }
@@ -268,4 +269,36 @@ export async function removeWorktree(git: Git, wt: GitWorktree): Promise<void> {
     await removeTree(wt.path);
     await git.run(['worktree', 'prune'], { cwd: wt.project.root, gitDir: wt.project.commonDir });
   });
+}
+
+export type LaneMerge = { commit: string | null } | { conflict: string[] };
+
+/**
+ * Merges `laneHead` into the worktree's branch without a worktree of its own:
+ * `git merge-tree` makes the merged tree (or names the conflicting files), a
+ * merge commit records it, and the worktree moves to it (fast-forward, which
+ * refuses to overwrite anything not committed).
+ */
+export async function mergeIntoWorktree(git: Git, wt: GitWorktree, laneHead: string, message: string): Promise<LaneMerge> {
+  await verifyGitLinks(wt);
+  const call = workCall(wt);
+  return withRepoLock(wt.project.commonDir, async () => {
+    const head = await git.out(['rev-parse', `refs/heads/${wt.branch}`], call);
+    const ancestor = await git.run(['merge-base', '--is-ancestor', laneHead, head], { ...call, allowFail: true });
+    if (ancestor.code === 0) return { commit: null };
+    const r = await git.run(['merge-tree', '--write-tree', '-z', '--name-only', '--no-messages', head, laneHead], { ...call, allowFail: true });
+    const [tree, ...files] = r.stdout.split('\0').filter(Boolean);
+    if (r.code === 1) return { conflict: [...new Set(files)] };
+    if (r.code !== 0 || !tree) throw new WorkspaceError('merge_failed', `git merge-tree failed (exit ${r.code}): ${r.stderr.trim().slice(0, 500)}`);
+    const commit = await git.out(['commit-tree', tree, '-p', head, '-p', laneHead, '-F', '-'], { ...call, input: message });
+    await git.run(['merge', '--ff-only', '--quiet', '--no-stat', commit], call);
+    return { commit };
+  });
+}
+
+/** Deletes branches the run made for its lanes (their work is merged, or was never asked for). */
+export async function deleteBranches(git: Git, project: ProjectFacts, branches: string[]): Promise<void> {
+  for (const b of branches) {
+    await git.run(['update-ref', '-d', `refs/heads/${b}`], { cwd: project.root, gitDir: project.commonDir, allowFail: true });
+  }
 }

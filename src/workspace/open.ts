@@ -73,6 +73,7 @@ export async function openWorkspace(c: OpenContext): Promise<Workspace> {
     git: p.git,
     project: p.project,
     tasksRoot: c.home.tasks,
+    lanesRoot: c.home.worktrees,
     taskId: c.task!.id,
     title: c.task!.title,
     base: p.baseSha,

@@ -10,7 +10,7 @@ import { resolveUser } from '../plan/step-plan.js';
 import { lockWorkspace, type LockWait } from './dir-lock.js';
 import { missingProject } from './project.js';
 import { diffSnapshots, takeSnapshot, type Snapshot } from './snapshot.js';
-import type { StepWork, Workspace } from './workspace.js';
+import type { LaneMergeResult, StepWork, Workspace } from './workspace.js';
 
 /** Checked before a run exists: a bad directory leaves nothing behind. Returns its owner. */
 export async function checkPersistentDir(
@@ -71,6 +71,17 @@ export class PersistentDirWorkspace implements Workspace {
   get project(): string {
     return this.path;
   }
+
+  /** Steps that run at once share the directory (validation asks the file to say shared_workspace: true). */
+  async openLane(): Promise<Workspace> {
+    return this;
+  }
+
+  async mergeLane(): Promise<LaneMergeResult> {
+    return { commit: null };
+  }
+
+  async dropBranches(): Promise<void> {}
 
   /** Nothing is mounted at project-workspace: the directory is the workspace. */
   mounts(): Mount[] {

@@ -27,5 +27,6 @@ export async function openRunWorktree(
     created: true,
     attempt: 1,
     disposable: true,
+    lanes: { root: worktreesRoot, runId },
   });
 }

@@ -59,6 +59,8 @@ export interface TaskOpen {
   git: Git;
   project: ProjectFacts;
   tasksRoot: string;
+  /** where the run's lanes go (the home's worktrees/) */
+  lanesRoot: string;
   taskId: string;
   title: string | undefined;
   base: string;
@@ -117,6 +119,7 @@ export async function openTaskWorktree(o: TaskOpen): Promise<GitWorkspace> {
       disposable: false,
       onRelease: unlock,
       onRemoved: () => rm(recordFile, { force: true }),
+      lanes: { root: o.lanesRoot, runId: o.runId },
     });
   } catch (err) {
     await unlock();

@@ -24,6 +24,9 @@ export interface StepWork {
   unsaved?: boolean;
 }
 
+/** A lane brought back: the merge commit (null when it changed nothing), or the files both sides changed. */
+export type LaneMergeResult = { commit: string | null } | { conflict: string[] };
+
 export interface Workspace {
   readonly kind: WorkspaceKind;
   /** mounted read-write at /home/agent/run-workspace */
@@ -46,6 +49,16 @@ export interface Workspace {
   head(): Promise<string | null>;
   /** Pushes the branch when there is one and the policy says so. */
   push(): Promise<PushOutcome | null>;
+  /**
+   * For a step that runs at once with others: a workspace of its own cut from
+   * this one (git kinds: a worktree on a branch of its own), or this one when
+   * steps share it (a persistent directory with shared_workspace).
+   */
+  openLane(name: string): Promise<Workspace>;
+  /** Brings a lane's work into this workspace (a merge); nothing to do for a shared one. */
+  mergeLane(lane: Workspace, message: string): Promise<LaneMergeResult>;
+  /** Deletes branches lanes were on once their work is merged. */
+  dropBranches(branches: string[]): Promise<void>;
   /** True when the run should remove it at the end (only a per-run worktree). */
   readonly disposable: boolean;
   /** Removes a disposable workspace; for the others, releases the run's hold on it. */

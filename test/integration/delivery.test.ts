@@ -127,7 +127,7 @@ test('merge --into a branch not checked out leaves the checkout alone; merge --a
 test('delivery takes the commit a run ended on, never what its branch holds by now', async () => {
   const f = await fixture();
   const body = (verifyExit: number) =>
-    pipelineYaml(`  - id: work\n    run: echo "run $RUNNER_ATTEMPT" > "work-$RUNNER_ATTEMPT.txt"\n  - id: tests\n    verify: true\n    run: exit ${verifyExit}\n`, '  push: never');
+    pipelineYaml(`  - id: work\n    run: echo "run $RUNNER_TASK_RUN" > "work-$RUNNER_TASK_RUN.txt"\n  - id: tests\n    verify: true\n    run: exit ${verifyExit}\n`, '  push: never');
   const good = await execPipeline(f, await writePipeline(f, body(0), 'good.yaml'), ['--task', 'tk']);
   const bad = await execPipeline(f, await writePipeline(f, body(1), 'bad.yaml'), ['--task', 'tk']);
   assert.equal(good.code, 0, good.stderr);

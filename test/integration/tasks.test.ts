@@ -10,8 +10,8 @@ const fixture = projectsForThisFile();
 
 const STEP = `  - id: work
     run: |
-      echo "run $RUNNER_RUN_ID attempt $RUNNER_ATTEMPT task $RUNNER_TASK_ID" >> progress.txt
-      echo "summary=attempt $RUNNER_ATTEMPT" >> "$RUNNER_OUTPUT"
+      echo "run $RUNNER_RUN_ID attempt $RUNNER_TASK_RUN task $RUNNER_TASK_ID" >> progress.txt
+      echo "summary=attempt $RUNNER_TASK_RUN" >> "$RUNNER_OUTPUT"
 `;
 
 test('three runs of one task make one branch with all their commits; the worktree survives; task rm keeps the branch', async () => {

@@ -263,7 +263,7 @@ steps:
     on_failure: goto a
 `;
   const out = problems(text).join('\n');
-  assert.match(out, /unknown key "on_failure": steps run in the order of the file .* this format has no jumps, loops, retries or conditions yet/);
+  assert.match(out, /unknown key "on_failure": this format says it with retries: \{ max: N \} \(run again\), or continue_on_error: true \(go on\) \(docs\/pipeline-format.md, "Flow"\)/);
   assert.match(out, /\$\{\{ secrets\.NPM_TOKEN \}\}: secrets are not expressions here; list NPM_TOKEN under the top-level secrets: and the step's secrets:, and it reaches the step as the environment variable NPM_TOKEN \("\$NPM_TOKEN" in run:\)/);
 });
 

@@ -41,7 +41,7 @@ test('settings resolve step, then agent, then defaults, then built-ins', () => {
 
 test('render: prompt into argv, outputs into env, RUNNER_* identity, secrets only where named', () => {
   const [design, t] = planSteps(parsePipeline(FILE, 'p.yaml'));
-  const id = { runId: 'r1', pipeline: 'p', branch: 'run/r1', baseSha: 'abc', attempt: 1, taskId: '' };
+  const id = { runId: 'r1', pipeline: 'p', branch: 'run/r1', baseSha: 'abc', attempt: 1, taskRun: 1, taskId: '' };
   const d = renderStep(design!, new Map(), id, { KEY: 'k-value', OTHER: 'o' });
   assert.deepEqual(d.cmd, ['claude', '-p', 'do it']);
   assert.equal(d.env.KEY, 'k-value');
@@ -83,7 +83,7 @@ steps:
       'p.yaml',
     ),
   );
-  const id = { runId: 'r1', pipeline: 'p', branch: 'run/r1', baseSha: 'abc', attempt: 1, taskId: '' };
+  const id = { runId: 'r1', pipeline: 'p', branch: 'run/r1', baseSha: 'abc', attempt: 1, taskRun: 1, taskId: '' };
   const d = renderStep(a!, new Map(), id, {}, { topic: '$(rm -rf /)' });
   assert.deepEqual(d.cmd, ['agent', 'Write about $(rm -rf /)', '--topic', '$(rm -rf /)']);
   assert.equal(d.env.RUNNER_PROMPT, 'Write about $(rm -rf /)');
@@ -110,7 +110,7 @@ steps:
       'p.yaml',
     ),
   );
-  const id = { runId: 'r1', pipeline: 'p', branch: 'run/r1', baseSha: 'abc', attempt: 1, taskId: '' };
+  const id = { runId: 'r1', pipeline: 'p', branch: 'run/r1', baseSha: 'abc', attempt: 1, taskRun: 1, taskId: '' };
   const d = renderStep(a!, new Map(), id, {});
   assert.deepEqual(d.cmd, ['agent', 'add a publish job using ${{ secrets.NPM_TOKEN }}']);
   assert.equal(d.env.SHA, '${{ github.sha }}');

@@ -1,0 +1,275 @@
+/**
+ * The steps of a run, as the flow planner orders them: the one place that
+ * executes what the planner decides. It starts each unit the planner names
+ * (in the run's workspace, or in a lane of its own), tells the planner how it
+ * ended, merges lanes back when the planner says so, and waits (for a unit, a
+ * merge, a retry's backoff, or a cancel) until the planner says the run is over.
+ */
+import { availableParallelism } from 'node:os';
+import { errorMessage } from '../common/errors.js';
+import { formatDuration } from '../common/durations.js';
+import { flowPlan } from '../flow/flow-plan.js';
+import { FlowPlanner, type FlowStop, type Unit } from '../flow/planner.js';
+import type { PipelineFile } from '../pipeline/schema.js';
+import type { RunIdentity } from '../plan/render.js';
+import type { StepPlan } from '../plan/step-plan.js';
+import { GitWorkspace } from '../workspace/git-workspace.js';
+import type { Workspace } from '../workspace/workspace.js';
+import { mergeMessage } from './commit-message.js';
+import { HookRunner } from './hook-runner.js';
+import type { ExecDeps } from './orchestrator.js';
+import type { RunningStep, RunRecord } from './record.js';
+import { refuseStep, runStep } from './run-step.js';
+import { describeStatus, type StepResult } from './step-result.js';
+import type { RunStore } from './store.js';
+import type { Masker } from '../common/mask.js';
+
+export interface FlowContext {
+  deps: ExecDeps;
+  home: string;
+  graceSeconds: number;
+  pipeline: PipelineFile;
+  plans: StepPlan[];
+  ws: Workspace;
+  record: RunRecord;
+  store: RunStore;
+  masker: Masker;
+  secrets: Record<string, string>;
+}
+
+export async function runFlow(c: FlowContext): Promise<void> {
+  const { deps, record, store, ws } = c;
+  const flow = new FlowPlanner(flowPlan(c.pipeline, availableParallelism()), record.inputs ?? {});
+  const base: Omit<RunIdentity, 'attempt' | 'branch'> = {
+    runId: record.runId,
+    pipeline: record.pipeline,
+    baseSha: ws.baseSha ?? '',
+    taskRun: ws.attempt,
+    taskId: record.taskId ?? '',
+  };
+  /** open lanes by unit key, and every branch a lane was on */
+  const lanes = new Map<string, Workspace>();
+  const laneBranches = new Set<string>();
+  const wake = new Wakeup();
+  let fatal: { error: unknown } | undefined;
+  record.running = [];
+  record.flow = { routes: flow.routes, stop: null, keptBranches: [] };
+
+  const save = () => {
+    record.current = record.running?.[0] ? { id: record.running[0].id, startedAt: record.running[0].startedAt } : null;
+    return store.writeRecord(record);
+  };
+
+  const runUnit = async (u: Unit): Promise<void> => {
+    const plan = c.plans[u.step]!;
+    const entry: RunningStep = { id: u.id, name: u.name, startedAt: deps.clock().toISOString() };
+    record.running!.push(entry);
+    let result: StepResult;
+    let outputs: Record<string, string> = {};
+    let where = ws;
+    try {
+      where = u.lane ? (lanes.get(u.key) ?? (await openLane(u))) : ws;
+      if (where instanceof GitWorkspace && where !== ws) entry.lane = { worktree: where.path, branch: where.branch, recovery: recoveryOf(where) };
+      await save();
+      const ran = await runStep({
+        deps,
+        home: c.home,
+        graceSeconds: c.graceSeconds,
+        plan,
+        total: c.plans.length,
+        ws: where,
+        store,
+        masker: c.masker,
+        identity: { ...base, attempt: u.attempt, branch: where.branch ?? '' },
+        unit: u,
+        outputs: flow.outputs,
+        secrets: c.secrets,
+        inputs: record.inputs ?? {},
+      });
+      result = ran.result;
+      outputs = ran.outputs;
+    } catch (err) {
+      // A lane that could not be made fails its step; anything else is the runner's own trouble: the run ends in error once the others end.
+      const laneFailed = err instanceof LaneError;
+      if (!laneFailed) fatal ??= { error: err };
+      result = await refuseStep({ deps, plan, unit: u, masker: c.masker, store }, undefined, laneFailed ? 'lane_failed' : 'internal', errorMessage(err));
+    }
+    const verdict = flow.finished(u, { status: result.status, ...(result.error ? { error: result.error } : {}), outputs }, deps.clock().getTime());
+    if (verdict.failure) {
+      result.status = 'failed';
+      result.error = 'bad_list';
+      result.message = [result.message, `for_each: ${verdict.failure}`].filter(Boolean).join('; ');
+      deps.reporter.warn(`step ${u.name} failed: ${verdict.failure}`);
+    }
+    if (verdict.retryInMs !== undefined) {
+      result.retryInMs = verdict.retryInMs;
+      deps.reporter.info(`step ${u.name} ${describeStatus(result.status, result.exitCode)}: it runs again in ${formatDuration(verdict.retryInMs)} (attempt ${u.attempt + 1})`);
+    }
+    if (where !== ws) result.lane = { branch: where.branch, merge: 'not_merged' };
+    record.running = record.running!.filter((r) => r !== entry);
+    record.steps.push(result);
+    await save();
+  };
+
+  const openLane = async (u: Unit): Promise<Workspace> => {
+    const name = u.key.replace(/\[(\d+)\]/, '.$1');
+    let lane: Workspace;
+    try {
+      lane = await ws.openLane(name);
+    } catch (err) {
+      throw new LaneError(`its worktree could not be made: ${errorMessage(err)}`);
+    }
+    if (lane.branch) laneBranches.add(lane.branch);
+    lanes.set(u.key, lane);
+    if (lane !== ws) {
+      store.event('lane_opened', { step: u.key, worktree: lane.path, branch: lane.branch });
+      // A lane is a new worktree of the run's: what after_create sets up (dependencies, say) is set up there too.
+      if (!(await new HookRunner(c.pipeline.hooks, lane, record, store, c.masker, deps.reporter).run('after_create'))) {
+        throw new LaneError(`the after_create hook failed in its worktree ${lane.path}`);
+      }
+    }
+    return lane;
+  };
+
+  const mergeUnit = async (u: Unit): Promise<void> => {
+    const lane = lanes.get(u.key);
+    const last = [...record.steps].reverse().find((s) => s.id === u.id && s.item?.index === u.item);
+    if (!lane || lane === ws) {
+      flow.merged(u);
+      return;
+    }
+    try {
+      const merged = await ws.mergeLane(lane, c.masker.mask(mergeMessage({ runId: record.runId, name: u.name, branch: lane.branch ?? '', status: last ? describeStatus(last.status, last.exitCode) : 'ended' })));
+      if ('conflict' in merged) {
+        const files = merged.conflict;
+        const message = `step ${u.name}'s work conflicts with the run's in ${files.slice(0, 10).join(', ')}${files.length > 10 ? ` and ${files.length - 10} more` : ''}: nothing of it was merged; its work is on branch ${lane.branch}, the run's on ${ws.branch}`;
+        if (last?.lane) Object.assign(last.lane, { merge: 'conflict', files });
+        deps.reporter.warn(message);
+        flow.merged(u, { files, message });
+      } else {
+        if (last?.lane) Object.assign(last.lane, { merge: merged.commit ? 'merged' : 'unchanged', commit: merged.commit });
+        if (merged.commit) deps.reporter.info(`merged ${u.name} (${lane.branch}) into ${ws.branch}: ${merged.commit.slice(0, 10)}`);
+        flow.merged(u);
+      }
+    } catch (err) {
+      const message = `step ${u.name}'s work could not be merged back: ${errorMessage(err)}; it is on branch ${lane.branch}`;
+      deps.reporter.warn(message);
+      flow.merged(u, { files: [], message, code: 'merge_failed' });
+    }
+    await closeLane(u.key);
+    await save();
+  };
+
+  const closeLane = async (key: string): Promise<void> => {
+    const lane = lanes.get(key);
+    lanes.delete(key);
+    if (!lane || lane === ws) return;
+    const unsaved = record.steps.some((s) => s.unsaved && s.lane?.branch === lane.branch);
+    try {
+      await lane.release(!unsaved);
+      if (unsaved) deps.reporter.warn(`a lane's work could not be committed nor saved: its worktree is kept at ${lane.path}`);
+      else store.event('lane_removed', { step: key, worktree: lane.path });
+    } catch (err) {
+      deps.reporter.warn(`could not remove the lane worktree ${lane.path}: ${errorMessage(err)}`);
+    }
+  };
+
+  // The record could not be written, say: the run ends in error once what runs has ended.
+  const runnerTrouble = (err: unknown) => {
+    fatal ??= { error: err };
+  };
+
+  const onAbort = () => {
+    flow.cancel();
+    wake.poke();
+  };
+  if (deps.signal.aborted) flow.cancel();
+  deps.signal.addEventListener('abort', onAbort, { once: true });
+  let stop: FlowStop | undefined;
+  let status: 'succeeded' | 'failed' | 'canceled';
+  try {
+    for (;;) {
+      const n = flow.next(deps.clock().getTime());
+      for (const u of n.start) wake.track(runUnit(u).catch(runnerTrouble));
+      if (n.merge) wake.track(mergeUnit(n.merge).catch(runnerTrouble));
+      if (n.done) {
+        stop = n.done.stop;
+        status = n.done.status;
+        break;
+      }
+      await wake.wait(n.wakeAt !== undefined ? n.wakeAt - deps.clock().getTime() : undefined);
+    }
+  } finally {
+    deps.signal.removeEventListener('abort', onAbort);
+    await wake.settled();
+    for (const key of [...lanes.keys()]) await closeLane(key);
+  }
+
+  // Lane branches whose work the run holds go; a conflict, a cancel or a failure of the runner's keeps them all for the user.
+  const keep = status === 'canceled' || stop?.code === 'merge_conflict' || stop?.code === 'merge_failed' || fatal !== undefined;
+  const branches = [...laneBranches].filter((b) => b !== ws.branch);
+  if (keep) record.flow.keptBranches = branches;
+  else await ws.dropBranches(branches).catch((err) => deps.reporter.warn(`could not delete the lane branches: ${errorMessage(err)}`));
+  record.flow.stop = stop ?? null;
+  for (const id of flow.skipped()) record.steps.push(skipped(c.plans.find((p) => p.id === id)!));
+  record.running = [];
+  record.current = null;
+
+  record.status = deps.signal.aborted ? 'canceled' : status;
+  const refused = record.steps.find((s) => s.error && s.error !== 'bad_list');
+  if (stop) record.error = { code: stop.code, message: stop.message };
+  else if (refused && record.status !== 'canceled') record.error = { code: refused.error!, message: refused.message ?? refused.error! };
+  if (record.error && record.status === 'succeeded') record.status = 'failed';
+  if (keep && branches.length) deps.reporter.info(`the lanes' branches are kept: ${branches.join(', ')}`);
+  if (fatal) throw fatal.error;
+}
+
+class LaneError extends Error {}
+
+function recoveryOf(lane: GitWorkspace): NonNullable<RunRecord['recovery']> {
+  return { gitDir: lane.worktree.gitDir, links: lane.worktree.links, dirId: lane.worktree.dirId };
+}
+
+function skipped(plan: StepPlan): StepResult {
+  return { id: plan.id, status: 'skipped', exitCode: null, oomKilled: false, timedOut: false, durationMs: 0, commit: null, outputs: {}, limits: [] };
+}
+
+/** Wakes the run's loop when a unit or merge ends, a cancel comes, or a retry's wait is over; knows what is still going. */
+class Wakeup {
+  private poked = false;
+  private wakeNow?: () => void;
+  private readonly going = new Set<Promise<void>>();
+
+  track(p: Promise<void>): void {
+    const t = p.finally(() => {
+      this.going.delete(t);
+      this.poke();
+    });
+    this.going.add(t);
+  }
+
+  poke(): void {
+    this.poked = true;
+    this.wakeNow?.();
+  }
+
+  async wait(ms?: number): Promise<void> {
+    if (!this.poked) {
+      await new Promise<void>((resolve) => {
+        const timer = ms !== undefined ? setTimeout(resolve, Math.max(0, ms)) : undefined;
+        this.wakeNow = () => {
+          if (timer) clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    this.wakeNow = undefined;
+    this.poked = false;
+  }
+
+  /** Everything tracked has ended (a unit's run never rejects: its failures are results). */
+  async settled(): Promise<void> {
+    while (this.going.size) await Promise.allSettled([...this.going]);
+  }
+}
+
