@@ -9,7 +9,7 @@ import { visible } from '../common/visible.js';
 import type { PullProgress } from '../container/runtime.js';
 import type { RunRecord } from '../run/record.js';
 import type { Reporter } from '../run/reporter.js';
-import { describeStatus, type StepResult } from '../run/step-result.js';
+import { describeStatus, resultName, type StepResult } from '../run/step-result.js';
 import { changeCounts } from '../workspace/snapshot.js';
 
 interface Sink {
@@ -22,7 +22,8 @@ interface Sink {
 const HIGH_WATER = 1024 * 1024;
 
 export class ConsoleReporter implements Reporter {
-  private current?: { id: string; index: number; total: number; since: number };
+  /** the steps running now, by name (several at once when steps run in parallel) */
+  private readonly current = new Map<string, { index: number; total: number; since: number }>();
   private timer?: NodeJS.Timeout;
   private statusShown = false;
   private lastPull = 0;
@@ -48,9 +49,9 @@ export class ConsoleReporter implements Reporter {
   }
 
   stepStarted(s: { id: string; index: number; total: number; image: string }): void {
-    this.current = { id: s.id, index: s.index, total: s.total, since: Date.now() };
+    this.current.set(s.id, { index: s.index, total: s.total, since: Date.now() });
     this.say(`▶ step ${s.id} (${s.index + 1}/${s.total}) in ${s.image}`);
-    if (this.live) {
+    if (this.live && !this.timer) {
       this.timer = setInterval(() => this.drawStatus(), 1000);
       this.timer.unref();
       this.drawStatus();
@@ -64,8 +65,11 @@ export class ConsoleReporter implements Reporter {
   }
 
   stepFinished(r: StepResult): void {
-    if (this.timer) clearInterval(this.timer);
-    this.current = undefined;
+    this.current.delete(resultName(r));
+    if (this.timer && !this.current.size) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
     const mark = r.status === 'completed' ? '✓' : '✗';
     const c = r.changes && changeCounts(r.changes);
     const commit = c
@@ -74,7 +78,7 @@ export class ConsoleReporter implements Reporter {
         ? `commit ${r.commit.slice(0, 10)}`
         : 'no changes';
     const why = r.message ? `: ${r.message}` : '';
-    this.say(`${mark} step ${r.id} ${describeStatus(r.status, r.exitCode)} in ${formatDuration(r.durationMs)} (${commit})${why}`);
+    this.say(`${mark} step ${resultName(r)} ${describeStatus(r.status, r.exitCode)} in ${formatDuration(r.durationMs)} (${commit})${why}`);
   }
 
   info(message: string): void {
@@ -112,9 +116,12 @@ export class ConsoleReporter implements Reporter {
   }
 
   private drawStatus(): void {
-    if (!this.live || !this.current) return;
-    const c = this.current;
-    this.err.write(`\r\x1b[K⏵ step ${c.id} (${c.index + 1}/${c.total}) · ${formatDuration(Date.now() - c.since)}`);
+    if (!this.live || !this.current.size) return;
+    const now = Date.now();
+    const all = [...this.current].map(([id, c]) => `${id} ${formatDuration(now - c.since)}`);
+    const [first] = this.current.values();
+    const text = this.current.size === 1 ? `step ${all[0]} (${first!.index + 1}/${first!.total})` : `${this.current.size} steps: ${all.join(', ')}`;
+    this.err.write(`\r\x1b[K⏵ ${text.slice(0, 200)}`);
     this.statusShown = true;
   }
 

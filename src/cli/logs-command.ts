@@ -7,7 +7,7 @@ import path from 'node:path';
 import { writeAndDrain } from '../common/drain.js';
 import { RunnerError, UsageError } from '../common/errors.js';
 import { visible } from '../common/visible.js';
-import { LogCursor } from '../run/log-cursor.js';
+import { LogCursor, logOfStep } from '../run/log-cursor.js';
 import { readRun, runDir } from '../run/records.js';
 import { parseFlags } from './args.js';
 import { openHome } from './context.js';
@@ -29,16 +29,24 @@ export async function logsCommand(args: string[]): Promise<number> {
   const cursor = new LogCursor(path.join(runDir(home.runs, runId), 'steps'));
   const first = await readRun(home.runs, runId);
   if (first.status === 'not_started') throw new RunnerError('no_log', `run ${runId} never started, so it has no log: ${first.error?.message ?? 'it did not start'}`);
-  if (values.step && first.status !== 'running' && !(await cursor.steps(first)).includes(values.step)) {
+  if (values.step && first.status !== 'running' && !(await cursor.steps(first)).some((n) => logOfStep(n, values.step!))) {
     throw new UsageError(`logs: run ${runId} has no log for step ${values.step}; steps: ${(await cursor.steps(first)).join(', ') || 'none'}`);
   }
   const show = values.raw ? (s: string) => s : visible;
+  // With --step, each run of the step (an attempt, an instance) is marked where its log starts.
+  let lastShown: string | undefined;
+  const mark = (name: string, all: string[]): string => {
+    if (name === lastShown) return '';
+    lastShown = name;
+    return all.filter((n) => logOfStep(n, values.step!)).length > 1 || name !== values.step ? `── ${name} ──\n` : '';
+  };
   /** Everything written so far; false when stdout went away (a pager quit). */
   const printAll = async (): Promise<{ live: boolean; open: boolean }> => {
     const rec = await readRun(home.runs, runId);
     for (;;) {
       const batch = await cursor.read(rec, values.step);
-      const text = batch.lines.map((l) => (values.step ? `${show(l.line)}\n` : `[${l.step}] ${show(l.line)}\n`)).join('');
+      const names = values.step ? await cursor.steps(rec) : [];
+      const text = batch.lines.map((l) => (values.step ? `${mark(l.step, names)}${show(l.line)}\n` : `[${l.step}] ${show(l.line)}\n`)).join('');
       if (text && !(await writeAndDrain(process.stdout, text))) return { live: false, open: false };
       if (!batch.more) break;
     }

@@ -4,7 +4,9 @@ import { rm } from 'node:fs/promises';
 import { formatDuration, parseDuration } from '../common/durations.js';
 import { UsageError } from '../common/errors.js';
 import { Git } from '../git/git.js';
-import { runListing } from '../run/record.js';
+import { runListing, type RunRecord } from '../run/record.js';
+import { resultName, type StepResult } from '../run/step-result.js';
+import { ranTogether } from '../run/together.js';
 import { listRuns, readRun, runDir } from '../run/records.js';
 import { inspectProject } from '../workspace/project.js';
 import { parseFlags } from './args.js';
@@ -70,6 +72,7 @@ async function runsShow(args: string[]): Promise<number> {
     process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
     return 0;
   }
+  const together = ranTogether(r.steps);
   const lines = [
     `run        ${r.runId}`,
     `pipeline   ${r.pipeline} (${r.pipelineFile})`,
@@ -82,18 +85,45 @@ async function runsShow(args: string[]): Promise<number> {
       : `started    ${r.startedAt}${r.durationMs !== null ? `  (${formatDuration(r.durationMs)})` : ''}`,
     ...(r.delivered ? [`delivered  ${r.delivered.how}${r.delivered.into ? ` into ${r.delivered.into}` : ''} at ${r.delivered.at}`] : []),
     'steps',
-    ...r.steps.flatMap((s) => [
-      `  ${s.id.padEnd(16)} ${s.status.padEnd(11)} ${s.exitCode ?? '-'}`.padEnd(34) +
+    ...r.steps.flatMap((s, i) => [
+      `  ${resultName(s).padEnd(16)} ${s.status.padEnd(11)} ${s.exitCode ?? '-'}`.padEnd(34) +
         ` ${formatDuration(s.durationMs).padStart(7)}  ${s.commit?.slice(0, 10) ?? ''}${s.limits?.length ? `  limits: ${s.limits.join(', ')}` : ''}${s.message ? `  ${s.message}` : ''}`,
       // an agent step: what its CLI reported it used
       ...(s.usage ? [`  ${''.padEnd(16)} ${describeUsage(s.usage)}`] : []),
+      ...flowNotes(s, together[i]!).map((n) => `  ${''.padEnd(16)} ${n}`),
     ]),
+    ...flowLines(r),
     // A persistent directory has no diff: what each step added, modified and deleted.
-    ...(r.workspace === 'persistent_directory' && r.steps.some((s) => s.changes) ? ['changes', ...r.steps.flatMap((s) => (s.changes ? changeLines(s.id, s.changes, '  ') : []))] : []),
+    ...(r.workspace === 'persistent_directory' && r.steps.some((s) => s.changes) ? ['changes', ...r.steps.flatMap((s) => (s.changes ? changeLines(resultName(s), s.changes, '  ') : []))] : []),
   ];
   // Messages, outputs and errors carry step-made text: one line each, control characters shown.
   process.stdout.write(`${lines.map(visible).join('\n')}\n`);
   return 0;
+}
+
+/** What the flow did with one run of a step: its item, its retry, its lane and merge, what ran with it. */
+function flowNotes(s: StepResult, together: string[]): string[] {
+  const notes: string[] = [];
+  if (s.item) notes.push(`item ${s.item.index}: ${JSON.stringify(s.item.value)}`);
+  if (s.retryInMs !== undefined) notes.push(`runs again after ${formatDuration(s.retryInMs)}`);
+  if (s.lane) {
+    const merge = s.lane.merge === 'conflict' ? `conflict in ${(s.lane.files ?? []).join(', ')}` : s.lane.merge.replace('_', ' ');
+    notes.push(`on ${s.lane.branch ?? 'the shared workspace'}: ${merge}${s.lane.commit ? ` (${s.lane.commit.slice(0, 10)})` : ''}`);
+  }
+  if (together.length) notes.push(`ran with ${together.join(', ')}`);
+  return notes;
+}
+
+/** The routes taken, what stopped the run, the lane branches kept. */
+function flowLines(r: RunRecord): string[] {
+  const f = r.flow;
+  if (!f || (!f.routes.length && !f.stop && !f.keptBranches.length)) return [];
+  return [
+    'flow',
+    ...f.routes.map((x) => `  ${x.from} → ${x.to} (${x.output}=${x.value}), visit ${x.visit}`),
+    ...(f.stop ? [`  stopped: ${f.stop.code}${f.stop.visits !== undefined ? ` (${f.stop.step}, ${f.stop.visits} visits)` : ''}${f.stop.files?.length ? ` (${f.stop.files.join(', ')})` : ''}`] : []),
+    ...(f.keptBranches.length ? [`  kept branches: ${f.keptBranches.join(', ')}`] : []),
+  ];
 }
 
 async function runsPrune(args: string[]): Promise<number> {
@@ -144,7 +174,9 @@ async function runsPrune(args: string[]): Promise<number> {
     try {
       const project = await inspectProject((who) => new Git(who), r.project);
       const git = new Git({ uid: project.uid, gid: project.gid });
-      await git.run(['branch', '-D', '--', r.branch!], { cwd: project.root, gitDir: project.commonDir, allowFail: true });
+      for (const b of [r.branch!, ...(r.flow?.keptBranches ?? [])]) {
+        await git.run(['branch', '-D', '--', b], { cwd: project.root, gitDir: project.commonDir, allowFail: true });
+      }
     } catch (err) {
       process.stderr.write(`runner: branch ${r.branch} of run ${r.runId} kept: ${visible((err as Error).message)}\n`);
     }

@@ -74,6 +74,8 @@ export interface Verdict {
 export interface RouteTaken {
   from: string;
   to: string;
+  /** the output read, and its value */
+  output: string;
   value: string;
   /** the visit of `to` the route starts */
   visit: number;
@@ -305,7 +307,7 @@ export class FlowPlanner {
       };
       return;
     }
-    this.routes.push({ from: step.id, to: to.id, value, visit: visits + 1 });
+    this.routes.push({ from: step.id, to: to.id, output: step.route.output, value, visit: visits + 1 });
     for (const b of this.loopBody(i, target)) {
       const s = this.state[b]!;
       s.phase = 'idle';

@@ -35,5 +35,5 @@ export function commitMessage(f: CommitFacts): string {
 
 /** The commit that brings a lane's work back into the run's branch. */
 export function mergeMessage(f: { runId: string; name: string; branch: string; status: string }): string {
-  return [`merge/${f.name}: ${visible(f.branch)} (${f.status})`, '', `Runner-Run: ${f.runId}`, `Runner-Step: ${f.name}`, `Runner-Merge: ${visible(f.branch)}`, ''].join('\n');
+  return [`merge/${f.name} (${visible(f.branch)}): ${f.status}`, '', `Runner-Run: ${f.runId}`, `Runner-Step: ${f.name}`, `Runner-Merge: ${visible(f.branch)}`, ''].join('\n');
 }

@@ -8,6 +8,12 @@
 import { open, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { RunRecord } from './record.js';
+import { resultName } from './step-result.js';
+
+/** Whether a log's name (`implement`, `implement#2`, `build[0]#3`) belongs to `step` (an id, or one exact name). */
+export function logOfStep(name: string, step: string): boolean {
+  return name === step || name.startsWith(`${step}#`) || name.startsWith(`${step}[`);
+}
 
 export interface LogLine {
   step: string;
@@ -32,9 +38,10 @@ export class LogCursor {
     private readonly chunkBytes = LOG_CHUNK,
   ) {}
 
-  /** The step ids with a log, in the order the run ran them. */
-  async steps(rec: Pick<RunRecord, 'steps' | 'current'>): Promise<string[]> {
-    const order = [...rec.steps.map((s) => s.id), ...(rec.current ? [rec.current.id] : [])];
+  /** The names of the step runs with a log (`implement`, `implement#2`, `build[0]`), in the order the run ran them. */
+  async steps(rec: Pick<RunRecord, 'steps' | 'current' | 'running'>): Promise<string[]> {
+    const running = rec.running?.map((r) => r.name) ?? (rec.current ? [rec.current.id] : []);
+    const order = [...rec.steps.map(resultName), ...running];
     const files = (await readdir(this.stepsDir).catch(() => [] as string[])).filter((f) => f.endsWith('.log')).map((f) => f.slice(0, -4));
     return [...order.filter((id) => files.includes(id)), ...files.filter((f) => !order.includes(f))];
   }
@@ -44,9 +51,9 @@ export class LogCursor {
    * the first step that has some. A line longer than a chunk is read whole
    * up to 1 MiB (longer than any the runner writes), in pieces beyond.
    */
-  async read(rec: Pick<RunRecord, 'steps' | 'current'>, onlyStep?: string): Promise<LogBatch> {
+  async read(rec: Pick<RunRecord, 'steps' | 'current' | 'running'>, onlyStep?: string): Promise<LogBatch> {
     for (const step of await this.steps(rec)) {
-      if (onlyStep && step !== onlyStep) continue;
+      if (onlyStep && !logOfStep(step, onlyStep)) continue;
       const from = this.offsets.get(step) ?? 0;
       const fh = await open(path.join(this.stepsDir, `${step}.log`), 'r');
       try {

@@ -1,7 +1,7 @@
 /** The run record written to `runs/<runId>/run.json`. */
 import type { FlowStop, RouteTaken } from '../flow/planner.js';
 import type { WorkspaceKind } from '../workspace/workspace.js';
-import type { StepResult } from './step-result.js';
+import { resultName, type StepResult } from './step-result.js';
 
 /** queued: accepted by runner serve, waiting to start; not_started: it never did (its error says why) */
 export type RunStatus = 'queued' | 'not_started' | 'running' | 'succeeded' | 'failed' | 'canceled' | 'error' | 'interrupted';
@@ -84,8 +84,34 @@ export function newRecord(
   };
 }
 
-/** The `--json` summary: the record's essentials, steps keyed by id. */
+/** The `--json` summary: the record's essentials, each step by id (its latest run), every run of a step in order, the flow. */
 export function summarize(r: RunRecord): Record<string, unknown> {
+  const brief = (s: StepResult) => ({
+    status: s.status,
+    exitCode: s.exitCode,
+    durationMs: s.durationMs,
+    commit: s.commit,
+    ...(s.changes ? { changes: s.changes } : {}),
+    ...(s.usage ? { usage: s.usage } : {}),
+    ...(s.outputs.result !== undefined ? { result: s.outputs.result } : {}),
+  });
+  const steps: Record<string, unknown> = {};
+  for (const s of r.steps) {
+    const runs = r.steps.filter((x) => x.id === s.id);
+    if (s.item) {
+      // a for_each step: its instances, each as its latest run
+      const latest = new Map<number, StepResult>();
+      for (const x of runs) if (x.item) latest.set(x.item.index, x);
+      const instances = [...latest.values()].sort((a, b) => a.item!.index - b.item!.index);
+      steps[s.id] = {
+        status: instances.every((x) => x.status === 'completed') ? 'completed' : (instances.find((x) => x.status !== 'completed')?.status ?? 'completed'),
+        attempts: runs.length,
+        instances: instances.map((x) => ({ item: x.item!.value, ...brief(x) })),
+      };
+    } else {
+      steps[s.id] = { ...brief(s), attempts: runs.length };
+    }
+  }
   return {
     runId: r.runId,
     status: r.status,
@@ -97,20 +123,23 @@ export function summarize(r: RunRecord): Record<string, unknown> {
     pushed: r.pushed,
     worktree: r.keptWorkspace ? r.worktree : null,
     error: r.error,
-    steps: Object.fromEntries(
-      r.steps.map((s) => [
-        s.id,
-        {
-          status: s.status,
-          exitCode: s.exitCode,
-          durationMs: s.durationMs,
-          commit: s.commit,
-          ...(s.changes ? { changes: s.changes } : {}),
-          ...(s.usage ? { usage: s.usage } : {}),
-          ...(s.outputs.result !== undefined ? { result: s.outputs.result } : {}),
-        },
-      ]),
-    ),
+    steps,
+    attempts: r.steps
+      .filter((s) => s.status !== 'skipped')
+      .map((s) => ({
+        name: resultName(s),
+        id: s.id,
+        attempt: s.attempt ?? 1,
+        ...(s.item ? { item: s.item.value } : {}),
+        status: s.status,
+        startedAt: s.startedAt ?? null,
+        finishedAt: s.finishedAt ?? null,
+        durationMs: s.durationMs,
+        commit: s.commit,
+        ...(s.lane ? { lane: s.lane } : {}),
+        ...(s.retryInMs !== undefined ? { retryInMs: s.retryInMs } : {}),
+      })),
+    flow: r.flow ?? { routes: [], stop: null, keptBranches: [] },
   };
 }
 
@@ -128,6 +157,6 @@ export function runListing(r: RunRecord): Record<string, unknown> {
     durationMs: r.durationMs,
     current: r.current,
     error: r.error,
-    steps: r.steps.map((s) => ({ id: s.id, status: s.status, exitCode: s.exitCode, durationMs: s.durationMs })),
+    steps: r.steps.map((s) => ({ id: s.id, name: resultName(s), status: s.status, exitCode: s.exitCode, durationMs: s.durationMs })),
   };
 }

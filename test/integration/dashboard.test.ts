@@ -1,8 +1,9 @@
 /**
  * The dashboard in a real browser: Debian's Chromium, headless, driven by
  * playwright-core. A run triggered from the page appears with its live log,
- * what a step prints is shown as text (never markup), the token's login page
- * guards it all, and screenshots of each view are taken and checked.
+ * what a step prints is shown as text (never markup), a flow run shows its
+ * attempts, routes and parallel steps, the token's login page guards it all,
+ * and screenshots of each view are taken and checked.
  */
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
@@ -166,6 +167,73 @@ test("an agent step's usage is on its run page", { timeout: 90_000 }, async () =
     await page.close();
     s.child.kill('SIGTERM');
     await model.close();
+  }
+  assert.equal(await s.exited, 0, s.out());
+});
+
+test('a flow run shows each attempt, the route it took and the steps that ran at once', { timeout: 120_000 }, async () => {
+  const f = await fixture();
+  const flowy = `version: 1
+name: flowy
+project: { path: ${f.project}, push: never }
+defaults: { image: ${IMAGE} }
+steps:
+  - id: flaky
+    retries: { max: 1, backoff: 1s }
+    run: |
+      echo "try $RUNNER_ATTEMPT"
+      [ "$RUNNER_ATTEMPT" -ge 2 ]
+  - id: implement
+    run: echo "implementation $RUNNER_ATTEMPT" > impl.txt
+  - id: review
+    outputs: [verdict]
+    run: |
+      if [ "$RUNNER_ATTEMPT" -ge 2 ]; then echo verdict=APPROVED; else echo verdict=CHANGES_REQUESTED; fi >> "$RUNNER_OUTPUT"
+    route:
+      output: verdict
+      to: { CHANGES_REQUESTED: implement }
+  - id: ui
+    needs: [review]
+    run: sleep 2; echo ui > ui.txt
+  - id: docs
+    needs: [review]
+    run: sleep 2; echo docs > docs.txt
+`;
+  const s = await serveFolder(f, { 'flowy.yaml': flowy }, '127.0.0.1:0');
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const problems: string[] = [];
+  page.on('pageerror', (e) => problems.push(e.message));
+  try {
+    await page.goto(s.base);
+    await page.locator('#pipelines tr[data-pipeline="flowy"]').getByRole('button', { name: 'Run now' }).click();
+    await page.waitForURL(/#\/runs\//);
+    await page.locator('.run-head .badge.succeeded').waitFor({ timeout: 90_000 });
+    const names = await page.locator('#steps tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-step')));
+    assert.deepEqual(names.slice(0, 6), ['flaky', 'flaky#2', 'implement', 'review', 'implement#2', 'review#2'], 'every run of a step, in order, by its name');
+    assert.deepEqual(names.slice(6).sort(), ['docs', 'ui']);
+    const row = (name: string) => page.locator(`#steps tr[data-step="${name}"]`).innerText();
+    assert.match(await row('flaky'), /retried after 1s/);
+    assert.match(await row('flaky'), /failed/);
+    assert.match(await row('flaky#2'), /attempt 2[\s\S]*completed/);
+    assert.match(await row('implement#2'), /attempt 2/);
+    assert.match(await row('ui'), /lane run\/\S+\.ui: merged/);
+    assert.match(await row('ui'), /ran with: docs/);
+    assert.match(await row('docs'), /ran with: ui/);
+    assert.doesNotMatch(await row('implement'), /ran with/, 'steps one after the other did not run at once');
+    assert.match(await page.locator('#flow').innerText(), /review → implement \(verdict=CHANGES_REQUESTED\), visit 2/);
+    // The timeline: a bar per step, the two lanes' bars side by side in time.
+    assert.equal(await page.locator('#steps .timeline .bar').count(), 8);
+    const ui = (await page.locator('#steps tr[data-step="ui"] .bar').boundingBox())!;
+    const docs = (await page.locator('#steps tr[data-step="docs"] .bar').boundingBox())!;
+    const flaky = (await page.locator('#steps tr[data-step="flaky"] .bar').boundingBox())!;
+    assert.ok(ui.x < docs.x + docs.width && docs.x < ui.x + ui.width, `the lanes' bars overlap: ${JSON.stringify({ ui, docs })}`);
+    assert.ok(flaky.x + flaky.width <= ui.x, 'the first step is left of the last ones');
+    await page.locator('#log').getByText('[flaky#2] try 2').waitFor();
+    await screenshot(page, f, 'flow');
+    assert.deepEqual(problems, [], 'the page threw no errors');
+  } finally {
+    await page.close();
+    s.child.kill('SIGTERM');
   }
   assert.equal(await s.exited, 0, s.out());
 });
