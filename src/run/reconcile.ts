@@ -86,21 +86,43 @@ async function recoverRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord)
   }
   const step = rec.current;
   const now = deps.clock().toISOString();
-  if (step) {
+  // Every step that was running (several when steps ran at once) is marked interrupted.
+  const running = rec.running?.length ? rec.running : step ? [{ id: step.id, name: step.id, startedAt: step.startedAt }] : [];
+  for (const r of running) {
     rec.steps.push({
-      id: step.id,
+      id: r.id,
+      ...(r.name !== r.id ? { name: r.name } : {}),
       status: 'interrupted',
       exitCode: null,
       oomKilled: false,
       timedOut: false,
-      durationMs: Date.parse(now) - Date.parse(step.startedAt),
-      startedAt: step.startedAt,
+      durationMs: Date.parse(now) - Date.parse(r.startedAt),
+      startedAt: r.startedAt,
       finishedAt: now,
       commit: null,
       outputs: {},
       limits: [],
+      ...(r.lane ? { lane: { branch: r.lane.branch, merge: 'not_merged' as const } } : {}),
     });
   }
+  // A lane's leftovers are committed on its branch, which is kept; its worktree goes.
+  for (const r of running.filter((x) => x.lane)) {
+    const lane = r.lane!;
+    try {
+      const project = await inspectProject(deps.makeGit, rec.project);
+      const git = deps.makeGit({ uid: project.uid, gid: project.gid });
+      const wt: GitWorktree = { name: path.basename(lane.worktree), path: lane.worktree, branch: lane.branch, baseSha: '', ...lane.recovery, filterNames: await repositoryFilters(git, project), project };
+      const { commit } = await commitAll(git, wt, commitMessage({ runId: rec.runId, stepId: r.name, actor: 'runner', status: 'interrupted', exitCode: null }));
+      const entry = rec.steps.find((s) => s.status === 'interrupted' && (s.name ?? s.id) === r.name);
+      if (entry) entry.commit = commit ?? null;
+      await removeWorktree(git, wt);
+    } catch (err) {
+      notes.push(`the leftovers of ${r.name} (${lane.worktree}) could not be recovered: ${errorMessage(err)}`);
+    }
+    rec.flow ??= { routes: [], stop: null, keptBranches: [] };
+    if (!rec.flow.keptBranches.includes(lane.branch)) rec.flow.keptBranches.push(lane.branch);
+  }
+  const mainStep = running.find((r) => !r.lane);
   if (rec.recovery && rec.worktree && rec.branch && rec.baseSha) {
     try {
       const project = await inspectProject(deps.makeGit, rec.project);
@@ -114,7 +136,7 @@ async function recoverRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord)
         filterNames: await repositoryFilters(git, project),
         project,
       };
-      const result = rec.steps[rec.steps.length - 1];
+      const result = mainStep ? rec.steps.find((s) => s.status === 'interrupted' && (s.name ?? s.id) === mainStep.name) : undefined;
       // A task another run now holds is that run's: its files are not this run's leftovers.
       const taskLock = rec.taskId ? await tryLock('workspace', taskLockKey(home.tasks, rec.taskId)) : undefined;
       if (rec.taskId && !taskLock) {
@@ -123,11 +145,11 @@ async function recoverRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord)
         const { commit } = await commitAll(
           git,
           wt,
-          commitMessage({ runId: rec.runId, stepId: step?.id ?? 'recovery', actor: 'runner', status: 'interrupted', exitCode: null }),
+          commitMessage({ runId: rec.runId, stepId: mainStep?.name ?? 'recovery', actor: 'runner', status: 'interrupted', exitCode: null }),
         );
-        if (result && step) result.commit = commit ?? null;
+        if (result) result.commit = commit ?? null;
       } catch (err) {
-        const patch = path.join(home.runs, rec.runId, 'steps', `${step?.id ?? 'recovery'}.patch`);
+        const patch = path.join(home.runs, rec.runId, 'steps', `${mainStep?.name ?? 'recovery'}.patch`);
         const saved = await savePatch(git, wt, patch).catch(() => undefined);
         notes.push(`its leftovers could not be committed (${errorMessage(err)})${saved?.saved ? `; saved in ${patch}${saved.keptAt ? ` and ${saved.keptAt}` : ''}` : ''}`);
       } finally {
@@ -142,6 +164,7 @@ async function recoverRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord)
   }
   rec.status = 'interrupted';
   rec.current = null;
+  rec.running = [];
   rec.finishedAt = now;
   rec.durationMs = Date.parse(now) - Date.parse(rec.startedAt);
   rec.error = {
@@ -149,5 +172,5 @@ async function recoverRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord)
     message: [`the runner (pid ${rec.pid}) stopped during the run; recovered at ${now}`, ...notes].join('; '),
   };
   await writeRun(home.runs, rec);
-  deps.say(`run ${rec.runId} was interrupted (its runner is gone): marked interrupted${step ? `, step ${step.id}'s leftovers committed` : ''}`);
+  deps.say(`run ${rec.runId} was interrupted (its runner is gone): marked interrupted${running.length ? `, the leftovers of ${running.map((r) => r.name).join(', ')} committed` : ''}`);
 }

@@ -114,3 +114,39 @@ test('a home named through a symlink is the same home: its live run is not taken
   assert.equal(await done, 0);
   assert.equal(git(f.project, 'show', `run/${runId}:ok.txt`), 'ok');
 });
+
+test('kill -9 during parallel steps: each lane\'s leftovers committed on its branch (kept), every worktree gone', async () => {
+  const f = await fixture();
+  const file = await writePipeline(
+    f,
+    pipelineYaml(`  - id: one
+    needs: []
+    run: |
+      echo one > one.txt
+      echo "one running"
+      sleep 300
+  - id: two
+    needs: []
+    run: |
+      echo two > two.txt
+      sleep 1
+      echo "two running"
+      sleep 300
+`),
+  );
+  const { child, runId, done } = await startRun(file, f.home, '[two] two running');
+  child.kill('SIGKILL');
+  await done;
+  const ls = await runCli(['runs', 'ls', '--home', f.home, '--json']);
+  assert.equal(ls.code, 0, ls.stderr);
+  assert.match(ls.stderr, new RegExp(`run ${runId} was interrupted .*the leftovers of (one, two|two, one) committed`));
+  assert.deepEqual(containersOfRun(runId), [], 'no container left');
+  const rec = JSON.parse(await readFile(path.join(f.home, 'runs', runId, 'run.json'), 'utf8'));
+  assert.deepEqual(rec.steps.map((s: any) => `${s.id} ${s.status}`).sort(), ['one interrupted', 'two interrupted']);
+  for (const id of ['one', 'two']) {
+    assert.equal(git(f.project, 'show', `run/${runId}.${id}:${id}.txt`), id, `${id}'s leftovers are on its branch`);
+    assert.ok(rec.flow.keptBranches.includes(`run/${runId}.${id}`));
+    assert.equal(existsSync(path.join(f.home, 'worktrees', `${runId}.${id}`)), false);
+  }
+  assert.equal(git(f.project, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).length, 1, 'only the project\'s own checkout is left');
+});

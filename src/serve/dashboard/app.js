@@ -315,8 +315,8 @@ function resultName(s) {
 
 /**
  * Every run of a step in the record's order (route visits and retries each
- * their own entry), then those running now that have no entry yet: from
- * `running`, or `current` in the records of older runners.
+ * their own entry), then, while the run runs, those running now that have no
+ * entry yet: from `running`, or `current` in the records of older runners.
  * @param {any} r @returns {Array<any>}
  */
 function stepRuns(r) {
@@ -324,13 +324,18 @@ function stepRuns(r) {
   /** @type {Array<any>} */
   const list = (r.steps ?? []).map((/** @type {any} */ s) => ({ ...s, name: resultName(s) }));
   /** @type {Array<{ id: string, name?: string, startedAt: string }>} */
-  const running = Array.isArray(r.running) ? r.running : r.current ? [r.current] : [];
+  const running = r.status !== 'running' ? [] : Array.isArray(r.running) ? r.running : r.current ? [r.current] : [];
   for (const x of running) {
     const name = resultName(x);
     if (list.some((s) => s.name === name)) continue;
     list.push({ id: x.id, name, status: 'running', exitCode: null, startedAt: x.startedAt, durationMs: now - new Date(x.startedAt).getTime(), commit: null });
   }
   return list;
+}
+
+/** A run's name without its attempt: `build[1]#2` → `build[1]`. @param {string} name */
+function attemptOf(name) {
+  return name.replace(/#\d+$/, '');
 }
 
 /**
@@ -369,7 +374,8 @@ function stepRows(r, live) {
     if (s.attempt > 1) notes.push(el('span', { class: 'note attempt' }, `attempt ${s.attempt}`));
     if (s.item) notes.push(el('span', { class: 'note item' }, `item ${s.item.index}: ${s.item.value}`));
     if (typeof s.retryInMs === 'number') {
-      const again = list.slice(i + 1).some((x) => x.id === s.id && x.item?.index === s.item?.index);
+      // the next attempt is a later run of the same name but its #N (`build[1]`, `build[1]#2`)
+      const again = list.slice(i + 1).some((x) => attemptOf(x.name) === attemptOf(s.name));
       const after = duration(s.retryInMs);
       notes.push(el('span', { class: 'note retry' }, again ? `retried after ${after}` : live ? `runs again after ${after}` : `was to run again after ${after}`));
     }
