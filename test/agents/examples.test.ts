@@ -17,7 +17,7 @@ const fixture = projectsForThisFile();
 const servers: ModelServer[] = [];
 after(() => Promise.all(servers.map((s) => s.close())));
 
-test('make demo-agent: the rehearsal of implement-review implements, reviews and verifies, one commit per agent step', { timeout: 180_000 }, () => {
+test('make demo-agent: the rehearsal of implement-review loops (changes requested twice, then approved) and verifies: six agent commits in order', { timeout: 300_000 }, () => {
   execFileSync('bash', ['scripts/demo-agent-repo.sh'], { cwd: REPO, stdio: 'ignore' });
   const r = spawnSync(process.execPath, ['scripts/demo-agent.mjs'], { cwd: REPO, encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
@@ -25,9 +25,17 @@ test('make demo-agent: the rehearsal of implement-review implements, reviews and
   assert.match(r.stderr, /runner: run \S+ succeeded/);
   const project = path.join(REPO, '.demo/agent-project');
   const branch = execFileSync('git', ['-C', project, 'for-each-ref', '--sort=-refname', '--format=%(refname:short)', 'refs/heads/run/'], { encoding: 'utf8' }).split('\n')[0]!;
-  const log = execFileSync('git', ['-C', project, 'log', '--format=%s', '-2', branch], { encoding: 'utf8' });
-  assert.match(log, /^step\/review \(reviewer\): Reviewed greet\.js: APPROVE\nstep\/implement \(coder\): Added greet\(name\) in greet\.js; npm test passes\.\n$/);
-  assert.match(execFileSync('git', ['-C', project, 'show', `${branch}:REVIEW.md`], { encoding: 'utf8' }), /APPROVE/);
+  const log = execFileSync('git', ['-C', project, 'log', '--reverse', '--format=%s', `main..${branch}`], { encoding: 'utf8' });
+  assert.deepEqual(log.trim().split('\n'), [
+    'step/implement (coder): Added greet() in greet.js; npm test passes.',
+    'step/review (reviewer): Reviewed greet.js: CHANGES_REQUESTED (greet ignores its name)',
+    'step/implement#2 (coder): greet(name) now uses the name.',
+    'step/review#2 (reviewer): Reviewed greet.js: CHANGES_REQUESTED (test another name)',
+    'step/implement#3 (coder): Tested greet with another name; npm test passes.',
+    'step/review#3 (reviewer): Reviewed greet.js: APPROVED',
+  ], 'the test step changes nothing, so it has no commit');
+  assert.match(execFileSync('git', ['-C', project, 'show', `${branch}:REVIEW.md`], { encoding: 'utf8' }), /APPROVED/);
+  assert.match(execFileSync('git', ['-C', project, 'show', `${branch}:test.js`], { encoding: 'utf8' }), /greet\('ada'\)/);
 });
 
 test('daily-digest writes the day\'s digest into its folder of notes and lists it in the record', { timeout: 120_000 }, async () => {
