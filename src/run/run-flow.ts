@@ -9,7 +9,7 @@ import { availableParallelism } from 'node:os';
 import { errorMessage } from '../common/errors.js';
 import { formatDuration } from '../common/durations.js';
 import { flowPlan } from '../flow/flow-plan.js';
-import { FlowPlanner, type FlowStop, type Unit } from '../flow/planner.js';
+import { DEFAULT_MAX_VISITS, FlowPlanner, type FlowStop, type Unit } from '../flow/planner.js';
 import type { PipelineFile } from '../pipeline/schema.js';
 import type { RunIdentity } from '../plan/render.js';
 import type { StepPlan } from '../plan/step-plan.js';
@@ -54,6 +54,17 @@ export async function runFlow(c: FlowContext): Promise<void> {
   let fatal: { error: unknown } | undefined;
   record.running = [];
   record.flow = { routes: flow.routes, stop: null, keptBranches: [] };
+
+  let routesShown = 0;
+  /** A route the planner just took, said on the console: where the run goes back to, and how many visits that is. */
+  const sayRoutes = () => {
+    for (const r of flow.routes.slice(routesShown)) {
+      const max = c.pipeline.steps.find((s) => s.id === r.to)?.max_visits ?? DEFAULT_MAX_VISITS;
+      deps.reporter.info(`${r.from} → ${r.to} (${r.output}=${r.value}): visit ${r.visit} of ${max}`);
+      store.event('route', { ...r });
+    }
+    routesShown = flow.routes.length;
+  };
 
   const save = () => {
     record.current = record.running?.[0] ? { id: record.running[0].id, startedAt: record.running[0].startedAt } : null;
@@ -108,6 +119,7 @@ export async function runFlow(c: FlowContext): Promise<void> {
     if (where !== ws) result.lane = { branch: where.branch, merge: 'not_merged' };
     record.running = record.running!.filter((r) => r !== entry);
     record.steps.push(result);
+    sayRoutes();
     await save();
   };
 
@@ -156,6 +168,7 @@ export async function runFlow(c: FlowContext): Promise<void> {
       deps.reporter.warn(message);
       flow.merged(u, { files: [], message, code: 'merge_failed' });
     }
+    sayRoutes();
     await closeLane(u.key);
     await save();
   };

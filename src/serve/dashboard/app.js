@@ -334,7 +334,7 @@ function stepRuns(r) {
 }
 
 /** A run's name without its attempt: `build[1]#2` → `build[1]`. @param {string} name */
-function attemptOf(name) {
+function baseName(name) {
   return name.replace(/#\d+$/, '');
 }
 
@@ -375,7 +375,7 @@ function stepRows(r, live) {
     if (s.item) notes.push(el('span', { class: 'note item' }, `item ${s.item.index}: ${s.item.value}`));
     if (typeof s.retryInMs === 'number') {
       // the next attempt is a later run of the same name but its #N (`build[1]`, `build[1]#2`)
-      const again = list.slice(i + 1).some((x) => attemptOf(x.name) === attemptOf(s.name));
+      const again = list.slice(i + 1).some((x) => baseName(x.name) === baseName(s.name));
       const after = duration(s.retryInMs);
       notes.push(el('span', { class: 'note retry' }, again ? `retried after ${after}` : live ? `runs again after ${after}` : `was to run again after ${after}`));
     }
