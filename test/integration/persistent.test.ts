@@ -176,3 +176,33 @@ test('a paused runner keeps its lock on the directory', async () => {
   assert.equal(other.json.error.code, 'workspace_busy');
   assert.equal((await holder).code, 0);
 });
+
+test('shared_workspace: steps that run at once share the one directory; each lists what changed by its end; no lane, no branch', async () => {
+  const f = await fixture();
+  const dir = await contentDir(f);
+  const yaml = persistentYaml(
+    dir,
+    `  - id: a
+    needs: []
+    run: echo a > a.txt; sleep 2; test -e b.txt
+  - id: b
+    needs: []
+    run: echo b > b.txt; sleep 1
+  - id: both
+    needs: [a, b]
+    run: cat a.txt b.txt > both.txt
+`,
+  );
+  const refused = await runCli(['validate', await writePipeline(f, yaml, 'refused.yaml')]);
+  assert.equal(refused.code, 2, refused.stdout + refused.stderr);
+  assert.match(refused.stdout + refused.stderr, /steps "a" and "b" \(neither needs the other\) would run at once in the one persistent directory.*shared_workspace: true/);
+
+  const r = await execPipeline(f, await writePipeline(f, yaml.replace('steps:\n', 'shared_workspace: true\nsteps:\n')));
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(await readFile(path.join(dir, 'both.txt'), 'utf8'), 'a\nb\n', 'each saw the other\'s file: one directory');
+  const added = (id: string) => r.json.steps[id].changes.added.map((c: { path: string }) => c.path).sort();
+  assert.deepEqual([...added('a'), ...added('b')].sort(), ['a.txt', 'b.txt'], 'every change listed once, under the step that ended first after it');
+  assert.deepEqual(added('both'), ['both.txt']);
+  assert.equal(r.json.attempts.find((x: { name: string }) => x.name === 'a').lane?.branch ?? null, null);
+  assert.deepEqual(r.json.flow.keptBranches, []);
+});
