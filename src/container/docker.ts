@@ -181,7 +181,7 @@ class DockerContainer implements ContainerHandle {
     return this.c.id;
   }
 
-  async attach(onStdout: OutputHandler, onStderr: OutputHandler): Promise<{ ended: Promise<void> }> {
+  async attach(onStdout: OutputHandler, onStderr: OutputHandler): Promise<{ ended: Promise<void>; close: () => void }> {
     const stream = (await this.c.attach({ stream: true, stdout: true, stderr: true })) as NodeJS.ReadableStream;
     const out = new PassThrough();
     const err = new PassThrough();
@@ -207,7 +207,8 @@ class DockerContainer implements ContainerHandle {
       stream.on('close', done);
       stream.on('error', done);
     });
-    return { ended };
+    // A container removed before it started never ends its attach stream: the caller closes it.
+    return { ended, close: () => (stream as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.() };
   }
 
   async start(): Promise<void> {
@@ -218,9 +219,9 @@ class DockerContainer implements ContainerHandle {
     }
   }
 
-  async wait(): Promise<void> {
+  async wait(signal?: AbortSignal): Promise<void> {
     // next-exit: called before start, a plain wait would return at once for a created container.
-    await this.c.wait({ condition: 'next-exit' });
+    await this.c.wait({ condition: 'next-exit', ...(signal ? { abortSignal: signal } : {}) });
   }
 
   async waitNotRunning(): Promise<void> {

@@ -48,10 +48,10 @@ export interface ContainerHandle {
    * `ended` when the streams end. A handler that returns a promise pauses the
    * container's output until it settles (backpressure from a slow console).
    */
-  attach(onStdout: OutputHandler, onStderr: OutputHandler): Promise<{ ended: Promise<void> }>;
+  attach(onStdout: OutputHandler, onStderr: OutputHandler): Promise<{ ended: Promise<void>; close: () => void }>;
   start(): Promise<void>;
-  /** Resolves at the container's next exit: call it before start. */
-  wait(): Promise<void>;
+  /** Resolves at the container's next exit: call it before start; `signal` gives up waiting. */
+  wait(signal?: AbortSignal): Promise<void>;
   /** Resolves once the container is not running (at once if it has already exited): call it after start. */
   waitNotRunning(): Promise<void>;
   inspect(): Promise<ExitState>;

@@ -30,16 +30,25 @@ export function checkFlow(p: PipelineFile): FlowIssue[] {
       else if (k === i) issues.push({ path: at, message: `step "${step.id}" cannot need itself` });
       else if (k > i) {
         const cycle = needsTransitively(p, k, step.id);
+        const implicit = cycle?.slice(0, -1).filter((id) => p.steps.find((s) => s.id === id)?.needs === undefined) ?? [];
         issues.push({
           path: at,
           message: cycle
-            ? `needs makes a cycle: "${step.id}" needs "${need}", which needs "${step.id}"${cycle.length > 2 ? ` (through ${cycle.slice(1, -1).join(', ')})` : ''}; a step can only need steps above it in the file`
+            ? `needs makes a cycle: "${step.id}" needs "${need}", which needs "${step.id}"${cycle.length > 2 ? ` (through ${cycle.slice(1, -1).join(', ')})` : ''}` +
+              `${implicit.length ? ` (${implicit.map((id) => `"${id}"`).join(', ')} has no needs:, so it needs the step before it)` : ''}; a step can only need steps above it in the file`
             : `needs names step "${need}", which comes later in the file: list the steps so that each comes after what it needs (move "${need}" above "${step.id}")`,
         });
       }
     });
 
     if (step.route) checkRoute(p, shape, i, issues);
+    if (step.max_visits !== undefined && !p.steps.some((s) => s.route && Object.values(s.route.to).includes(step.id))) {
+      issues.push({
+        path: ['steps', i, 'max_visits'],
+        atKey: true,
+        message: `max_visits bounds how often a route brings the run back to step "${step.id}", and no route: sends it here (a step that runs again in a loop counts the visits of the loop's target)`,
+      });
+    }
 
     if (step.for_each === undefined) {
       if (step.max_parallel !== undefined) issues.push({ path: ['steps', i, 'max_parallel'], atKey: true, message: 'max_parallel on a step bounds its for_each instances: this step has no for_each (the whole run\'s bound is the top-level max_parallel:)' });

@@ -3,7 +3,7 @@ import type { PipelineFile } from '../pipeline/schema.js';
 import { findExpressions } from '../pipeline/template.js';
 import { flowShape } from './graph.js';
 import { DEFAULT_MAX_ITEMS, parseItems } from './items.js';
-import { DEFAULT_BACKOFF_MS, DEFAULT_MAX_VISITS, type FlowPlan, type FlowStep } from './planner.js';
+import { DEFAULT_BACKOFF_MS, DEFAULT_MAX_VISITS, ownValue, type FlowPlan, type FlowStep } from './planner.js';
 
 export function flowPlan(p: PipelineFile, cores: number): FlowPlan {
   const shape = flowShape(p.steps);
@@ -15,6 +15,7 @@ export function flowPlan(p: PipelineFile, cores: number): FlowPlan {
       maxVisits: s.max_visits ?? DEFAULT_MAX_VISITS,
       retries: { max: s.retries?.max ?? 0, backoffMs: s.retries?.backoff ?? DEFAULT_BACKOFF_MS },
       continueOnError: s.continue_on_error ?? false,
+      outputs: s.outputs ?? [],
     };
     if (s.route) step.route = { output: s.route.output, to: Object.fromEntries(Object.entries(s.route.to).map(([v, id]) => [v, shape.ids.indexOf(id)])) };
     if (s.for_each !== undefined) {
@@ -33,7 +34,7 @@ export function inputListProblem(plan: FlowPlan, inputs: Readonly<Record<string,
   for (const s of plan.steps) {
     const from = s.forEach?.from;
     if (!from || !('input' in from)) continue;
-    const parsed = parseItems(inputs[from.input], s.forEach!.maxItems);
+    const parsed = parseItems(ownValue(inputs, from.input), s.forEach!.maxItems);
     if ('problem' in parsed) return `input ${from.input} is the for_each list of step ${s.id}, and ${parsed.problem}`;
   }
   return undefined;

@@ -32,6 +32,8 @@ export interface FlowStep {
   route?: { output: string; to: Record<string, number> };
   forEach?: { from: { step: string; key: string } | { input: string }; maxParallel: number; maxItems: number };
   continueOnError: boolean;
+  /** the outputs the file declares: a for_each step has each as a list, empty ones too */
+  outputs: string[];
 }
 
 export interface FlowPlan {
@@ -182,13 +184,15 @@ export class FlowPlanner {
     const u = this.unitState(unit);
     const step = this.plan.steps[unit.step]!;
     const verdict: Verdict = {};
-    end = { ...end };
-    if (end.status === 'completed') {
+    end = { ...end, outputs: ownCopy(end.outputs) };
+    // A for_each step's list is checked once its instances' outputs are put together (settle).
+    if (end.status === 'completed' && !step.forEach) {
       const bad = this.badList(step.id, end.outputs);
       if (bad) {
         end.status = 'failed';
         end.error = 'bad_list';
         verdict.failure = bad;
+        this.stop ??= { code: 'bad_list', step: step.id, message: `step ${unit.name} made a for_each list that cannot be used: ${bad}` };
       }
     }
     u.end = end;
@@ -203,7 +207,11 @@ export class FlowPlanner {
     }
     // A canceled lane keeps its branch: nothing half-done is merged into the run.
     u.phase = step.lane && !this.canceled && end.status !== 'canceled' ? 'ended' : 'settled';
-    if (verdict.failure) this.stop ??= { code: 'bad_list', step: step.id, message: `step ${unit.name} made a for_each list that cannot be used: ${verdict.failure}` };
+    // A failure the step does not tolerate stops the run now: nothing new starts while the lanes still merge.
+    if (end.status !== 'completed' && end.status !== 'canceled' && (!step.continueOnError || end.error !== undefined)) {
+      this.failed = true;
+      this.halt();
+    }
     if (st.units.every((x) => x.phase === 'settled')) this.settle(unit.step);
     return verdict;
   }
@@ -212,12 +220,14 @@ export class FlowPlanner {
   merged(unit: Unit, conflict?: { files: string[]; message: string; code?: 'merge_failed' }): void {
     const u = this.unitState(unit);
     u.phase = 'settled';
-    if (this.state[unit.step]!.units.every((x) => x.phase === 'settled')) this.settle(unit.step);
     if (conflict) {
+      // Before the step settles: a step whose work did not come back fails, and takes no route.
       u.conflict = true;
       this.stop ??= { code: conflict.code ?? 'merge_conflict', step: unit.name, files: conflict.files, message: conflict.message };
+      this.failed = true;
       this.halt();
     }
+    if (this.state[unit.step]!.units.every((x) => x.phase === 'settled')) this.settle(unit.step);
   }
 
   /** Ctrl-C, a cancel request: nothing more starts, nothing waits to retry, no lane is merged. */
@@ -236,6 +246,26 @@ export class FlowPlanner {
         if (u.phase === 'ended' && this.canceled) u.phase = 'settled';
       }
     });
+  }
+
+  /** Units of entered steps that never started (the run stopped first): the record lists them as skipped. */
+  unstarted(): Unit[] {
+    const out: Unit[] = [];
+    this.state.forEach((st, i) => {
+      for (const u of st.units) if (u.tries === 0) out.push(this.unitOf(i, u, false));
+    });
+    return out;
+  }
+
+  /** The runner itself failed (it could not write a record, say): nothing more starts, lanes still merge. */
+  abort(): void {
+    this.failed = true;
+    this.halt();
+  }
+
+  /** The state, for an error message. */
+  describe(): string {
+    return this.plan.steps.map((s, i) => `${s.id}:${this.state[i]!.phase}[${this.state[i]!.units.map((u) => u.phase).join(',')}]`).join(' ');
   }
 
   /** Steps never entered: the record lists them as skipped. */
@@ -259,7 +289,7 @@ export class FlowPlanner {
       return;
     }
     const from = step.forEach.from;
-    const text = 'input' in from ? this.inputs[from.input] : this.outputs.get(from.step)?.[from.key];
+    const text = 'input' in from ? ownValue(this.inputs, from.input) : ownValue(this.outputs.get(from.step), from.key);
     const parsed = parseItems(text, step.forEach.maxItems);
     if ('problem' in parsed) {
       // Only a list from a step that failed and was let go (continue_on_error) gets here: a bad one fails the step that made it.
@@ -279,27 +309,31 @@ export class FlowPlanner {
     const step = this.plan.steps[i]!;
     const st = this.state[i]!;
     st.phase = 'done';
+    let listProblem: string | undefined;
     if (step.forEach) {
-      const keys = new Set(st.units.flatMap((u) => Object.keys(u.end?.outputs ?? {})));
-      this.outputs.set(step.id, Object.fromEntries([...keys].map((k) => [k, JSON.stringify(st.units.map((u) => u.end?.outputs[k] ?? ''))])));
+      const keys = new Set([...step.outputs, ...st.units.flatMap((u) => Object.keys(u.end?.outputs ?? {}))]);
+      const outputs = ownCopy(Object.fromEntries([...keys].map((k) => [k, JSON.stringify(st.units.map((u) => ownValue(u.end?.outputs, k) ?? ''))])));
+      this.outputs.set(step.id, outputs);
+      listProblem = this.badList(step.id, outputs);
+      if (listProblem) this.stop ??= { code: 'bad_list', step: step.id, message: `step ${step.id} made a for_each list that cannot be used: ${listProblem}` };
     }
     const bad = st.units.filter((u) => u.end?.status !== 'completed' || u.conflict);
-    const refused = st.units.some((u) => u.end?.error !== undefined || u.conflict);
-    st.outcome = !bad.length ? 'ok' : step.continueOnError && !refused ? 'tolerated' : 'failed';
+    const refused = listProblem !== undefined || st.units.some((u) => u.end?.error !== undefined || u.conflict);
+    st.outcome = !bad.length && !refused ? 'ok' : step.continueOnError && !refused ? 'tolerated' : 'failed';
     if (st.outcome === 'failed') {
       this.failed = true;
       this.halt();
       return;
     }
     if (st.outcome !== 'ok' || !step.route || this.stopping) return;
-    const value = (this.outputs.get(step.id)?.[step.route.output] ?? '').trim();
+    const value = (ownValue(this.outputs.get(step.id), step.route.output) ?? '').trim();
     const target = Object.hasOwn(step.route.to, value) ? step.route.to[value] : undefined;
     if (target === undefined) return;
     const to = this.plan.steps[target]!;
     const visits = this.state[target]!.visits;
     if (visits >= to.maxVisits) {
       this.halt();
-      this.stop = {
+      this.stop ??= {
         code: 'loop_limit',
         step: to.id,
         visits,
@@ -345,7 +379,7 @@ export class FlowPlanner {
     for (const s of this.plan.steps) {
       const from = s.forEach?.from;
       if (!from || !('step' in from) || from.step !== id) continue;
-      const parsed = parseItems(outputs[from.key], s.forEach!.maxItems);
+      const parsed = parseItems(ownValue(outputs, from.key), s.forEach!.maxItems);
       if ('problem' in parsed) return `output ${from.key}, the for_each list of step ${s.id}: ${parsed.problem}`;
     }
     return undefined;
@@ -383,4 +417,14 @@ export class FlowPlanner {
       lane: step.lane,
     };
   }
+}
+
+/** A value the object itself holds, never one it inherits (an output named constructor or __proto__ is just a name). */
+export function ownValue(o: Readonly<Record<string, string>> | undefined, key: string): string | undefined {
+  return o !== undefined && Object.hasOwn(o, key) && typeof o[key] === 'string' ? o[key] : undefined;
+}
+
+/** A plain copy without a prototype: reading any name from it gives only what was put there. */
+function ownCopy(o: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.assign(Object.create(null) as Record<string, string>, o);
 }

@@ -42,8 +42,11 @@ export function renderStep(
 ): RenderedStep {
   const known = (expr: Expression): string => {
     if (expr.kind === 'item') return item?.value ?? '';
-    if (expr.kind === 'input') return inputs[expr.name] ?? '';
-    if (expr.kind === 'output') return outputs.get(expr.step)?.[expr.key] ?? '';
+    if (expr.kind === 'input') return Object.hasOwn(inputs, expr.name) ? (inputs[expr.name] ?? '') : '';
+    if (expr.kind === 'output') {
+      const values = outputs.get(expr.step);
+      return values && Object.hasOwn(values, expr.key) ? (values[expr.key] ?? '') : '';
+    }
     return '';
   };
   const prompt = plan.prompt === undefined ? undefined : renderTemplate(plan.prompt, known);

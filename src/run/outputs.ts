@@ -16,7 +16,8 @@ export interface ParsedOutputs {
 const KEY_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export function parseOutputs(text: string): ParsedOutputs {
-  const values: Record<string, string> = {};
+  // no prototype: an output named __proto__ or constructor is a name like any other
+  const values: Record<string, string> = Object.create(null) as Record<string, string>;
   const problems: string[] = [];
   const lines = text.split(/\r?\n/);
   for (let i = 0; i < lines.length; i++) {

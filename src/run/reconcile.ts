@@ -105,9 +105,11 @@ async function recoverRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord)
       ...(r.lane ? { lane: { branch: r.lane.branch, merge: 'not_merged' as const } } : {}),
     });
   }
-  // A lane's leftovers are committed on its branch, which is kept; its worktree goes.
-  for (const r of running.filter((x) => x.lane)) {
-    const lane = r.lane!;
+  // Every open lane (running, waiting to retry, waiting for its merge): leftovers committed on its branch, which is kept; its worktree goes.
+  const open = [...(rec.lanes ?? []).map((l) => ({ name: running.find((r) => r.lane?.worktree === l.worktree)?.name ?? l.key, lane: l }))];
+  for (const r of running) if (r.lane && !open.some((o) => o.lane.worktree === r.lane!.worktree)) open.push({ name: r.name, lane: { key: r.name, ...r.lane } });
+  for (const r of open) {
+    const lane = r.lane;
     try {
       const project = await inspectProject(deps.makeGit, rec.project);
       const git = deps.makeGit({ uid: project.uid, gid: project.gid });
@@ -165,6 +167,7 @@ async function recoverRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord)
   rec.status = 'interrupted';
   rec.current = null;
   rec.running = [];
+  rec.lanes = [];
   rec.finishedAt = now;
   rec.durationMs = Date.parse(now) - Date.parse(rec.startedAt);
   rec.error = {
@@ -172,5 +175,5 @@ async function recoverRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord)
     message: [`the runner (pid ${rec.pid}) stopped during the run; recovered at ${now}`, ...notes].join('; '),
   };
   await writeRun(home.runs, rec);
-  deps.say(`run ${rec.runId} was interrupted (its runner is gone): marked interrupted${running.length ? `, the leftovers of ${running.map((r) => r.name).join(', ')} committed` : ''}`);
+  deps.say(`run ${rec.runId} was interrupted (its runner is gone): marked interrupted${running.length || open.length ? `, the leftovers of ${[...new Set([...running.map((r) => r.name), ...open.map((o) => o.name)])].join(', ')} committed` : ''}`);
 }

@@ -36,6 +36,8 @@ export interface RunRecord {
   current: { id: string; startedAt: string } | null;
   /** every step running now (steps run at once): recovery commits each lane's leftovers on its branch */
   running?: RunningStep[];
+  /** lanes open now (worktrees of steps that run at once): recovery commits their leftovers and removes them */
+  lanes?: Array<{ key: string; worktree: string; branch: string; recovery: NonNullable<RunRecord['recovery']> }>;
   /** flow: the routes taken, what stopped the run, the lane branches kept for the user */
   flow?: { routes: RouteTaken[]; stop: FlowStop | null; keptBranches: string[] };
   /** git kinds: what recovery needs to commit leftovers without trusting the worktree */

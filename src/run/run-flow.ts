@@ -6,7 +6,7 @@
  * merge, a retry's backoff, or a cancel) until the planner says the run is over.
  */
 import { availableParallelism } from 'node:os';
-import { errorMessage } from '../common/errors.js';
+import { errorMessage, RunnerError } from '../common/errors.js';
 import { formatDuration } from '../common/durations.js';
 import { flowPlan } from '../flow/flow-plan.js';
 import { DEFAULT_MAX_VISITS, FlowPlanner, type FlowStop, type Unit } from '../flow/planner.js';
@@ -19,7 +19,7 @@ import { mergeMessage } from './commit-message.js';
 import { HookRunner } from './hook-runner.js';
 import type { ExecDeps } from './orchestrator.js';
 import type { RunningStep, RunRecord } from './record.js';
-import { refuseStep, runStep } from './run-step.js';
+import { refuseStep, runStep, unitFields } from './run-step.js';
 import { describeStatus, type StepResult } from './step-result.js';
 import type { RunStore } from './store.js';
 import type { Masker } from '../common/mask.js';
@@ -47,9 +47,9 @@ export async function runFlow(c: FlowContext): Promise<void> {
     taskRun: ws.attempt,
     taskId: record.taskId ?? '',
   };
-  /** open lanes by unit key, and every branch a lane was on */
+  /** open lanes by unit key; the branches lanes were on that are not merged (kept for the user unless merged later) */
   const lanes = new Map<string, Workspace>();
-  const laneBranches = new Set<string>();
+  const unmerged = new Set<string>();
   const wake = new Wakeup();
   let fatal: { error: unknown } | undefined;
   record.running = [];
@@ -123,17 +123,26 @@ export async function runFlow(c: FlowContext): Promise<void> {
     await save();
   };
 
+  /** Open lanes, as the record keeps them for recovery: a crash leaves no worktree nobody knows of. */
+  const noteLanes = () => {
+    record.lanes = [...lanes.entries()]
+      .filter(([, l]) => l instanceof GitWorkspace && l !== ws)
+      .map(([key, l]) => ({ key, worktree: l.path, branch: l.branch!, recovery: recoveryOf(l as GitWorkspace) }));
+  };
+
   const openLane = async (u: Unit): Promise<Workspace> => {
-    const name = u.key.replace(/\[(\d+)\]/, '.$1');
+    const name = laneName(u.key);
     let lane: Workspace;
     try {
       lane = await ws.openLane(name);
     } catch (err) {
       throw new LaneError(`its worktree could not be made: ${errorMessage(err)}`);
     }
-    if (lane.branch) laneBranches.add(lane.branch);
     lanes.set(u.key, lane);
     if (lane !== ws) {
+      if (lane.branch) unmerged.add(lane.branch);
+      noteLanes();
+      await save();
       store.event('lane_opened', { step: u.key, worktree: lane.path, branch: lane.branch });
       // A lane is a new worktree of the run's: what after_create sets up (dependencies, say) is set up there too.
       if (!(await new HookRunner(c.pipeline.hooks, lane, record, store, c.masker, deps.reporter).run('after_create'))) {
@@ -161,6 +170,11 @@ export async function runFlow(c: FlowContext): Promise<void> {
       } else {
         if (last?.lane) Object.assign(last.lane, { merge: merged.commit ? 'merged' : 'unchanged', commit: merged.commit });
         if (merged.commit) deps.reporter.info(`merged ${u.name} (${lane.branch}) into ${ws.branch}: ${merged.commit.slice(0, 10)}`);
+        // Its work is on the run branch now: the lane's branch goes (a later visit makes it again).
+        if (lane.branch) {
+          await ws.dropBranches([lane.branch]).catch((err) => deps.reporter.warn(`could not delete ${lane.branch}: ${errorMessage(err)}`));
+          unmerged.delete(lane.branch);
+        }
         flow.merged(u);
       }
     } catch (err) {
@@ -177,6 +191,7 @@ export async function runFlow(c: FlowContext): Promise<void> {
     const lane = lanes.get(key);
     lanes.delete(key);
     if (!lane || lane === ws) return;
+    noteLanes();
     const unsaved = record.steps.some((s) => s.unsaved && s.lane?.branch === lane.branch);
     try {
       await lane.release(!unsaved);
@@ -190,6 +205,7 @@ export async function runFlow(c: FlowContext): Promise<void> {
   // The record could not be written, say: the run ends in error once what runs has ended.
   const runnerTrouble = (err: unknown) => {
     fatal ??= { error: err };
+    flow.abort();
   };
 
   const onAbort = () => {
@@ -210,6 +226,10 @@ export async function runFlow(c: FlowContext): Promise<void> {
         status = n.done.status;
         break;
       }
+      if (!wake.busy() && n.wakeAt === undefined) {
+        // Nothing runs, nothing waits, and the planner is not done: a bug of the planner's, said rather than waited on forever.
+        throw new RunnerError('internal', `the flow stalled with nothing running (${flow.describe()}): please report this`);
+      }
       await wake.wait(n.wakeAt !== undefined ? n.wakeAt - deps.clock().getTime() : undefined);
     }
   } finally {
@@ -218,13 +238,17 @@ export async function runFlow(c: FlowContext): Promise<void> {
     for (const key of [...lanes.keys()]) await closeLane(key);
   }
 
-  // Lane branches whose work the run holds go; a conflict, a cancel or a failure of the runner's keeps them all for the user.
-  const keep = status === 'canceled' || stop?.code === 'merge_conflict' || stop?.code === 'merge_failed' || fatal !== undefined;
-  const branches = [...laneBranches].filter((b) => b !== ws.branch);
-  if (keep) record.flow.keptBranches = branches;
-  else await ws.dropBranches(branches).catch((err) => deps.reporter.warn(`could not delete the lane branches: ${errorMessage(err)}`));
+  // A lane's branch whose work is not on the run branch (a conflict, a cancel, a failed merge) is kept for the user.
+  const branches = [...unmerged].filter((b) => b !== ws.branch);
+  record.flow.keptBranches = branches;
+  record.lanes = [];
   record.flow.stop = stop ?? null;
+  for (const u of flow.unstarted()) record.steps.push({ ...skipped(c.plans[u.step]!), ...unitFields(u), attempt: undefined });
   for (const id of flow.skipped()) record.steps.push(skipped(c.plans.find((p) => p.id === id)!));
+  // A retry that never came (a cancel or a failure during its wait) is not announced in the record.
+  for (const r of record.steps) {
+    if (r.retryInMs !== undefined && !record.steps.some((x) => x !== r && x.id === r.id && x.item?.index === r.item?.index && (x.attempt ?? 1) > (r.attempt ?? 1))) delete r.retryInMs;
+  }
   record.running = [];
   record.current = null;
 
@@ -233,11 +257,16 @@ export async function runFlow(c: FlowContext): Promise<void> {
   if (stop) record.error = { code: stop.code, message: stop.message };
   else if (refused && record.status !== 'canceled') record.error = { code: refused.error!, message: refused.message ?? refused.error! };
   if (record.error && record.status === 'succeeded') record.status = 'failed';
-  if (keep && branches.length) deps.reporter.info(`the lanes' branches are kept: ${branches.join(', ')}`);
+  if (branches.length) deps.reporter.info(`work not merged into ${ws.branch} is kept on ${branches.length === 1 ? 'branch' : 'branches'} ${branches.slice(0, 10).join(', ')}${branches.length > 10 ? ` and ${branches.length - 10} more` : ''}`);
   if (fatal) throw fatal.error;
 }
 
 class LaneError extends Error {}
+
+/** A lane's name in its branch and worktree: `api`, `build.0` (for `build[0]`). */
+export function laneName(key: string): string {
+  return key.replace(/\[(\d+)\]/, '.$1');
+}
 
 function recoveryOf(lane: GitWorkspace): NonNullable<RunRecord['recovery']> {
   return { gitDir: lane.worktree.gitDir, links: lane.worktree.links, dirId: lane.worktree.dirId };
@@ -252,6 +281,10 @@ class Wakeup {
   private poked = false;
   private wakeNow?: () => void;
   private readonly going = new Set<Promise<void>>();
+
+  busy(): boolean {
+    return this.going.size > 0 || this.poked;
+  }
 
   track(p: Promise<void>): void {
     const t = p.finally(() => {

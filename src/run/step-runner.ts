@@ -38,10 +38,16 @@ export async function runContainer(
   let reason: EndReason | undefined;
   const cleanups: Array<() => void> = [];
   try {
-    const { ended: streamsEnded } = await handle.attach(o.onStdout, o.onStderr);
-    const preStart = handle.wait();
+    const { ended: streamsEnded, close } = await handle.attach(o.onStdout, o.onStderr);
+    const giveUp = new AbortController();
+    const preStart = handle.wait(giveUp.signal);
     preStart.catch(() => undefined);
-    if (o.signal.aborted) return { reason: 'canceled', exitCode: null, oomKilled: false, durationMs: 0 };
+    if (o.signal.aborted) {
+      // Never started: its attach stream and wait would hold the engine's connection (and the process) open.
+      close();
+      giveUp.abort();
+      return { reason: 'canceled', exitCode: null, oomKilled: false, durationMs: 0 };
+    }
     await handle.start();
     // The engine may register the first wait only after a fast step has
     // already exited; a second one, sent after start, cannot miss it.

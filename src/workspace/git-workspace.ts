@@ -29,7 +29,7 @@ export interface GitWorkspaceOptions {
   onRelease?: () => Promise<void>;
   /** called after the worktree was removed (a task's record) */
   onRemoved?: () => Promise<void>;
-  /** where lanes go: worktrees `<root>/<runId>.<name>` on branches `run/<runId>.<name>` */
+  /** where lanes go: worktrees `<root>/<runId>.<name>` on branches `run/<runId>+<name>` */
   lanes: { root: string; runId: string };
 }
 
@@ -132,10 +132,11 @@ export class GitWorkspace implements Workspace {
     return pushBranch(this.git, this.wt.project, this.o.remote, this.wt.branch, this.o.pushPolicy);
   }
 
-  /** A lane: a worktree of its own on `run/<runId>.<name>`, cut from this branch's head; removed after its merge. */
+  /** A lane: a worktree of its own on `run/<runId>+<name>`, cut from this branch's head; removed after its merge. */
   async openLane(name: string): Promise<GitWorkspace> {
     const { root, runId } = this.o.lanes;
-    const wt = await createWorktree(this.git, this.wt.project, root, `${runId}.${name}`, `run/${runId}.${name}`, { newFrom: await this.head(), reset: true });
+    // `+`: never in a run id nor a step id, and no name ends in `.lock` (which git refuses) this way.
+    const wt = await createWorktree(this.git, this.wt.project, root, `${runId}.${name}`, `run/${runId}+${name}`, { newFrom: await this.head(), reset: true });
     return new GitWorkspace({ ...this.o, kind: this.kind, wt, created: true, disposable: true, onRelease: undefined, onRemoved: undefined });
   }
 

@@ -265,10 +265,9 @@ export async function headOf(git: Git, wt: GitWorktree): Promise<string> {
 
 /** Removes the worktree (whatever tree a step left in it: remove-tree.ts) and prunes its admin directory; the branch stays. */
 export async function removeWorktree(git: Git, wt: GitWorktree): Promise<void> {
-  await withRepoLock(wt.project.commonDir, async () => {
-    await removeTree(wt.path);
-    await git.run(['worktree', 'prune'], { cwd: wt.project.root, gitDir: wt.project.commonDir });
-  });
+  // The tree is the run's own (a big one takes a while): the repository is locked only for git's bookkeeping.
+  await removeTree(wt.path);
+  await withRepoLock(wt.project.commonDir, () => git.run(['worktree', 'prune'], { cwd: wt.project.root, gitDir: wt.project.commonDir }));
 }
 
 export type LaneMerge = { commit: string | null } | { conflict: string[] };

@@ -89,3 +89,11 @@ test('a route to itself and a loop with parallel steps inside validate', () => {
   ok(`  - id: poll\n    run: x\n    outputs: [s]\n    route: { output: s, to: { pending: poll } }\n`);
   ok(`  - id: api\n    needs: []\n    run: x\n  - id: ui\n    needs: []\n    run: x\n  - id: review\n    needs: [api, ui]\n    run: x\n    outputs: [v]\n    route: { output: v, to: { again: api } }\n  - id: ship\n    run: x\n`);
 });
+
+test('validate refuses max_visits on a step no route sends the run to, and names a default need in a cycle', () => {
+  assert.match(problems(`  - id: a\n    run: x\n    max_visits: 2\n`).join('\n'), /max_visits bounds how often a route brings the run back to step "a", and no route: sends it here/);
+  assert.match(
+    problems(`  - id: a\n    needs: [c]\n    run: x\n  - id: b\n    run: x\n  - id: c\n    run: x\n`).join('\n'),
+    /needs makes a cycle: "a" needs "c", which needs "a" \(through b\) \("c", "b" has no needs:, so it needs the step before it\)/,
+  );
+});

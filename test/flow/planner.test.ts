@@ -263,7 +263,7 @@ test('flow: a later step sees the latest outputs, and every instance\'s as JSON 
     flowOf(`  - id: plan\n    run: x\n    outputs: [tasks]\n  - id: build\n    for_each: \${{ steps.plan.outputs.tasks }}\n    run: x\n    outputs: [file]\n`),
     { ends: { plan: { outputs: { tasks: '["a","b"]' } }, 'build[0]': { outputs: { file: 'a.txt' } }, 'build[1]': { outputs: { file: 'b.txt' } } } },
   );
-  assert.deepEqual(r.flow.outputs.get('build'), { file: '["a.txt","b.txt"]' });
+  assert.deepEqual({ ...r.flow.outputs.get('build') }, { file: '["a.txt","b.txt"]' });
 });
 
 test('flow: fan-out over an input list', () => {
@@ -274,4 +274,49 @@ test('flow: fan-out over an input list', () => {
 test('flow: the default max_parallel is the number of cores', () => {
   const steps = Array.from({ length: 6 }, (_, i) => `  - id: s${i}\n    needs: []\n    run: x\n`).join('');
   assert.equal(drive(flowOf(steps)).together, 4);
+});
+
+test('flow: a merge conflict in a step that routes stops the run as a conflict, takes no route', () => {
+  const r = drive(
+    flowOf(`  - id: t\n    run: x\n    max_visits: 1\n  - id: side\n    needs: []\n    run: x\n  - id: r\n    needs: [t]\n    run: x\n    outputs: [v]\n    route: { output: v, to: { AGAIN: t } }\n`),
+    { ends: { r: { outputs: { v: 'AGAIN' } } }, conflicts: ['r'] },
+  );
+  assert.equal(r.done.stop?.code, 'merge_conflict');
+  assert.deepEqual(r.flow.routes, []);
+});
+
+test('flow: an output named like an Object member is only a name', () => {
+  const r = drive(
+    flowOf(`  - id: plan\n    run: x\n    outputs: [constructor]\n  - id: build\n    for_each: \${{ steps.plan.outputs.constructor }}\n    run: x\n`),
+    {},
+  );
+  assert.equal(r.done.stop?.code, 'bad_list');
+  assert.match(r.done.stop!.message, /it is empty/);
+  const routed = drive(flowOf(`  - id: a\n    run: x\n    outputs: [toString]\n    route: { output: toString, to: { again: a } }\n`), {});
+  assert.equal(routed.done.status, 'succeeded');
+});
+
+test('flow: a failure stops new starts at once (a waiting retry, the other instances), lanes still merge', () => {
+  const r = drive(
+    flowOf(`  - id: b\n    needs: []\n    run: x\n    retries: { max: 3, backoff: 1m }\n  - id: a\n    needs: []\n    run: x\n`),
+    { ends: { b: { status: 'failed' }, a: { status: 'failed' } } },
+  );
+  assert.deepEqual(r.trace.filter((t) => t.startsWith('start')), ['start b', 'start a']);
+  assert.equal(r.done.status, 'failed');
+  const fan = drive(
+    flowOf(`  - id: p\n    run: x\n    outputs: [l]\n  - id: build\n    for_each: \${{ steps.p.outputs.l }}\n    max_parallel: 1\n    run: x\n`),
+    { ends: { p: { outputs: { l: '["a","b","c"]' } }, 'build[0]': { status: 'failed' } } },
+  );
+  assert.deepEqual(fan.trace.filter((t) => t.startsWith('start')), ['start p', 'start build[0]']);
+  assert.deepEqual(fan.flow.unstarted().map((u) => u.name), ['build[1]', 'build[2]']);
+});
+
+test('flow: chained fan-out reads the first fan-out\'s outputs as a list; an empty fan-out gives empty lists', () => {
+  const steps = `  - id: plan\n    run: x\n    outputs: [tasks]\n  - id: build\n    for_each: \${{ steps.plan.outputs.tasks }}\n    run: x\n    outputs: [file]\n  - id: check\n    for_each: \${{ steps.build.outputs.file }}\n    run: x\n`;
+  const r = drive(flowOf(steps), { ends: { plan: { outputs: { tasks: '["a","b"]' } }, 'build[0]': { outputs: { file: 'a.txt' } }, 'build[1]': { outputs: { file: 'b.txt' } } } });
+  assert.equal(r.done.status, 'succeeded');
+  assert.deepEqual(r.trace.filter((t) => t.startsWith('start check')), ['start check[0]', 'start check[1]']);
+  const empty = drive(flowOf(steps), { ends: { plan: { outputs: { tasks: '[]' } } } });
+  assert.equal(empty.done.status, 'succeeded');
+  assert.deepEqual(empty.flow.outputs.get('build'), Object.assign(Object.create(null), { file: '[]' }));
 });

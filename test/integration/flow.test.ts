@@ -130,15 +130,15 @@ test('three parallel steps editing different files merge cleanly, in file order;
   assert.equal(r.code, 0, r.stderr);
   assert.equal(git(f.project, 'show', `${r.json.branch}:all.txt`), 'api\nui\ndocs\nbase');
   const s = subjects(f.project, r.json);
-  assert.deepEqual(s.filter((x) => x.startsWith('merge/')), ['api', 'ui', 'docs'].map((id) => `merge/${id} (run/${r.json.runId}.${id})`), 'merged in file order, whatever order they ended in');
+  assert.deepEqual(s.filter((x) => x.startsWith('merge/')), ['api', 'ui', 'docs'].map((id) => `merge/${id} (run/${r.json.runId}+${id})`), 'merged in file order, whatever order they ended in');
   const [api, ui, docs] = ['api', 'ui', 'docs'].map((id) => r.json.attempts.find((a: { name: string }) => a.name === id));
   assert.ok(Date.parse(ui.startedAt) < Date.parse(api.finishedAt) && Date.parse(docs.startedAt) < Date.parse(api.finishedAt), 'they ran at once');
   assert.equal(api.lane.merge, 'merged');
-  assert.deepEqual(branches(f.project, `run/${r.json.runId}.*`), [], 'lane branches are deleted once merged');
+  assert.deepEqual(branches(f.project, `run/${r.json.runId}+*`), [], 'lane branches are deleted once merged');
   assert.deepEqual(readdirSync(path.join(f.home, 'worktrees')), [], 'no worktree left');
 });
 
-test('two parallel steps editing the same line fail the run with the file named; both branches kept', async () => {
+test('two parallel steps editing the same line fail the run with the file named; the unmerged branch kept, the other\'s work on the run branch', async () => {
   const f = await fixture();
   const r = await execPipeline(
     f,
@@ -161,10 +161,10 @@ test('two parallel steps editing the same line fail the run with the file named;
   assert.match(r.json.error.message, /step right's work conflicts with the run's in data\.txt/);
   assert.deepEqual(r.json.flow.stop.files, ['data.txt']);
   assert.equal(r.json.steps.after.status, 'skipped');
-  const kept = branches(f.project, `run/${r.json.runId}.*`).sort();
-  assert.deepEqual(kept, [`run/${r.json.runId}.left`, `run/${r.json.runId}.right`]);
+  const kept = branches(f.project, `run/${r.json.runId}+*`).sort();
+  assert.deepEqual(kept, [`run/${r.json.runId}+right`], 'left was merged (its work is on the run branch); right was not, and is kept');
   assert.deepEqual(r.json.flow.keptBranches.sort(), kept);
-  assert.equal(git(f.project, 'show', `run/${r.json.runId}.right:data.txt`), 'right\ntwo');
+  assert.equal(git(f.project, 'show', `run/${r.json.runId}+right:data.txt`), 'right\ntwo');
   assert.equal(git(f.project, 'show', `${r.json.branch}:data.txt`), 'left\ntwo', 'the run branch has what merged');
   assert.deepEqual(readdirSync(path.join(f.home, 'worktrees')), []);
 });
@@ -261,7 +261,7 @@ test('Ctrl-C during parallel steps stops them all, commits each one\'s work on i
   assert.equal(r.json.steps.two.status, 'canceled');
   assert.equal(r.json.steps.after.status, 'skipped');
   for (const id of ['one', 'two']) {
-    const b = `run/${r.json.runId}.${id}`;
+    const b = `run/${r.json.runId}+${id}`;
     assert.equal(git(f.project, 'show', `${b}:${id}.txt`), id, `${id}'s work is committed on ${b}`);
     assert.ok(r.json.flow.keptBranches.includes(b));
   }

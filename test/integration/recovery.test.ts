@@ -144,8 +144,8 @@ test('kill -9 during parallel steps: each lane\'s leftovers committed on its bra
   const rec = JSON.parse(await readFile(path.join(f.home, 'runs', runId, 'run.json'), 'utf8'));
   assert.deepEqual(rec.steps.map((s: any) => `${s.id} ${s.status}`).sort(), ['one interrupted', 'two interrupted']);
   for (const id of ['one', 'two']) {
-    assert.equal(git(f.project, 'show', `run/${runId}.${id}:${id}.txt`), id, `${id}'s leftovers are on its branch`);
-    assert.ok(rec.flow.keptBranches.includes(`run/${runId}.${id}`));
+    assert.equal(git(f.project, 'show', `run/${runId}+${id}:${id}.txt`), id, `${id}'s leftovers are on its branch`);
+    assert.ok(rec.flow.keptBranches.includes(`run/${runId}+${id}`));
     assert.equal(existsSync(path.join(f.home, 'worktrees', `${runId}.${id}`)), false);
   }
   assert.equal(git(f.project, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).length, 1, 'only the project\'s own checkout is left');

@@ -8,13 +8,13 @@ import { parseOutputs, readOutputsFile } from '../../src/run/outputs.js';
 
 test('key=value and key<<DELIM forms', () => {
   const r = parseOutputs('a=1\nb = two=2\n\nmulti<<EOF\nline 1\nline 2\nEOF\nc=\n');
-  assert.deepEqual(r.values, { a: '1', b: ' two=2', multi: 'line 1\nline 2', c: '' });
+  assert.deepEqual({ ...r.values }, { a: '1', b: ' two=2', multi: 'line 1\nline 2', c: '' });
   assert.deepEqual(r.problems, []);
 });
 
 test('problems are named, good lines are still read', () => {
   const r = parseOutputs('no equals\n1bad=x\nok=yes\nopen<<END\nnever closed\n');
-  assert.deepEqual(r.values, { ok: 'yes' });
+  assert.deepEqual({ ...r.values }, { ok: 'yes' });
   assert.equal(r.problems.length, 3);
   assert.match(r.problems[0]!, /line 1: expected key=value/);
   assert.match(r.problems[1]!, /"1bad" is not a valid output name/);
@@ -31,4 +31,11 @@ test('the outputs file is never read through a symlink, nor a FIFO', async () =>
   assert.deepEqual(await readOutputsFile(path.join(dir, 'missing')), {});
   await writeFile(path.join(dir, 'ok'), 'summary=fine\n');
   assert.deepEqual(await readOutputsFile(path.join(dir, 'ok')), { text: 'summary=fine\n' });
+});
+
+test('an output named like an Object member is only a name', () => {
+  const r = parseOutputs('__proto__=x\nconstructor=y\n');
+  assert.equal(Object.getPrototypeOf(r.values), null);
+  assert.deepEqual(Object.keys(r.values).sort(), ['__proto__', 'constructor']);
+  assert.equal(r.values.constructor, 'y');
 });
