@@ -216,7 +216,7 @@ steps:
     assert.match(await row('flaky'), /failed/);
     assert.match(await row('flaky#2'), /attempt 2[\s\S]*completed/);
     assert.match(await row('implement#2'), /attempt 2/);
-    assert.match(await row('ui'), /lane run\/\S+\.ui: merged/);
+    assert.match(await row('ui'), /lane run\/\S+\+ui: merged/);
     assert.match(await row('ui'), /ran with: docs/);
     assert.match(await row('docs'), /ran with: ui/);
     assert.doesNotMatch(await row('implement'), /ran with/, 'steps one after the other did not run at once');
