@@ -1,7 +1,7 @@
 /** A validated pipeline file → the planner's view of it: needs, lanes, bounds, routes, for_each sources. Pure. */
 import type { PipelineFile } from '../pipeline/schema.js';
 import { findExpressions } from '../pipeline/template.js';
-import { flowShape } from './graph.js';
+import { flowShape, routeBody } from './graph.js';
 import { DEFAULT_MAX_ITEMS, parseItems } from './items.js';
 import { DEFAULT_BACKOFF_MS, DEFAULT_MAX_VISITS, ownValue, type FlowPlan, type FlowStep } from './planner.js';
 
@@ -17,7 +17,10 @@ export function flowPlan(p: PipelineFile, cores: number): FlowPlan {
       continueOnError: s.continue_on_error ?? false,
       outputs: s.outputs ?? [],
     };
-    if (s.route) step.route = { output: s.route.output, to: Object.fromEntries(Object.entries(s.route.to).map(([v, id]) => [v, shape.ids.indexOf(id)])) };
+    if (s.route) {
+      const to = Object.fromEntries(Object.entries(s.route.to).map(([v, id]) => [v, shape.ids.indexOf(id)]));
+      step.route = { output: s.route.output, to, loops: Object.fromEntries(Object.values(to).map((t) => [t, routeBody(shape, i, t)])) };
+    }
     if (s.for_each !== undefined) {
       const expr = findExpressions(s.for_each)[0]?.expr;
       const from = expr?.kind === 'input' ? { input: expr.name } : expr?.kind === 'output' ? { step: expr.step, key: expr.key } : undefined;

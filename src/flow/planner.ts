@@ -28,8 +28,8 @@ export interface FlowStep {
   lane: boolean;
   maxVisits: number;
   retries: { max: number; backoffMs: number };
-  /** an output's value → the index of the step the run goes back to */
-  route?: { output: string; to: Record<string, number> };
+  /** an output's value → the index of the step the run goes back to; each target's loop (the steps it runs again, graph.ts) */
+  route?: { output: string; to: Record<string, number>; loops: Record<number, number[]> };
   forEach?: { from: { step: string; key: string } | { input: string }; maxParallel: number; maxItems: number };
   continueOnError: boolean;
   /** the outputs the file declares: a for_each step has each as a list, empty ones too */
@@ -342,24 +342,12 @@ export class FlowPlanner {
       return;
     }
     this.routes.push({ from: step.id, to: to.id, output: step.route.output, value, visit: visits + 1 });
-    for (const b of this.loopBody(i, target)) {
+    for (const b of step.route.loops[target]!) {
       const s = this.state[b]!;
       s.phase = 'idle';
       s.outcome = undefined;
       s.units = [];
     }
-  }
-
-  /** The steps a route from `from` back to `to` runs again: the two and every step between (validation keeps it closed). */
-  private loopBody(from: number, to: number): number[] {
-    const between = (i: number, anc: number): boolean => i === anc || this.needsTransitively(i, anc);
-    return this.plan.steps.map((_, i) => i).filter((i) => between(i, to) && between(from, i));
-  }
-
-  private needsTransitively(i: number, j: number): boolean {
-    const seen = new Set<number>();
-    const walk = (k: number): boolean => this.plan.steps[k]!.needs.some((n) => n === j || (!seen.has(n) && (seen.add(n), walk(n))));
-    return walk(i);
   }
 
   /** The first lane, in file order, that ended and has no started lane before it still to merge. */
@@ -427,4 +415,9 @@ export function ownValue(o: Readonly<Record<string, string>> | undefined, key: s
 /** A plain copy without a prototype: reading any name from it gives only what was put there. */
 function ownCopy(o: Readonly<Record<string, string>>): Record<string, string> {
   return Object.assign(Object.create(null) as Record<string, string>, o);
+}
+
+/** A unit's key where names allow no brackets (its branch, worktree and container): `api`, `build.0` for `build[0]`. */
+export function laneName(key: string): string {
+  return key.replace(/\[(\d+)\]/, '.$1');
 }

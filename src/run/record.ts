@@ -97,22 +97,24 @@ export function summarize(r: RunRecord): Record<string, unknown> {
     ...(s.usage ? { usage: s.usage } : {}),
     ...(s.outputs.result !== undefined ? { result: s.outputs.result } : {}),
   });
+  // Each step's runs, once: its latest run, or a for_each step's instances (each as its latest run).
+  const byId = new Map<string, StepResult[]>();
+  for (const s of r.steps) byId.set(s.id, [...(byId.get(s.id) ?? []), s]);
   const steps: Record<string, unknown> = {};
-  for (const s of r.steps) {
-    const runs = r.steps.filter((x) => x.id === s.id);
-    if (s.item) {
-      // a for_each step: its instances, each as its latest run
-      const latest = new Map<number, StepResult>();
-      for (const x of runs) if (x.item) latest.set(x.item.index, x);
-      const instances = [...latest.values()].sort((a, b) => a.item!.index - b.item!.index);
-      steps[s.id] = {
-        status: instances.every((x) => x.status === 'completed') ? 'completed' : (instances.find((x) => x.status !== 'completed')?.status ?? 'completed'),
-        attempts: runs.length,
-        instances: instances.map((x) => ({ item: x.item!.value, ...brief(x) })),
-      };
-    } else {
-      steps[s.id] = { ...brief(s), attempts: runs.length };
+  for (const [id, runs] of byId) {
+    const last = runs[runs.length - 1]!;
+    if (!last.item) {
+      steps[id] = { ...brief(last), attempts: runs.length };
+      continue;
     }
+    const latest = new Map<number, StepResult>();
+    for (const x of runs) if (x.item) latest.set(x.item.index, x);
+    const instances = [...latest.values()].sort((a, b) => a.item!.index - b.item!.index);
+    steps[id] = {
+      status: instances.find((x) => x.status !== 'completed')?.status ?? 'completed',
+      attempts: runs.length,
+      instances: instances.map((x) => ({ item: x.item!.value, ...brief(x) })),
+    };
   }
   return {
     runId: r.runId,

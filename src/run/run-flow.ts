@@ -9,7 +9,7 @@ import { availableParallelism } from 'node:os';
 import { errorMessage, RunnerError } from '../common/errors.js';
 import { formatDuration } from '../common/durations.js';
 import { flowPlan } from '../flow/flow-plan.js';
-import { DEFAULT_MAX_VISITS, FlowPlanner, type FlowStop, type Unit } from '../flow/planner.js';
+import { DEFAULT_MAX_VISITS, FlowPlanner, laneName, type FlowStop, type Unit } from '../flow/planner.js';
 import type { PipelineFile } from '../pipeline/schema.js';
 import type { RunIdentity } from '../plan/render.js';
 import type { StepPlan } from '../plan/step-plan.js';
@@ -263,10 +263,7 @@ export async function runFlow(c: FlowContext): Promise<void> {
 
 class LaneError extends Error {}
 
-/** A lane's name in its branch and worktree: `api`, `build.0` (for `build[0]`). */
-export function laneName(key: string): string {
-  return key.replace(/\[(\d+)\]/, '.$1');
-}
+
 
 function recoveryOf(lane: GitWorkspace): NonNullable<RunRecord['recovery']> {
   return { gitDir: lane.worktree.gitDir, links: lane.worktree.links, dirId: lane.worktree.dirId };

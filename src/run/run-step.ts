@@ -14,7 +14,7 @@ import { resolveUser, type StepPlan } from '../plan/step-plan.js';
 import { verifyDirectory } from '../workspace/names.js';
 import { removeTree } from '../workspace/remove-tree.js';
 import type { Workspace } from '../workspace/workspace.js';
-import type { Unit } from '../flow/planner.js';
+import { laneName, type Unit } from '../flow/planner.js';
 import { commitMessage } from './commit-message.js';
 import type { ExecDeps } from './orchestrator.js';
 import { parseOutputs, readOutputsFile } from './outputs.js';
@@ -225,7 +225,7 @@ function containerSpec(
   ];
   return {
     // unique per run of the step: an instance or a retry never meets an earlier one's container
-    name: `runner-${c.identity.runId}-${c.unit.key.replace(/\[(\d+)\]/, '.$1')}.${c.unit.attempt}`,
+    name: `runner-${c.identity.runId}-${laneName(c.unit.key)}.${c.unit.attempt}`,
     image: plan.image,
     cmd: rendered.cmd,
     env: rendered.env,
