@@ -25,8 +25,8 @@ docker:
 	@bash scripts/ensure-docker.sh
 
 # runner/base:latest, built without any registry (debootstrap + docker import), then
-# runner/toolchain, runner/claude-code and runner/codex on it (images/build.sh): each only when missing or out of date.
-images: docker
+# runner/toolchain, runner/gateway and the agent images on it (images/build.sh): each only when missing or out of date.
+images: build docker
 	@bash images/base/build.sh
 	@bash images/build.sh
 
@@ -69,6 +69,8 @@ bench: build images
 	node dist/bench/overhead.js
 	node dist/bench/runs-ls.js
 	node dist/bench/agent-start.js
+	node dist/bench/gateway-latency.js
+	node dist/bench/swarm.js
 
 clean:
 	rm -rf dist .demo

@@ -2,7 +2,8 @@
 # Builds the images steps run in, on top of runner/base (images/base/build.sh),
 # without any registry: runner/toolchain (git, Node 20 with npm, Python 3, make,
 # C/C++, ripgrep, curl) and one image per supported agent CLI, installed from
-# the npm registry at the pinned versions below: Claude Code, Codex, opencode.
+# the npm registry at the pinned versions below: Claude Code, Codex, opencode;
+# and runner/gateway, a step's gateway (the runner's dist/src/gateway on Node 20).
 #
 #   images/build.sh            build what is missing or out of date
 #   FORCE=1 images/build.sh    rebuild all
@@ -29,6 +30,13 @@ build() {
   cp "$dir/Dockerfile" "$ctx/"
   # The CA certificates this machine trusts (npm in the build reaches the registry through them).
   cp "${NODE_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}" "$ctx/build-ca.crt" 2>/dev/null || : >"$ctx/build-ca.crt"
+  if [[ "$1" == gateway ]]; then
+    # The gateway's own code (dist/src/gateway, Node's modules only) and this machine's Node 20.
+    cp "$(readlink -f "$(command -v node)")" "$ctx/node"
+    mkdir -p "$ctx/gateway"
+    cp "$ROOT"/dist/src/gateway/*.js "$ctx/gateway/"
+    echo '{"type":"module"}' >"$ctx/gateway/package.json"
+  fi
   if [[ "$1" == toolchain ]]; then
     # This machine's Node 20 and its npm (the image is Debian's bookworm, whose nodejs is 18).
     local node; node="$(readlink -f "$(command -v node)")"
@@ -47,7 +55,7 @@ build() {
   fi
   echo "images: building $tag${version:+ ($version)}"
   local t0=$SECONDS
-  if ! docker build --label "dev.runner.recipe=$recipe" ${version:+--build-arg VERSION="$version"} --tag "$tag" "$ctx" >"$ctx.log" 2>&1; then
+  if ! docker build --label "dev.runner.recipe=$recipe" ${version:+--label "dev.runner.version=$version" --build-arg VERSION="$version"} --tag "$tag" "$ctx" >"$ctx.log" 2>&1; then
     echo "images: building $tag failed; its output:" >&2
     cat "$ctx.log" >&2
     rm -rf "$ctx" "$ctx.log"
@@ -58,6 +66,9 @@ build() {
 }
 
 build toolchain toolchain
+# The gateway's version is its code's hash: the runner checks it before a step uses the image (src/gateway/host/image.ts).
+[[ -d "$ROOT/dist/src/gateway" ]] || { echo "images: dist/src/gateway is missing: run make build first" >&2; exit 1; }
+build gateway gateway "$(cd "$ROOT/dist/src/gateway" && LC_ALL=C ls *.js | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)"
 build claude-code claude-code "$CLAUDE_CODE_VERSION"
 build codex codex "$CODEX_VERSION"
 build opencode opencode "$OPENCODE_VERSION"

@@ -9,7 +9,7 @@ export const claudeCode: AgentPreset = {
   name: 'claude-code',
   image: 'runner/claude-code:latest',
   credentials: ['ANTHROPIC_API_KEY', 'CLAUDE_CODE_OAUTH_TOKEN'],
-  network: 'bridge',
+  api: (s) => ({ kind: 'anthropic', upstream: s.baseUrl ?? 'https://api.anthropic.com', keyEnv: ['ANTHROPIC_API_KEY', 'CLAUDE_CODE_OAUTH_TOKEN'] }),
   script(s: AgentSettings, resultPath: string): string {
     const flags = ['--output-format', 'json', '--dangerously-skip-permissions'];
     if (s.model) flags.push('--model', shQuote(s.model));

@@ -14,7 +14,7 @@ export const codex: AgentPreset = {
   name: 'codex',
   image: 'runner/codex:latest',
   credentials: ['OPENAI_API_KEY'],
-  network: 'bridge',
+  api: (s) => ({ kind: 'openai', upstream: s.baseUrl ?? 'https://api.openai.com/v1', keyEnv: ['OPENAI_API_KEY'] }),
   script(s: AgentSettings, resultPath: string): string {
     const args = ['--json', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox'];
     if (s.model) args.push('-m', shQuote(s.model));

@@ -13,7 +13,13 @@ export const opencode: AgentPreset = {
   name: 'opencode',
   image: 'runner/opencode:latest',
   credentials: ['ANTHROPIC_API_KEY', 'OPENAI_API_KEY'],
-  network: 'bridge',
+  api(s) {
+    // its provider is the model's prefix: the two whose APIs the gateway speaks
+    const provider = (s.model ?? OPENCODE_DEFAULT_MODEL).split('/')[0];
+    if (provider === 'anthropic') return { kind: 'anthropic', upstream: s.baseUrl ?? 'https://api.anthropic.com', keyEnv: ['ANTHROPIC_API_KEY'] };
+    if (provider === 'openai') return { kind: 'openai', upstream: s.baseUrl ?? 'https://api.openai.com/v1', keyEnv: ['OPENAI_API_KEY'] };
+    return undefined;
+  },
   script(s: AgentSettings, resultPath: string): string {
     return `opencode run --format json --auto --pure -m ${shQuote(s.model ?? OPENCODE_DEFAULT_MODEL)} -- "$RUNNER_PROMPT" < /dev/null > ${resultPath}`;
   },

@@ -22,6 +22,10 @@ export interface AgentUsage {
   costUsd: number | null;
   turns: number | null;
   sessionId: string | null;
+  /** model calls the gateway metered (absent: the CLI's own report) */
+  calls?: number;
+  /** some call's model is not in the price table: costUsd leaves it out */
+  unpriced?: boolean;
 }
 
 export interface AgentOutcome {
@@ -32,13 +36,22 @@ export interface AgentOutcome {
   error?: string;
 }
 
+/** The model API a CLI calls, so the gateway can stand in for it. */
+export interface ModelApi {
+  kind: 'anthropic' | 'openai';
+  /** the API's root: the provider's, or the agent's base_url */
+  upstream: string;
+  /** the variables the CLI reads its credential from, preferred first */
+  keyEnv: string[];
+}
+
 export interface AgentPreset {
   name: string;
   image: string;
   /** the credentials it accepts, any one of them, from the pipeline's secrets */
   credentials: string[];
-  /** until the gateway narrows it: a network that reaches the model API */
-  network: string;
+  /** the model API it calls with these settings; undefined when the gateway does not know it (validate says so) */
+  api(s: AgentSettings): ModelApi | undefined;
   /**
    * The step's script for `sh -e -c`: the prompt arrives as $RUNNER_PROMPT (never
    * through the shell's parser), the machine-readable result goes to `resultPath`.

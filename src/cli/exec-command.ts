@@ -1,6 +1,6 @@
-/** `runner exec FILE [--json] [--home DIR] [--keep-workspace] [--secrets-file F] [--input NAME=VALUE]... [--task ID [--title T]] [--no-wait]` */
+/** `runner exec FILE [--json] [--home DIR] [--keep-workspace] [--secrets-file F] [--input NAME=VALUE]... [--task ID [--title T]] [--no-wait] [--egress-network NET] [--engine local|swarm]` */
 import { errorMessage, RunnerError, UsageError } from '../common/errors.js';
-import { DockerRuntime } from '../container/docker.js';
+import { openEngine } from '../container/engine.js';
 import { Git } from '../git/git.js';
 import { parseInputFlags, resolveInputs } from '../pipeline/inputs.js';
 import { loadPipeline } from '../pipeline/load.js';
@@ -26,6 +26,8 @@ export async function execCommand(args: string[]): Promise<number> {
       task: { type: 'string' },
       title: { type: 'string' },
       'no-wait': { type: 'boolean', default: false },
+      'egress-network': { type: 'string' },
+      engine: { type: 'string' },
     },
     ['FILE'],
   );
@@ -57,9 +59,10 @@ export async function execCommand(args: string[]): Promise<number> {
   const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
   for (const sig of signals) process.on(sig, onSignal);
   try {
+    const engine = openEngine(values.engine || process.env.RUNNER_ENGINE || 'local');
     const record = await executeRunOrReport(json, () => executeRun(
       {
-        runtime: new DockerRuntime(),
+        ...engine,
         makeGit: (who) => new Git(who),
         clock: () => new Date(),
         reporter,
@@ -74,6 +77,7 @@ export async function execCommand(args: string[]): Promise<number> {
         secretSource: { ...process.env, ...fromFile },
         noWait: values['no-wait'] === true,
         inputs,
+        egressNetwork: values['egress-network'] || process.env.RUNNER_EGRESS_NETWORK || 'bridge',
         ...(values.task !== undefined ? { task: { id: values.task, ...(values.title !== undefined ? { title: values.title } : {}) } } : {}),
       },
     ));

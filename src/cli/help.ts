@@ -5,6 +5,7 @@ export const HELP = `runner: run a pipeline of steps, each in its own container,
 Usage:
   runner exec FILE [--json] [--home DIR] [--keep-workspace] [--secrets-file F]
                    [--input NAME=VALUE]... [--task ID [--title TEXT]] [--no-wait]
+                   [--egress-network NET] [--engine local|swarm]
       Run the pipeline in FILE. Each run gets branch run/<runId> in the project,
       one commit per step, pushed to the project's remote at the end.
       (A persistent_directory project is worked on in place: no git.)
@@ -22,6 +23,12 @@ Usage:
                            created on first use and kept for the next runs
         --title TEXT       the task's title, for its branch name
         --no-wait          fail rather than wait when the workspace is in use
+        --egress-network NET  the docker network steps' gateways reach out on
+                           (default: $RUNNER_EGRESS_NETWORK, else bridge);
+                           see docs/gateway.md
+        --engine swarm     run the steps as jobs on the Docker Swarm that
+                           DOCKER_HOST manages (default: $RUNNER_ENGINE, else
+                           local); see docs/scale-out.md
   runner task ls [--json] [--home DIR]
       List task worktrees.
   runner task rm TASK_ID [--force] [--home DIR]
@@ -54,7 +61,8 @@ Usage:
       verification_failed, patch_invalid, scope_violation, conflict) changes
       nothing and exits 1.
   runner serve --pipelines DIR [--home DIR] [--max-concurrent N] [--grace 30s]
-               [--listen 127.0.0.1:7700] [--secrets-file F]
+               [--listen 127.0.0.1:7700] [--secrets-file F] [--egress-network NET]
+               [--engine local|swarm]
       Run the pipelines in DIR on their schedule: entries (cron, timezone,
       overlap, catchup), reloading DIR when it changes, with a JSON API on
       --listen (a non-loopback address needs RUNNER_TOKEN). SIGTERM: no new
@@ -66,6 +74,9 @@ Exit codes:
   0 success   1 a step failed (or tampered with its worktree)   2 bad input (file, flags)
   3 infrastructure (docker unreachable, git missing, push failed with push: always)
   130 interrupted (Ctrl-C)
+  A step's statuses: completed, failed, timed_out, oom, budget_exhausted (its
+  gateway refused a model call: a budget: is spent), node_lost (swarm: its node
+  went down), canceled, skipped, interrupted.
 
-Docs: README.md; the pipeline format: docs/pipeline-format.md
+Docs: README.md; the pipeline format: docs/pipeline-format.md; agents' gateway: docs/gateway.md; swarm: docs/scale-out.md
 `;

@@ -87,9 +87,11 @@ async function runsShow(args: string[]): Promise<number> {
     'steps',
     ...r.steps.flatMap((s, i) => [
       `  ${resultName(s).padEnd(16)} ${s.status.padEnd(11)} ${s.exitCode ?? '-'}`.padEnd(34) +
-        ` ${formatDuration(s.durationMs).padStart(7)}  ${s.commit?.slice(0, 10) ?? ''}${s.limits?.length ? `  limits: ${s.limits.join(', ')}` : ''}${s.message ? `  ${s.message}` : ''}`,
+        ` ${formatDuration(s.durationMs).padStart(7)}  ${s.commit?.slice(0, 10) ?? ''}${s.node ? `  on node ${s.node}` : ''}${s.limits?.length ? `  limits: ${s.limits.join(', ')}` : ''}${s.message ? `  ${s.message}` : ''}`,
       // an agent step: what its CLI reported it used
       ...(s.usage ? [`  ${''.padEnd(16)} ${describeUsage(s.usage)}`] : []),
+      // behind a gateway: the hosts it was refused
+      ...(s.egress?.refused.length ? [`  ${''.padEnd(16)} egress refused: ${describeRefused(s.egress)}`] : []),
       ...flowNotes(s, together[i]!).map((n) => `  ${''.padEnd(16)} ${n}`),
     ]),
     ...flowLines(r),
@@ -188,4 +190,12 @@ async function runsPrune(args: string[]): Promise<number> {
   }
   process.stdout.write(`removed ${old.length} run record(s)${values.branches ? ` and ${branches.length} branch(es)` : ''}\n`);
   return 0;
+}
+
+/** `denied.example ×3, 10.0.0.1 ×1`: the hosts a step's gateway refused it, most first. */
+export function describeRefused(e: NonNullable<StepResult['egress']>): string {
+  const shown = e.refused.slice(0, 8).map((r) => `${r.host} ×${r.count}`);
+  const hidden = e.refused.length - shown.length;
+  const others = e.others ? `, and ${e.others} more refusal(s) of other hosts` : '';
+  return `${shown.join(', ')}${hidden > 0 ? `, and ${hidden} more host(s) (runner logs --step)` : ''}${others}`;
 }

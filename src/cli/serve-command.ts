@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseDuration } from '../common/durations.js';
 import { UsageError } from '../common/errors.js';
-import { DockerRuntime } from '../container/docker.js';
+import { openEngine } from '../container/engine.js';
 import { Git } from '../git/git.js';
 import { readSecretsFile, secretsFileModeProblem } from '../run/secrets-file.js';
 import { serve } from '../serve/serve.js';
@@ -23,6 +23,8 @@ export async function serveCommand(args: string[]): Promise<number> {
       grace: { type: 'string', default: '30s' },
       listen: { type: 'string', default: '127.0.0.1:7700' },
       'secrets-file': { type: 'string' },
+      'egress-network': { type: 'string' },
+      engine: { type: 'string' },
     },
     [],
   );
@@ -43,7 +45,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   if (secretsFile) await readSecretsFile(secretsFile);
   const secrets = async () => ({ ...process.env, ...(secretsFile ? await readSecretsFile(secretsFile) : {}) });
 
-  const runtime = new DockerRuntime();
+  const { runtime, transport } = openEngine(values.engine || process.env.RUNNER_ENGINE || 'local');
   await runtime.ping();
   const stop = new AbortController();
   const say = (m: string) => process.stderr.write(`runner serve: ${visible(m)}\n`);
@@ -64,13 +66,14 @@ export async function serveCommand(args: string[]): Promise<number> {
       say,
       listen,
       secrets,
+      egressNetwork: values['egress-network'] || process.env.RUNNER_EGRESS_NETWORK || 'bridge',
       ...(token ? { token } : {}),
       reporterFor: (name) => {
         const prefixed = { write: (s: string) => process.stderr.write(s.replace(/^(?=.)/gm, `[${name}] `)) };
         return new ConsoleReporter(prefixed, prefixed, false);
       },
     },
-    { runtime, makeGit: (who) => new Git(who) },
+    { runtime, transport, makeGit: (who) => new Git(who) },
   );
   say('stopped');
   return 0;

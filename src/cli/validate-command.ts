@@ -1,7 +1,8 @@
 /**
  * `runner validate FILE`: every problem of the file with its line and column
  * (exit 2), else ok. Warnings, not errors, for what this machine lacks and
- * the one that runs the pipeline may have: the project path, an image.
+ * the one that runs the pipeline may have: the project path, an image; and
+ * for an agent that holds its key on an open network.
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -9,7 +10,8 @@ import { errorMessage } from '../common/errors.js';
 import { visible } from '../common/visible.js';
 import { DockerRuntime } from '../container/docker.js';
 import { loadPipeline } from '../pipeline/load.js';
-import { planSteps } from '../plan/step-plan.js';
+import { openKeyWarnings, planSteps } from '../plan/step-plan.js';
+import { GATEWAY_IMAGE } from '../gateway/host/image.js';
 import { parseFlags } from './args.js';
 
 export async function validateCommand(args: string[]): Promise<number> {
@@ -20,7 +22,10 @@ export async function validateCommand(args: string[]): Promise<number> {
   const warnings: string[] = [];
   const project = path.resolve(loaded.dir, pipeline.project.path);
   if (!existsSync(project)) warnings.push(`project path ${project} does not exist here (fine if the machine that runs the pipeline has it)`);
-  const images = [...new Set(planSteps(pipeline).map((s) => s.image))];
+  const plans = planSteps(pipeline);
+  warnings.push(...openKeyWarnings(plans));
+  const images = [...new Set(plans.map((s) => s.image))];
+  if (plans.some((p) => p.gateway)) images.push(GATEWAY_IMAGE);
   const runtime = new DockerRuntime();
   try {
     await runtime.ping();

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { ContainerError, errorMessage } from '../common/errors.js';
 import { hostPathProblem, ownContainerId, type OwnMount } from './host-paths.js';
-import type { ContainerHandle, ContainerRuntime, ContainerSpec, ExitState, OutputHandler, PullProgress } from './runtime.js';
+import type { ContainerHandle, ContainerRuntime, ContainerSpec, ExitState, NetworkSpec, OutputHandler, PullProgress } from './runtime.js';
 
 interface HttpError {
   statusCode?: number;
@@ -46,6 +46,15 @@ export class DockerRuntime implements ContainerRuntime {
       return true;
     } catch (err) {
       if (status(err) === 404) return false;
+      throw engineError(`inspecting image ${image}`, err);
+    }
+  }
+
+  async imageLabels(image: string): Promise<Record<string, string> | undefined> {
+    try {
+      return (await this.docker.getImage(image).inspect()).Config?.Labels ?? {};
+    } catch (err) {
+      if (status(err) === 404) return undefined;
       throw engineError(`inspecting image ${image}`, err);
     }
   }
@@ -134,6 +143,8 @@ export class DockerRuntime implements ContainerRuntime {
           NanoCpus: Math.round(spec.cpus * 1e9),
           PidsLimit: spec.pids,
           NetworkMode: spec.network,
+          ...(spec.dns ? { Dns: spec.dns } : {}),
+          ...(spec.sysctls ? { Sysctls: spec.sysctls } : {}),
           Init: true,
           CapDrop: ['ALL'],
           ...(spec.capAdd.length ? { CapAdd: spec.capAdd } : {}),
@@ -149,8 +160,9 @@ export class DockerRuntime implements ContainerRuntime {
           LogConfig: { Type: 'none', Config: {} },
           Privileged: false,
         },
+        ...(spec.networkAliases?.length ? { NetworkingConfig: { EndpointsConfig: { [spec.network]: { Aliases: spec.networkAliases } } } } : {}),
       });
-      return new DockerContainer(c);
+      return new DockerContainer(c, this.docker);
     } catch (err) {
       throw engineError(`creating the container for image ${spec.image}`, err);
     }
@@ -165,17 +177,65 @@ export class DockerRuntime implements ContainerRuntime {
   }
 
   async removeByLabels(labels: Record<string, string>): Promise<number> {
-    const list = await this.docker.listContainers({
-      all: true,
-      filters: { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) },
-    });
-    await Promise.all(list.map((c) => new DockerContainer(this.docker.getContainer(c.Id)).remove()));
+    const filters = { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) };
+    const list = await this.docker.listContainers({ all: true, filters });
+    await Promise.all(list.map((c) => new DockerContainer(this.docker.getContainer(c.Id), this.docker).remove()));
+    // A run on --engine swarm left job services (and their secrets and configs): on a swarm manager they go too,
+    // whichever engine the command that recovers runs with. Elsewhere the engine says it is no manager: nothing to do.
+    const services = await this.docker.listServices({ filters }).catch(() => []);
+    await Promise.all(services.map((sv) => this.docker.getService(sv.ID).remove().catch(() => undefined)));
+    if (services.length) await removeSwarmFiles(this.docker, filters);
+    return list.length + services.length;
+  }
+
+  async createNetwork(spec: NetworkSpec): Promise<{ subnet: string }> {
+    let id: string;
+    try {
+      id = (await this.docker.createNetwork({
+        Name: spec.name,
+        Driver: 'bridge',
+        Internal: spec.internal,
+        CheckDuplicate: true,
+        Labels: spec.labels,
+        ...(spec.isolated ? { Options: { 'com.docker.network.bridge.inhibit_ipv4': 'true' } } : {}),
+      })).id;
+    } catch (err) {
+      throw engineError(`creating network ${spec.name}`, err);
+    }
+    const info = await this.docker.getNetwork(id).inspect();
+    const subnet = (info.IPAM?.Config as Array<{ Subnet?: string }> | undefined)?.find((c) => c.Subnet && c.Subnet.includes('.'))?.Subnet;
+    if (!subnet) {
+      await this.removeNetwork(id);
+      throw new ContainerError('docker_failed', `docker gave network ${spec.name} no IPv4 subnet: check the engine's default-address-pools`);
+    }
+    return { subnet };
+  }
+
+  async removeNetwork(name: string): Promise<void> {
+    try {
+      await this.docker.getNetwork(name).remove();
+    } catch (err) {
+      if (status(err) !== 404) throw engineError(`removing network ${name}`, err);
+    }
+  }
+
+  async removeNetworksByLabels(labels: Record<string, string>): Promise<number> {
+    const list = await this.docker.listNetworks({ filters: { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) } });
+    for (const n of list) {
+      // a network in use cannot go: its containers (a gateway, a step) go first
+      const info = await this.docker.getNetwork(n.Id).inspect().catch(() => undefined);
+      await Promise.all(Object.keys(info?.Containers ?? {}).map((id) => new DockerContainer(this.docker.getContainer(id), this.docker).remove()));
+      await this.removeNetwork(n.Id);
+    }
     return list.length;
   }
 }
 
 class DockerContainer implements ContainerHandle {
-  constructor(private readonly c: Docker.Container) {}
+  constructor(
+    private readonly c: Docker.Container,
+    private readonly docker: Docker,
+  ) {}
 
   get id(): string {
     return this.c.id;
@@ -259,6 +319,21 @@ class DockerContainer implements ContainerHandle {
     }
   }
 
+  async connect(network: string, aliases: string[]): Promise<void> {
+    try {
+      // dockerode has no container-side connect: the network's API does it
+      await this.docker.getNetwork(network).connect({ Container: this.c.id, EndpointConfig: { Aliases: aliases } });
+    } catch (err) {
+      throw engineError(`connecting the container to network ${network}`, err);
+    }
+  }
+
+  async addressOn(network: string): Promise<string | undefined> {
+    const info = await this.c.inspect();
+    const ip = info.NetworkSettings?.Networks?.[network]?.IPAddress;
+    return ip ? ip : undefined;
+  }
+
   async remove(): Promise<void> {
     try {
       await this.c.remove({ force: true, v: true });
@@ -278,6 +353,13 @@ async function findPidsEvents(c: Docker.Container): Promise<string | null> {
   if (v1) return path.join('/sys/fs/cgroup/pids', v1.slice(v1.lastIndexOf(':') + 1), 'pids.events');
   const v2 = lines.find((l) => l.startsWith('0::'));
   return v2 ? path.join('/sys/fs/cgroup', v2.slice(3), 'pids.events') : null;
+}
+
+/** The secrets and configs (a swarm step's token and wrapper) whose labels match: gone with their job. */
+export async function removeSwarmFiles(api: Docker, filters: { label: string[] }): Promise<void> {
+  const secrets = await api.listSecrets({ filters }).catch(() => []);
+  const configs = await api.listConfigs({ filters }).catch(() => []);
+  await Promise.all([...secrets.map((x) => api.getSecret(x.ID).remove().catch(() => undefined)), ...configs.map((x) => api.getConfig(x.ID).remove().catch(() => undefined))]);
 }
 
 function engineError(what: string, err: unknown): ContainerError {

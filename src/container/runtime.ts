@@ -31,6 +31,28 @@ export interface ContainerSpec {
   capAdd: string[];
   /** `none`, `bridge` or a named network */
   network: string;
+  /** other names the container answers to on `network` (a user-defined network only) */
+  networkAliases?: string[];
+  /** name servers in place of the engine's (the gateway's, for a step behind it) */
+  dns?: string[];
+  /** namespaced kernel settings, e.g. net.ipv4.ip_unprivileged_port_start */
+  sysctls?: Record<string, string>;
+  /** files handed in by the engine, not the disk (swarm: secrets and configs); `secret`: only the step's user reads it */
+  files?: Array<{ target: string; data: string; secret: boolean }>;
+  /** swarm: where it may run (`node.labels.gpu == true`) */
+  placement?: string[];
+  labels: Record<string, string>;
+}
+
+export interface NetworkSpec {
+  name: string;
+  /** no route out: containers on it reach only each other */
+  internal: boolean;
+  /**
+   * No address for the host on it either: an internal network alone still lets
+   * its containers reach the host's services through the bridge's address.
+   */
+  isolated: boolean;
   labels: Record<string, string>;
 }
 
@@ -39,6 +61,10 @@ export type OutputHandler = (chunk: Buffer) => void | Promise<void>;
 export interface ExitState {
   exitCode: number;
   oomKilled: boolean;
+  /** where it ran (swarm: the node's hostname) */
+  node?: string;
+  /** why it ended that the exit code cannot say (swarm: its node was lost, the task was rejected) */
+  problem?: { status: 'node_lost' | 'failed'; message: string };
 }
 
 export interface ContainerHandle {
@@ -63,6 +89,10 @@ export interface ContainerHandle {
   kill(): Promise<void>;
   /** Force-removes. Already gone is success. */
   remove(): Promise<void>;
+  /** Joins a further network, answering to `aliases` there (call before start: the container keeps its first network's route). */
+  connect(network: string, aliases: string[]): Promise<void>;
+  /** Its IPv4 address on `network`, once started; undefined when it has none. */
+  addressOn(network: string): Promise<string | undefined>;
 }
 
 export interface PullProgress {
@@ -78,6 +108,8 @@ export interface ContainerRuntime {
   ensureImage(image: string, onProgress: (p: PullProgress) => void): Promise<void>;
   /** whether the engine has the image now (never pulls) */
   hasImage(image: string): Promise<boolean>;
+  /** the image's labels, or undefined when the engine does not have it */
+  imageLabels(image: string): Promise<Record<string, string> | undefined>;
   create(spec: ContainerSpec): Promise<ContainerHandle>;
   /**
    * Throws a ContainerError with what to change when the engine would not find
@@ -89,6 +121,12 @@ export interface ContainerRuntime {
   listByLabels(labels: Record<string, string>): Promise<Array<{ id: string; labels: Record<string, string> }>>;
   /** Force-removes every container whose labels include all of `labels`; returns how many. */
   removeByLabels(labels: Record<string, string>): Promise<number>;
+  /** Returns the network's IPv4 subnet (CIDR). */
+  createNetwork(spec: NetworkSpec): Promise<{ subnet: string }>;
+  /** Already gone is success. */
+  removeNetwork(name: string): Promise<void>;
+  /** Removes every network whose labels include all of `labels` (their containers first); returns how many. */
+  removeNetworksByLabels(labels: Record<string, string>): Promise<number>;
 }
 
 export const LABELS = {
@@ -96,4 +134,6 @@ export const LABELS = {
   stepId: 'dev.runner.step-id',
   home: 'dev.runner.home',
   pipeline: 'dev.runner.pipeline',
+  /** `gateway` on a step's gateway container and its network; absent on a step's own container */
+  role: 'dev.runner.role',
 } as const;

@@ -197,7 +197,7 @@ export class FlowPlanner {
     }
     u.end = end;
     if (!step.forEach) this.outputs.set(step.id, end.outputs);
-    const retryable = ['failed', 'timed_out', 'oom'].includes(end.status) && !end.error;
+    const retryable = ['failed', 'timed_out', 'oom', 'node_lost'].includes(end.status) && !end.error;
     if (retryable && !this.stopping && u.tries <= step.retries.max) {
       const wait = Math.min(step.retries.backoffMs * 2 ** (u.tries - 1), MAX_BACKOFF_MS);
       u.phase = 'retry_wait';

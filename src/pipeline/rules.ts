@@ -47,7 +47,9 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
     const problem = cronProblem(entry);
     if (problem) issues.push({ path: ['schedule', i, 'cron'], message: `${problem} (cron "${entry.cron}"${entry.timezone ? ` in ${entry.timezone}` : ''})` });
   });
+  if (p.defaults?.network !== undefined && p.defaults.egress !== undefined) issues.push({ path: ['defaults', 'egress'], atKey: true, message: NETWORK_AND_EGRESS });
   for (const [name, agent] of Object.entries(agents)) {
+    if (agent.network !== undefined && agent.egress !== undefined) issues.push({ path: ['agents', name, 'egress'], atKey: true, message: NETWORK_AND_EGRESS });
     agent.secrets?.forEach((s, j) => {
       if (!declaredSecrets.has(s)) issues.push({ path: ['agents', name, 'secrets', j], message: undeclaredSecret(s) });
     });
@@ -72,6 +74,7 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
       });
     }
 
+    if (step.network !== undefined && step.egress !== undefined) issues.push({ path: at('egress'), atKey: true, message: NETWORK_AND_EGRESS });
     if (step.run !== undefined && step.command !== undefined) {
       issues.push({ path: at('command'), atKey: true, message: 'a step has either run or command, not both' });
     }
@@ -80,6 +83,10 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
     if (preset && !hasCommand) {
       if (step.prompt === undefined) issues.push({ path: at(), message: `step "${step.id}" uses agent ${step.agent} (${preset.name}) and has no prompt: say what it should do` });
       const refused = preset.refuse?.({ user: step.user ?? agent?.user ?? p.defaults?.user });
+      const gated = step.network === undefined && agent?.network === undefined;
+      if (gated && !preset.api({ model: agent?.model, baseUrl: agent?.base_url })) {
+        issues.push({ path: ['agents', step.agent!, 'model'], message: `the gateway speaks the Anthropic and OpenAI APIs, and ${preset.name}'s model ${agent?.model} is neither's: use an anthropic/ or openai/ model, or give the agent network: bridge (its key then enters the container)` });
+      }
       if (refused) issues.push({ path: at(), message: `step "${step.id}": ${refused}` });
       // The secrets the step will get: its agent's (or the declared credentials the preset takes), and its own.
       const given = new Set([...(agent?.secrets ?? preset.credentials.filter((c) => declaredSecrets.has(c))), ...(step.secrets ?? [])]);
@@ -122,6 +129,9 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
   });
   return issues;
 }
+
+const NETWORK_AND_EGRESS =
+  'network: and egress: together: egress: puts the step behind a gateway of its own that lets it reach only those hosts, network: gives it a docker network as it is: keep one';
 
 function undeclaredSecret(name: string): string {
   return `secret ${name} is not declared in the top-level secrets: list`;

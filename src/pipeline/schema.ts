@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { PRESET_NAMES } from '../agents/presets.js';
 import { parseDuration, parseSize } from '../common/durations.js';
+import { hostPatternProblem } from '../gateway/hosts.js';
 
 export const NAME_RE = /^[A-Za-z0-9._-]+$/;
 export const STEP_ID_RE = /^[a-z0-9_-]+$/;
@@ -52,11 +53,34 @@ const user = z
   .string()
   .regex(/^(auto|\d+(:\d+)?)$/, 'expected auto, or a numeric uid or uid:gid like 1000:1000');
 
+const hostPattern = z.string().superRefine((h, ctx) => {
+  const problem = hostPatternProblem(h);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
+
+/** What a step (an agent's), a run or a pipeline's day may spend on model calls, metered by the gateway. */
+export const budgetSchema = z
+  .strictObject({
+    usd: z.number({ error: 'expected an amount in US dollars, like 5' }).positive('expected a positive amount, like 5').optional(),
+    tokens: z.number({ error: 'expected a whole number of tokens, like 2000000' }).int().positive('expected a positive whole number of tokens').optional(),
+  })
+  .refine((b) => b.usd !== undefined || b.tokens !== undefined, 'expected usd:, tokens: or both, like { usd: 5 }');
+
+/** USD per million tokens of one model, overriding the built-in table (src/gateway/prices.ts). */
+const priceSchema = z.strictObject({
+  input: z.number({ error: 'expected USD per million input tokens, like 3' }).min(0),
+  output: z.number({ error: 'expected USD per million output tokens, like 15' }).min(0),
+  cache_read: z.number().min(0).optional(),
+  cache_write: z.number().min(0).optional(),
+});
+
 /** Settings a step, an agent profile or `defaults` may carry. */
 export const stepSettings = {
   image: z.string().min(1).optional(),
   resources: resources.optional(),
   network: network.optional(),
+  /** hosts the step may reach through its gateway (exact names, `*.` suffixes); an agent preset's model API is always allowed */
+  egress: z.array(hostPattern).optional(),
   timeout: duration.optional(),
   user: user.optional(),
   read_only: z.boolean().optional(),
@@ -73,6 +97,8 @@ export const agentSchema = z.strictObject({
   /** the model API's root (with or without /v1): a gateway, a proxy, a self-hosted endpoint */
   base_url: z.url({ protocol: /^https?$/, error: 'expected an http or https URL, like http://gateway:8080' }).regex(/^[^\s'"\\$`]+$/, 'expected a URL without spaces, quotes or ${{ }}').optional(),
   ...stepSettings,
+  /** what each step of this agent may spend on model calls */
+  budget: budgetSchema.optional(),
   command: command.optional(),
   run: z.string().optional(),
   env: envMap.optional(),
@@ -105,6 +131,8 @@ export const stepSchema = z.strictObject({
   continue_on_error: z.boolean().optional(),
   /** a step whose success runner apply / merge require */
   verify: z.boolean().optional(),
+  /** --engine swarm: swarm placement constraints, e.g. ["node.labels.gpu == true"] */
+  placement: z.array(z.string().regex(/^[A-Za-z0-9._-]+\s*(==|!=)\s*\S+$/, 'expected a swarm constraint like "node.labels.gpu == true"')).optional(),
   // Flow (src/flow/): what a step waits for, where its outcome sends the run, how often it may run.
   /** steps that must have succeeded first; without it, the step before in the file */
   needs: z.array(z.string().regex(STEP_ID_RE, 'expected a step id')).optional(),
@@ -134,6 +162,8 @@ export const scheduleSchema = z.strictObject({
   overlap: z.enum(['skip', 'queue', 'allow']).default('skip'),
   /** after the server was down: one run for the fires it missed */
   catchup: z.boolean().default(false),
+  /** what the pipeline's runs may spend on model calls per day (UTC), under runner serve */
+  budget_per_day: budgetSchema.optional(),
 });
 
 /** A value a run is started with (runner exec --input, the API's trigger); used as ${{ inputs.<name> }}. */
@@ -167,6 +197,10 @@ export const pipelineSchema = z.strictObject({
   steps: z.array(stepSchema).min(1, 'a pipeline needs at least one step'),
   schedule: z.array(scheduleSchema).optional(),
   hooks: hooksSchema.optional(),
+  /** what one run may spend on model calls, all its steps together */
+  budget: budgetSchema.optional(),
+  /** model → USD per million tokens, over the built-in price table */
+  prices: z.record(z.string().min(1), priceSchema).optional(),
   /** how many steps (and for_each instances) run at once; default: the machine's cores */
   max_parallel: z.number({ error: 'expected a whole number, like 4' }).int().min(1, 'expected at least 1').optional(),
   /** persistent_directory: steps may run at once in the one directory */
@@ -182,6 +216,7 @@ export const pipelineSchema = z.strictObject({
 export type PipelineFile = z.output<typeof pipelineSchema>;
 export type StepFile = z.output<typeof stepSchema>;
 export type AgentFile = z.output<typeof agentSchema>;
+export type BudgetFile = z.output<typeof budgetSchema>;
 
 /** Every key the schema knows at each level, for "did you mean" hints. */
 export const KNOWN_KEYS = {
@@ -193,6 +228,7 @@ export const KNOWN_KEYS = {
   agent: Object.keys(agentSchema.shape),
   resources: Object.keys(resources.shape),
   schedule: Object.keys(scheduleSchema.shape),
+  budget: ['usd', 'tokens'],
   input: Object.keys(inputSchema.shape),
   delivery: ['paths'],
   hooks: Object.keys(hooksSchema.shape),

@@ -4,11 +4,35 @@
  * Templates stay unrendered: outputs of earlier steps are known only at run
  * time (render.ts). Pure.
  */
-import type { AgentPreset, AgentSettings } from '../agents/preset.js';
+import type { AgentPreset, AgentSettings, ModelApi } from '../agents/preset.js';
 import { AGENT_RESULT_FILE } from '../agents/preset.js';
 import { PRESETS } from '../agents/presets.js';
-import type { AgentFile, PipelineFile } from '../pipeline/schema.js';
+import { GATEWAY_HOST, GATEWAY_PORT } from '../gateway/config.js';
+import type { AgentFile, BudgetFile, PipelineFile } from '../pipeline/schema.js';
 import { CONTAINER_PATHS } from './render.js';
+
+/** A step behind a gateway has this as its network until the run gives it one of its own. */
+export const GATEWAY_NETWORK = 'gateway';
+export const GATEWAY_URL = `http://${GATEWAY_HOST}:${GATEWAY_PORT}`;
+/** What an agent's CLI holds in place of its key: the gateway adds the real one on the way out. */
+export const PLACEHOLDER_KEY = 'runner-gateway-placeholder';
+
+/** The usual proxy variables, both cases, so ordinary tools go through the gateway. */
+export const PROXY_ENV: Readonly<Record<string, string>> = {
+  HTTP_PROXY: GATEWAY_URL,
+  http_proxy: GATEWAY_URL,
+  HTTPS_PROXY: GATEWAY_URL,
+  https_proxy: GATEWAY_URL,
+  NO_PROXY: `${GATEWAY_HOST},localhost,127.0.0.1`,
+  no_proxy: `${GATEWAY_HOST},localhost,127.0.0.1`,
+};
+
+/** A step's gateway: where it may go, the model API it stands in for, what the step may spend. */
+export interface GatewayPlan {
+  egress: string[];
+  model?: { kind: ModelApi['kind']; upstream: string; credential?: string };
+  budget?: BudgetFile;
+}
 
 export const BUILTIN_DEFAULTS = {
   memoryBytes: 2 * 1024 ** 3,
@@ -46,13 +70,17 @@ export interface StepPlan {
   fileSizeBytes: number;
   readOnlyRoot: boolean;
   capAdd: string[];
+  /** `none`, `bridge`, a docker network, or GATEWAY_NETWORK (then `gateway` says the rest) */
   network: string;
+  gateway?: GatewayPlan;
   timeoutMs: number;
   /** `auto` or `uid[:gid]` */
   user: string;
   continueOnError: boolean;
   /** runner apply / merge require this step to have completed */
   verify: boolean;
+  /** swarm placement constraints (the local engine has one node) */
+  placement?: string[];
 }
 
 export function planSteps(p: PipelineFile): StepPlan[] {
@@ -61,18 +89,32 @@ export function planSteps(p: PipelineFile): StepPlan[] {
     const a: AgentFile = s.agent !== undefined ? (p.agents?.[s.agent] ?? {}) : {};
     const preset = a.use !== undefined ? PRESETS[a.use] : undefined;
     const settings = { model: a.model, maxTurns: a.max_turns, baseUrl: a.base_url };
+    // defaults' network: is for plain steps; an agent preset keeps its gateway unless its step or agent says otherwise
+    const fallback = wayOf(d);
+    const way = wayOf(s) ?? wayOf(a) ?? (preset && fallback && 'network' in fallback ? undefined : fallback);
+    const api = preset && !('network' in (way ?? {})) ? preset.api(settings) : undefined;
+    // The nearest of step, agent and defaults that says network: or egress: decides; an agent preset goes through a gateway unless told otherwise.
+    const egress = way && 'egress' in way ? way.egress : api ? [] : undefined;
+    const gated = egress !== undefined && (egress.length > 0 || api !== undefined);
+    // Behind a gateway, the CLI calls the gateway, which knows the real endpoint.
+    const cliSettings = gated && api ? { ...settings, baseUrl: GATEWAY_URL } : settings;
     const ownCommand = s.run !== undefined || s.command !== undefined;
     const agentCommand = a.run !== undefined || a.command !== undefined;
     // The preset's headless command, unless the step or the agent says what to run.
     const usesPreset = preset !== undefined && !ownCommand && !agentCommand;
-    const run = ownCommand ? s.run : agentCommand ? a.run : usesPreset ? preset.script(settings, `${CONTAINER_PATHS.io}/${AGENT_RESULT_FILE}`) : undefined;
+    const run = ownCommand ? s.run : agentCommand ? a.run : usesPreset ? preset.script(cliSettings, `${CONTAINER_PATHS.io}/${AGENT_RESULT_FILE}`) : undefined;
     const command = ownCommand ? s.command : agentCommand ? a.command : undefined;
+    const wanted = [...new Set([...(a.secrets ?? presetCredentials(preset, p)), ...(s.secrets ?? [])])];
+    // No credential of the model API enters a gated container: the gateway holds the one it uses.
+    const credential = gated && api ? api.keyEnv.find((k) => wanted.includes(k)) : undefined;
+    const keyless = gated && api ? wanted.filter((k) => !api.keyEnv.includes(k)) : wanted;
+    const gatewayEnv = gated ? { ...PROXY_ENV, ...(api ? { [credential ?? api.keyEnv[0]!]: PLACEHOLDER_KEY } : {}) } : {};
     const plan: StepPlan = {
       index,
       id: s.id,
       image: s.image ?? a.image ?? preset?.image ?? d.image ?? '',
-      env: { ...(p.env ?? {}), ...(preset?.env(settings) ?? {}), ...(a.env ?? {}), ...(s.env ?? {}) },
-      secrets: [...new Set([...(a.secrets ?? presetCredentials(preset, p)), ...(s.secrets ?? [])])],
+      env: { ...(p.env ?? {}), ...(preset?.env(cliSettings) ?? {}), ...(a.env ?? {}), ...(s.env ?? {}), ...gatewayEnv },
+      secrets: keyless,
       outputs: s.outputs ?? [],
       memoryBytes: s.resources?.memory ?? a.resources?.memory ?? d.resources?.memory ?? BUILTIN_DEFAULTS.memoryBytes,
       cpus: s.resources?.cpus ?? a.resources?.cpus ?? d.resources?.cpus ?? BUILTIN_DEFAULTS.cpus,
@@ -81,12 +123,19 @@ export function planSteps(p: PipelineFile): StepPlan[] {
       fileSizeBytes: s.resources?.file_size ?? a.resources?.file_size ?? d.resources?.file_size ?? BUILTIN_DEFAULTS.fileSizeBytes,
       readOnlyRoot: s.read_only ?? a.read_only ?? d.read_only ?? false,
       capAdd: s.cap_add ?? a.cap_add ?? d.cap_add ?? [],
-      network: s.network ?? a.network ?? preset?.network ?? d.network ?? BUILTIN_DEFAULTS.network,
+      network: gated ? GATEWAY_NETWORK : way && 'network' in way ? way.network : BUILTIN_DEFAULTS.network,
       timeoutMs: s.timeout ?? a.timeout ?? d.timeout ?? BUILTIN_DEFAULTS.timeoutMs,
       user: s.user ?? a.user ?? d.user ?? BUILTIN_DEFAULTS.user,
       continueOnError: s.continue_on_error ?? false,
       verify: s.verify ?? false,
     };
+    if (gated) {
+      plan.gateway = {
+        egress: egress!,
+        ...(api ? { model: { kind: api.kind, upstream: api.upstream, ...(credential ? { credential } : {}) } } : {}),
+        ...(a.budget ? { budget: a.budget } : {}),
+      };
+    }
     if (s.agent !== undefined) plan.agent = s.agent;
     if (usesPreset) {
       plan.preset = preset.name;
@@ -95,6 +144,7 @@ export function planSteps(p: PipelineFile): StepPlan[] {
     if (run !== undefined) plan.run = run;
     if (command !== undefined) plan.command = command;
     if (s.prompt !== undefined) plan.prompt = s.prompt;
+    if (s.placement) plan.placement = s.placement;
     return plan;
   });
 }
@@ -104,9 +154,16 @@ export function presetCredentials(preset: AgentPreset | undefined, p: Pick<Pipel
   return preset ? preset.credentials.filter((c) => (p.secrets ?? []).includes(c)) : [];
 }
 
-/** Every secret some step receives, for checking they exist before anything starts. */
+/** Every secret some step (or its gateway) receives, for checking they exist before anything starts. */
 export function secretsNeeded(plans: readonly StepPlan[]): string[] {
-  return [...new Set(plans.flatMap((p) => p.secrets))].sort();
+  return [...new Set(plans.flatMap((p) => [...p.secrets, ...(p.gateway?.model?.credential ? [p.gateway.model.credential] : [])]))].sort();
+}
+
+/** Which level said how a step reaches out: `network:` or `egress:` (validate refuses both at one level). */
+function wayOf(level: { network?: string | undefined; egress?: string[] | undefined }): { network: string } | { egress: string[] } | undefined {
+  if (level.network !== undefined) return { network: level.network };
+  if (level.egress !== undefined) return { egress: level.egress };
+  return undefined;
 }
 
 /** Who a step runs as when the project belongs to root: a step never runs as root unless the file says `user: "0:0"`. */
@@ -117,4 +174,16 @@ export function resolveUser(setting: string, owner: { uid: number; gid: number }
   if (setting === 'auto') return owner.uid === 0 ? NONROOT_USER : owner;
   const [uid, gid] = setting.split(':').map(Number) as [number, number | undefined];
   return { uid, gid: gid ?? uid };
+}
+
+/** Steps whose agent holds its model's key on an open network: what validate warns of. */
+export function openKeyWarnings(plans: readonly StepPlan[]): string[] {
+  return plans
+    .filter((p) => p.preset && !p.gateway && p.network !== 'none')
+    .flatMap((p) => {
+      const keys = p.secrets.filter((k) => PRESETS[p.preset!]?.credentials.includes(k));
+      return keys.length
+        ? [`step ${p.id}: its agent holds ${keys.join(', ')} on network ${p.network}, where anything the agent runs can read it and send it anywhere: drop network: to put the step behind the gateway, which keeps the key outside (docs/gateway.md)`]
+        : [];
+    });
 }

@@ -29,9 +29,16 @@ import { newRunId } from './run-id.js';
 import { runFlow } from './run-flow.js';
 import { resolveSecrets } from './secrets.js';
 import { RunStore } from './store.js';
+import type { RunSpending } from './step-network.js';
+import { checkGatewayImage } from '../gateway/host/image.js';
+import type { Budget, Spent } from '../gateway/host/budget.js';
+import { RunSpend } from '../gateway/host/run-spend.js';
+import { notOnSwarm, type StepTransport } from './step-transport.js';
 
 export interface ExecDeps {
   runtime: ContainerRuntime;
+  /** how a step's workspace reaches its container: mounted (default), or by tar (swarm) */
+  transport?: StepTransport;
   makeGit: (who: GitIdentity) => Git;
   clock: () => Date;
   reporter: Reporter;
@@ -57,6 +64,10 @@ export interface ExecOptions {
   runId?: string;
   /** values for the pipeline's inputs (the rest take their defaults) */
   inputs?: Record<string, string>;
+  /** the network steps' gateways reach out on (default: RUNNER_EGRESS_NETWORK, else bridge) */
+  egressNetwork?: string;
+  /** under runner serve: the pipeline's budget per day, and what its runs spent today before this one */
+  day?: { budget: Budget; spent: Spent };
 }
 
 export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<RunRecord> {
@@ -80,6 +91,9 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
         for (const image of new Set(plans.map((s) => s.image))) {
           await deps.runtime.ensureImage(image, (pr) => deps.reporter.pullProgress(image, pr));
         }
+        const gated = plans.filter((p) => p.gateway);
+        if (gated.length && deps.transport?.remote) throw notOnSwarm(`step ${gated[0]!.id} (an agent preset, or egress:, behind a gateway)`);
+        if (gated.length) await checkGatewayImage(deps.runtime);
       })(),
     ]);
     if (project.status === 'rejected') throw project.reason;
@@ -159,7 +173,8 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
       throw new RunnerError('hook_failed', `the before_run hook failed: the workspace is kept at ${ws.path}`);
     }
 
-    await runFlow({ deps, home: opts.home, graceSeconds: opts.graceSeconds ?? 5, pipeline, plans, ws, record, store, masker, secrets });
+    const spending: RunSpending = { egressNetwork: opts.egressNetwork ?? 'bridge', prices: pipeline.prices, spend: new RunSpend(pipeline.budget, opts.day) };
+    await runFlow({ deps, home: opts.home, graceSeconds: opts.graceSeconds ?? 5, pipeline, plans, ws, record, store, masker, secrets, spending });
     record.headSha = await ws.head();
     // The run's whole change, kept after the worktree is gone.
     if (ws instanceof GitWorkspace) {
@@ -181,6 +196,8 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     // No container of this run may outlive it, whatever happened above.
     try {
       await deps.runtime.removeByLabels({ [LABELS.runId]: record.runId, [LABELS.home]: opts.home });
+      // and no step's network (its gateway's)
+      await deps.runtime.removeNetworksByLabels({ [LABELS.runId]: record.runId, [LABELS.home]: opts.home });
     } catch (err) {
       deps.reporter.warn(`could not check for leftover containers of run ${record.runId}: ${errorMessage(err)}`);
     }

@@ -83,6 +83,10 @@ async function recoverRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord)
     await deps.runtime.removeByLabels({ [LABELS.home]: home.root, [LABELS.runId]: rec.runId }).catch((err) => {
       notes.push(`its container could not be removed: ${errorMessage(err)}`);
     });
+    // its steps' gateway networks (their gateways went with the containers above)
+    await deps.runtime.removeNetworksByLabels({ [LABELS.home]: home.root, [LABELS.runId]: rec.runId }).catch((err) => {
+      notes.push(`its steps' networks could not be removed: ${errorMessage(err)}`);
+    });
   }
   const step = rec.current;
   const now = deps.clock().toISOString();

@@ -95,7 +95,9 @@ export function summarize(r: RunRecord): Record<string, unknown> {
     commit: s.commit,
     ...(s.changes ? { changes: s.changes } : {}),
     ...(s.usage ? { usage: s.usage } : {}),
+    ...(s.egress ? { egress: s.egress } : {}),
     ...(s.outputs.result !== undefined ? { result: s.outputs.result } : {}),
+    ...(s.message ? { message: s.message } : {}),
   });
   // Each step's runs, once: its latest run, or a for_each step's instances (each as its latest run).
   const byId = new Map<string, StepResult[]>();

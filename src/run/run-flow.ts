@@ -23,6 +23,7 @@ import { refuseStep, runStep, unitFields } from './run-step.js';
 import { describeStatus, type StepResult } from './step-result.js';
 import type { RunStore } from './store.js';
 import type { Masker } from '../common/mask.js';
+import type { RunSpending } from './step-network.js';
 
 export interface FlowContext {
   deps: ExecDeps;
@@ -35,6 +36,7 @@ export interface FlowContext {
   store: RunStore;
   masker: Masker;
   secrets: Record<string, string>;
+  spending: RunSpending;
 }
 
 export async function runFlow(c: FlowContext): Promise<void> {
@@ -96,6 +98,7 @@ export async function runFlow(c: FlowContext): Promise<void> {
         outputs: flow.outputs,
         secrets: c.secrets,
         inputs: record.inputs ?? {},
+        spending: c.spending,
       });
       result = ran.result;
       outputs = ran.outputs;

@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import { formatSize } from '../common/durations.js';
+import { errorMessage } from '../common/errors.js';
 import { LineSplitter } from '../common/line-splitter.js';
 import type { Masker } from '../common/mask.js';
 import { LABELS, type ContainerSpec, type Mount } from '../container/runtime.js';
@@ -21,7 +22,10 @@ import { parseOutputs, readOutputsFile } from './outputs.js';
 import { readAgentResult } from '../agents/result.js';
 import { classify, describeStatus, limitsHit, type StepResult } from './step-result.js';
 import { runContainer } from './step-runner.js';
+import { openStepWay, type RunSpending, type StepWay, type StepWayReport } from './step-network.js';
+import { mountTransport, type Prepared } from './step-transport.js';
 import type { RunStore } from './store.js';
+import type { GatewayEvent } from '../gateway/config.js';
 
 export interface StepContext {
   deps: ExecDeps;
@@ -40,6 +44,8 @@ export interface StepContext {
   secrets: Record<string, string>;
   /** the run's inputs, defaults filled in */
   inputs: Record<string, string>;
+  /** budgets, prices and the way out, for a step behind a gateway */
+  spending: RunSpending;
 }
 
 /** What a step's run ended with: its record entry, and its outputs as later steps see them (unmasked). */
@@ -80,11 +86,45 @@ export async function runStep(c: StepContext): Promise<StepRun> {
   // directory the runner created, git links intact) and goes to the step's user.
   await ws.prepareStep(user);
   await verifyDirectory(ioDir);
-  let end;
+  let way: StepWay;
+  // the run's or the day's budget spent by steps running at once: this one stops too
+  const overBudget = new AbortController();
   try {
-    end = await runContainer(deps.runtime, containerSpec(c, rendered, user, ioDir), {
+    way = await openStepWay({
+      runtime: deps.runtime,
+      plan,
+      name: `${containerName(c)}-gw`,
+      labels: stepLabels(c),
+      secrets: c.secrets,
+      spending: c.spending,
+      masker,
       timeoutMs: plan.timeoutMs,
-      signal: deps.signal,
+      onOverBudget: (why) => {
+        if (overBudget.signal.aborted) return;
+        log.line(`runner gateway: ${why}: the step is stopped`);
+        deps.reporter.stepLine(name, 'stderr', `runner gateway: ${why}: the step is stopped`);
+        overBudget.abort();
+      },
+      onEvent: (e) =>
+        gatewayEvent(c, e, (line) => {
+          log.line(masker.mask(line));
+          deps.reporter.stepLine(name, 'stderr', masker.mask(line));
+        }),
+    });
+  } catch (err) {
+    log.close();
+    return { result: await refuseStep(c, ioDir, 'gateway_failed', errorMessage(err)), outputs: {} };
+  }
+  let end;
+  let prepared: Prepared | undefined;
+  let transferProblem: string | undefined;
+  let wayReport: StepWayReport | undefined;
+  let agent: Awaited<ReturnType<typeof readAgentResult>> | undefined;
+  try {
+    prepared = await (deps.transport ?? mountTransport).prepare(containerSpec(c, rendered, user, ioDir, way), { workspace: ws.path, io: ioDir, owner: user });
+    end = await runContainer(deps.runtime, prepared.spec, {
+      timeoutMs: plan.timeoutMs,
+      signal: AbortSignal.any([deps.signal, overBudget.signal]),
       killSignal: deps.killSignal,
       graceSeconds: c.graceSeconds,
       onStdout: (b) => {
@@ -100,17 +140,39 @@ export async function runStep(c: StepContext): Promise<StepRun> {
   } finally {
     out.end();
     err.end();
+    // a step on another node sends its work back: the workspace and its outputs are here again before anything reads them
+    transferProblem = await prepared?.finish();
+    // An agent preset's CLI left its machine-readable result: its final message and what it says it cost
+    // (behind a gateway, only its turns and session count: the gateway's sums replace the rest).
+    agent = plan.preset ? await readAgentResult(plan.preset, ioDir, plan.agentSettings ?? {}) : undefined;
+    wayReport = await way
+      .close(agent?.usage)
+      .catch((e) => {
+        deps.reporter.warn(`closing the step's gateway: ${errorMessage(e)}`);
+        return undefined;
+      });
+    for (const r of wayReport?.refused ?? []) log.line(`runner gateway: refused ${r.host} ${r.count} time${r.count === 1 ? '' : 's'} in all`);
     log.close();
   }
 
-  const status = classify(end.reason, end.exitCode, end.oomKilled);
+  const overRun = overBudget.signal.aborted && !deps.signal.aborted;
+  const status =
+    (wayReport?.budgetExhausted && end.reason === 'exit') || overRun
+      ? 'budget_exhausted'
+      : end.problem && end.reason === 'exit'
+        ? end.problem.status
+        : wayReport?.died
+          ? 'failed'
+          : classify(end.reason, end.exitCode, end.oomKilled);
   const limits = limitsHit({ status, exitCode: end.exitCode, ...(end.pidsLimitHits !== undefined ? { pidsLimitHits: end.pidsLimitHits } : {}) });
   const limitText = limits.map((l) => describeLimit(l, plan));
   const messages = [...limitText];
+  if (status === 'budget_exhausted') messages.push(overRun ? 'budget exhausted: the run\'s or the day\'s budget was spent while it ran (raise budget: in the pipeline file)' : 'budget exhausted: the gateway refused a model call (see the step\'s log; raise budget: in the pipeline file)');
+  if (wayReport?.died) messages.push(wayReport.died);
+  if (end.problem) messages.push(end.problem.message);
+  if (transferProblem) messages.push(transferProblem);
 
   const read = await readOutputsFile(path.join(ioDir, 'output'));
-  // An agent preset's CLI left its machine-readable result there too: its final message and what it cost.
-  const agent = plan.preset ? await readAgentResult(plan.preset, ioDir, plan.agentSettings ?? {}) : undefined;
   // The raw files may hold secrets; only the masked values are kept, in run.json.
   await removeTree(ioDir);
   const parsed = read.text !== undefined ? parseOutputs(read.text) : { values: {}, problems: [] };
@@ -136,7 +198,10 @@ export async function runStep(c: StepContext): Promise<StepRun> {
     commit: null,
     outputs: Object.fromEntries(Object.entries(kept).map(([k, v]) => [k, masker.mask(v)])),
     limits,
-    ...(agent?.usage ? { usage: agent.usage } : {}),
+    ...(end.node ? { node: end.node } : {}),
+    // behind a gateway, what the model API reported is the step's usage, whatever the CLI printed
+    ...(wayReport?.usage ? { usage: wayReport.usage } : agent?.usage ? { usage: agent.usage } : {}),
+    ...(wayReport?.refused.length ? { egress: { refused: wayReport.refused, ...(wayReport.refusedOthers ? { others: wayReport.refusedOthers } : {}) } } : {}),
     ...(plan.agent ? { agent: plan.agent } : {}),
     ...unitFields(unit),
   };
@@ -211,11 +276,44 @@ export async function refuseStep(c: Pick<StepContext, 'deps' | 'plan' | 'unit' |
   return result;
 }
 
+/** unique per run of the step: an instance or a retry never meets an earlier one's container */
+function containerName(c: StepContext): string {
+  return `runner-${c.identity.runId}-${laneName(c.unit.key)}.${c.unit.attempt}`;
+}
+
+function stepLabels(c: StepContext): Record<string, string> {
+  return {
+    [LABELS.runId]: c.identity.runId,
+    [LABELS.stepId]: c.plan.id,
+    [LABELS.home]: c.home,
+    [LABELS.pipeline]: c.identity.pipeline,
+  };
+}
+
+/** What the step's gateway said as it happened: in the step's log, the run's events and calls.jsonl. */
+function gatewayEvent(c: StepContext, e: GatewayEvent, logLine: (line: string) => void): void {
+  const name = c.unit.name;
+  if (e.event === 'call') {
+    c.store.recordCall({ step: name, ...e });
+    if (e.refused === 'budget') {
+      logLine('runner gateway: model call refused: the budget is spent');
+      c.store.event('budget_exhausted', { step: name }, 'warn');
+    }
+  } else if (e.event === 'refused') {
+    logLine(`runner gateway: refused ${e.host} (${e.reason})`);
+    c.store.event('egress_refused', { step: name, host: e.host, reason: e.reason }, 'warn');
+  } else if (e.event === 'error') {
+    logLine(`runner gateway: ${e.message}`);
+    c.store.event('gateway_error', { step: name, message: e.message }, 'warn');
+  }
+}
+
 function containerSpec(
   c: StepContext,
   rendered: { cmd: string[]; env: Record<string, string> },
   user: { uid: number; gid: number },
   ioDir: string,
+  way: StepWay,
 ): ContainerSpec {
   const { plan, ws } = c;
   const mounts: Mount[] = [
@@ -224,8 +322,7 @@ function containerSpec(
     ...ws.mounts(),
   ];
   return {
-    // unique per run of the step: an instance or a retry never meets an earlier one's container
-    name: `runner-${c.identity.runId}-${laneName(c.unit.key)}.${c.unit.attempt}`,
+    name: containerName(c),
     image: plan.image,
     cmd: rendered.cmd,
     env: rendered.env,
@@ -239,13 +336,10 @@ function containerSpec(
     fileSizeBytes: plan.fileSizeBytes,
     readOnlyRoot: plan.readOnlyRoot,
     capAdd: plan.capAdd,
-    network: plan.network,
-    labels: {
-      [LABELS.runId]: c.identity.runId,
-      [LABELS.stepId]: plan.id,
-      [LABELS.home]: c.home,
-      [LABELS.pipeline]: c.identity.pipeline,
-    },
+    network: way.network,
+    ...(way.dns ? { dns: way.dns } : {}),
+    ...(plan.placement ? { placement: plan.placement } : {}),
+    labels: stepLabels(c),
   };
 }
 

@@ -2,7 +2,7 @@
 import type { AgentUsage } from '../agents/preset.js';
 import type { ChangeList } from '../workspace/snapshot.js';
 
-export type StepStatus = 'completed' | 'failed' | 'timed_out' | 'oom' | 'canceled' | 'skipped' | 'interrupted';
+export type StepStatus = 'completed' | 'failed' | 'timed_out' | 'oom' | 'budget_exhausted' | 'node_lost' | 'canceled' | 'skipped' | 'interrupted';
 
 export interface StepResult {
   id: string;
@@ -31,6 +31,10 @@ export interface StepResult {
   usage?: AgentUsage;
   /** the agent profile the step used */
   agent?: string;
+  /** the node it ran on (swarm) */
+  node?: string;
+  /** behind a gateway: the hosts it refused the step, most refused first (`others`: refusals past the bound on hosts) */
+  egress?: { refused: Array<{ host: string; count: number }>; others?: number };
   // Flow (src/flow/): which run of the step this was, and how its work came back.
   /** visits and retries counted together: 1, 2, … (absent in records of older runners: 1) */
   attempt?: number;
@@ -79,6 +83,10 @@ export function describeStatus(status: StepStatus, exitCode: number | null): str
       return `failed (exit ${exitCode ?? '?'})`;
     case 'timed_out':
       return 'timed out';
+    case 'budget_exhausted':
+      return 'budget exhausted';
+    case 'node_lost':
+      return 'node lost';
     default:
       return status;
   }

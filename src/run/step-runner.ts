@@ -3,7 +3,7 @@
  * failure sources (its exit, its timeout, a cancel) and records the first
  * cause once. The container is always removed, its logs drained first.
  */
-import type { ContainerRuntime, ContainerSpec, OutputHandler } from '../container/runtime.js';
+import type { ContainerRuntime, ContainerSpec, ExitState, OutputHandler } from '../container/runtime.js';
 import { errorMessage } from '../common/errors.js';
 import type { EndReason } from './step-result.js';
 
@@ -26,6 +26,10 @@ export interface ContainerEnd {
   durationMs: number;
   /** forks refused at the pids limit, when the cgroup could be read */
   pidsLimitHits?: number;
+  /** where it ran, when the engine says (swarm) */
+  node?: string;
+  /** why it ended that the exit code cannot say (swarm: a lost node, a rejected task) */
+  problem?: ExitState['problem'];
 }
 
 export async function runContainer(
@@ -99,6 +103,8 @@ export async function runContainer(
       oomKilled: state.oomKilled,
       durationMs,
       ...(pidsLimitHits !== undefined ? { pidsLimitHits } : {}),
+      ...(state.node ? { node: state.node } : {}),
+      ...(state.problem ? { problem: state.problem } : {}),
     };
   } finally {
     for (const c of cleanups) c();

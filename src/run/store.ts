@@ -1,9 +1,10 @@
 /**
  * The files of one run in the runner home: `runs/<runId>/run.json` (written
  * atomically), `events.jsonl` (structured events, through winston) and
- * `steps/<id>.log` (each step's output, masked).
+ * `steps/<id>.log` (each step's output, masked) and `calls.jsonl` (the model calls
+ * gateways metered).
  */
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, type WriteStream } from 'node:fs';
 import { chown, mkdir } from 'node:fs/promises';
 import { finished } from 'node:stream/promises';
 import path from 'node:path';
@@ -83,6 +84,14 @@ export class RunStore {
     return cutChanges(changes, MAX_RECORDED_CHANGES, rel);
   }
 
+  /** One model call a step's gateway metered, appended to `calls.jsonl` (one masked JSON object a line). */
+  recordCall(call: Record<string, unknown>): void {
+    this.calls ??= createWriteStream(path.join(this.dir, 'calls.jsonl'), { flags: 'a', mode: 0o644 });
+    this.calls.write(`${this.masker.mask(JSON.stringify({ at: new Date().toISOString(), ...call }))}\n`);
+  }
+
+  private calls: WriteStream | undefined;
+
   /** Where a step's work is saved when it cannot be committed. */
   stepPatchPath(stepId: string): string {
     return path.join(this.dir, 'steps', `${stepId}.patch`);
@@ -97,6 +106,10 @@ export class RunStore {
   }
 
   async close(): Promise<void> {
+    if (this.calls) {
+      const calls = this.calls;
+      await new Promise<void>((resolve) => calls.end(resolve));
+    }
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, 2000);
       this.eventsFile.on('finish', () => {

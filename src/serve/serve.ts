@@ -16,6 +16,8 @@ import type { ContainerRuntime } from '../container/runtime.js';
 import type { Git, GitIdentity } from '../git/git.js';
 import { resolveInputs } from '../pipeline/inputs.js';
 import { executeRun } from '../run/orchestrator.js';
+import { dayOf } from './day-budget.js';
+import type { StepTransport } from '../run/step-transport.js';
 import { reconcile } from '../run/reconcile.js';
 import type { Reporter } from '../run/reporter.js';
 import { newRunId } from '../run/run-id.js';
@@ -44,10 +46,14 @@ export interface ServeOptions {
   token?: string;
   /** where each run's secrets are read from, as it starts (the environment, a --secrets-file) */
   secrets?: () => Promise<Readonly<Record<string, string | undefined>>>;
+  /** the network steps' gateways reach out on (default bridge) */
+  egressNetwork?: string;
 }
 
 export interface ServeDeps {
   runtime: ContainerRuntime;
+  /** how steps' workspaces reach their containers (the engine's: mounted, or by tar on swarm) */
+  transport?: StepTransport;
   makeGit: (who: GitIdentity) => Git;
 }
 
@@ -113,9 +119,11 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
     lastFailure.delete(name); // a run of the pipeline starts: its last failure is history
     try {
       const secretSource = await (o.secrets ?? (async () => process.env))();
+      // the pipeline's day: what its runs spent today, from their records (a restart forgets nothing)
+      const day = await dayOf(home.runs, loaded.pipeline, new Date());
       const r = await executeRun(
-        { runtime: deps.runtime, makeGit: deps.makeGit, clock: () => new Date(), reporter: o.reporterFor(name), signal, killSignal: new AbortController().signal },
-        { loaded, home: home.root, keepWorkspace: false, secretSource, runId, ...(inputs ? { inputs } : {}) },
+        { runtime: deps.runtime, ...(deps.transport ? { transport: deps.transport } : {}), makeGit: deps.makeGit, clock: () => new Date(), reporter: o.reporterFor(name), signal, killSignal: new AbortController().signal },
+        { loaded, home: home.root, keepWorkspace: false, secretSource, runId, ...(inputs ? { inputs } : {}), ...(day ? { day } : {}), ...(o.egressNetwork ? { egressNetwork: o.egressNetwork } : {}) },
       );
       o.say(`${name}: run ${r.runId} ${r.status}`);
     } catch (err) {

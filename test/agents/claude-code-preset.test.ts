@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { claudeCode } from '../../src/agents/claude-code.js';
 import { PipelineError } from '../../src/common/errors.js';
 import { parsePipeline } from '../../src/pipeline/parse.js';
-import { planSteps } from '../../src/plan/step-plan.js';
+import { openKeyWarnings, planSteps, secretsNeeded } from '../../src/plan/step-plan.js';
 
 const file = (agent: string, extra = '') => `version: 1
 name: p
@@ -19,15 +19,37 @@ steps:
     prompt: do it
 ${extra}`;
 
-test('use: claude-code plans the image, the headless script, the environment, the network and the key', () => {
-  const [plan] = planSteps(parsePipeline(file('    model: claude-sonnet-4-5\n    max_turns: 40\n    base_url: http://gw:8080'), 'p.yaml'));
+test('use: claude-code plans the image, the headless script, the environment, and a gateway that holds the key', () => {
+  const [plan] = planSteps(parsePipeline(file('    model: claude-sonnet-4-5\n    max_turns: 40\n    base_url: http://gw:8080\n    secrets: [ANTHROPIC_API_KEY, OTHER]'), 'p.yaml'));
   assert.equal(plan!.image, 'runner/claude-code:latest', 'the preset image wins over defaults');
   assert.equal(plan!.preset, 'claude-code');
   assert.equal(plan!.run, `claude -p --output-format json --dangerously-skip-permissions --model 'claude-sonnet-4-5' --max-turns 40 -- "$RUNNER_PROMPT" > /home/agent/.runner/agent-result.json`);
+  assert.equal(plan!.network, 'gateway');
+  assert.deepEqual(plan!.gateway, { egress: [], model: { kind: 'anthropic', upstream: 'http://gw:8080', credential: 'ANTHROPIC_API_KEY' } });
+  assert.deepEqual(plan!.secrets, ['OTHER'], 'the key goes to the gateway, the other secret to the container');
+  assert.equal(plan!.env.ANTHROPIC_API_KEY, 'runner-gateway-placeholder');
+  assert.equal(plan!.env.ANTHROPIC_BASE_URL, 'http://runner-gateway:3128', 'the CLI calls its gateway');
+  assert.equal(plan!.env.HTTPS_PROXY, 'http://runner-gateway:3128');
+  assert.equal(plan!.env.DISABLE_TELEMETRY, '1');
+  assert.deepEqual(secretsNeeded(planSteps(parsePipeline(file(''), 'p.yaml'))), ['ANTHROPIC_API_KEY'], 'checked before the run, though no container gets it');
+});
+
+test('network: bridge on the agent: no gateway, the key in the container, the CLI calls its base_url', () => {
+  const [plan] = planSteps(parsePipeline(file('    network: bridge\n    base_url: http://gw:8080'), 'p.yaml'));
   assert.equal(plan!.network, 'bridge');
+  assert.equal(plan!.gateway, undefined);
   assert.deepEqual(plan!.secrets, ['ANTHROPIC_API_KEY'], 'only the credentials it accepts, of those declared');
   assert.equal(plan!.env.ANTHROPIC_BASE_URL, 'http://gw:8080');
-  assert.equal(plan!.env.DISABLE_TELEMETRY, '1');
+  assert.equal(plan!.env.HTTPS_PROXY, undefined);
+  assert.match(openKeyWarnings([plan!])[0]!, /^step implement: its agent holds ANTHROPIC_API_KEY on network bridge, .*drop network: to put the step behind the gateway/);
+});
+
+test('egress and budget: hosts beyond the model API, what a step may spend; defaults\' network is for plain steps', () => {
+  const [plan] = planSteps(parsePipeline(file('    egress: [registry.npmjs.org, "*.github.com"]\n    budget: { usd: 5, tokens: 2000000 }', '  - id: plain\n    run: "true"\n').replace('defaults: { image: runner/base:latest }', 'defaults: { image: runner/base:latest, network: none }'), 'p.yaml'));
+  assert.deepEqual(plan!.gateway, { egress: ['registry.npmjs.org', '*.github.com'], model: { kind: 'anthropic', upstream: 'https://api.anthropic.com', credential: 'ANTHROPIC_API_KEY' }, budget: { usd: 5, tokens: 2000000 } });
+  const [, plain] = planSteps(parsePipeline(file('', '  - id: plain\n    run: "true"\n    egress: [example.org]\n'), 'p.yaml'));
+  assert.deepEqual(plain!.gateway, { egress: ['example.org'] }, 'a plain step with egress: gets a gateway without a model');
+  assert.equal(plain!.env.http_proxy, 'http://runner-gateway:3128');
 });
 
 test('every field can be overridden; a command of its own runs instead of the preset', () => {
@@ -55,6 +77,9 @@ test('refused at load: no prompt, no credential declared, root, an unknown prese
   assert.match(problems(file('    secrets: [OTHER]')), /needs one of ANTHROPIC_API_KEY, CLAUDE_CODE_OAUTH_TOKEN: .*and list it in the agent's secrets:/, "an agent's own secrets without a key");
   assert.match(problems(file('    model: "${{ inputs.m }}"')), /agents\.coder\.model: expected a model name/);
   assert.match(problems(file('    base_url: "javascript:alert(1)"')), /agents\.coder\.base_url: expected an http or https URL/);
+  assert.match(problems(file('    network: bridge\n    egress: [example.org]')), /agents\.coder\.egress: network: and egress: together/);
+  assert.match(problems(file('    egress: ["https://github.com"]')), /is not a host name/);
+  assert.match(problems(file('    budget: {}')), /expected usd:, tokens: or both/);
 });
 
 test("the CLI's JSON result: final message, usage, cost, turns, session; an error said as such", () => {

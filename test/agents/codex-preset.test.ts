@@ -12,11 +12,13 @@ test('use: codex: exec --json, its sandbox and approvals off (the container is o
     ),
   );
   assert.equal(plan!.image, 'runner/codex:latest');
-  assert.deepEqual(plan!.secrets, ['OPENAI_API_KEY']);
+  assert.deepEqual(plan!.secrets, [], 'the key is its gateway\'s');
+  assert.deepEqual(plan!.gateway?.model, { kind: 'openai', upstream: 'http://gw:8080/v1', credential: 'OPENAI_API_KEY' });
+  assert.equal(plan!.env.OPENAI_API_KEY, 'runner-gateway-placeholder');
   assert.equal(
     plan!.run,
     `CODEX_API_KEY="\${CODEX_API_KEY:-\$OPENAI_API_KEY}" codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -m 'gpt-5-codex' -c features.plugins=false -c features.apps=false -c features.in_app_updates=false ` +
-      `-c model_provider=runner -c 'model_providers.runner={name="runner",base_url="http://gw:8080/v1",env_key="OPENAI_API_KEY",wire_api="responses"}' -- "$RUNNER_PROMPT" < /dev/null > /home/agent/.runner/agent-result.json`,
+      `-c model_provider=runner -c 'model_providers.runner={name="runner",base_url="http://runner-gateway:3128/v1",env_key="OPENAI_API_KEY",wire_api="responses"}' -- "$RUNNER_PROMPT" < /dev/null > /home/agent/.runner/agent-result.json`,
   );
 });
 

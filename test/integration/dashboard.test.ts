@@ -146,13 +146,13 @@ test('a run that could not start shows why: on its page, in the recent runs, on 
   assert.equal(await s.exited, 0, s.out());
 });
 
-test("an agent step's usage is on its run page", { timeout: 90_000 }, async () => {
+test("an agent step's usage, and the hosts a step was refused, are on its run page", { timeout: 90_000 }, async () => {
   const f = await fixture();
   const model = await ModelServer.start({
     turns: [{ tool: { name: 'Write', input: { file_path: '/home/agent/run-workspace/done.txt', content: 'done\n' } } }, { text: 'Wrote done.txt.' }],
     usage: { input: 700, output: 12 },
   });
-  const agentFile = `version: 1\nname: agentic\nproject: { path: ${f.project}, push: never }\nsecrets: [ANTHROPIC_API_KEY]\nagents:\n  coder: { use: claude-code, base_url: "${model.url}" }\nsteps:\n  - id: implement\n    agent: coder\n    prompt: write done.txt\n`;
+  const agentFile = `version: 1\nname: agentic\nproject: { path: ${f.project}, push: never }\nsecrets: [ANTHROPIC_API_KEY]\nagents:\n  coder: { use: claude-code, base_url: "${model.url}" }\nsteps:\n  - id: implement\n    agent: coder\n    prompt: write done.txt\n  - id: fetch\n    image: runner/toolchain:latest\n    egress: [allowed.example]\n    run: curl -s http://denied.example/ || true\n`;
   const s = await serveFolder(f, { 'agentic.yaml': agentFile }, '127.0.0.1:0', { env: { ANTHROPIC_API_KEY: 'sk-ant-dashboard-test-000000000' } });
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   try {
@@ -161,7 +161,10 @@ test("an agent step's usage is on its run page", { timeout: 90_000 }, async () =
     await page.waitForURL(/#\/runs\//);
     await page.locator('.run-head .badge.succeeded').waitFor({ timeout: 60_000 });
     const usage = page.locator('#steps tr[data-step="implement"] .usage');
-    await usage.getByText(/1400 in \/ 24 out tokens, \$\d+\.\d{4}, 2 turns/).waitFor();
+    // as the gateway metered it: what the model reported, call by call
+    const seen = model.reportedUsage();
+    await usage.getByText(new RegExp(`${seen.input} in / ${seen.output} out tokens, \\$\\d+\\.\\d{4}, 2 turns, ${seen.calls} calls`)).waitFor();
+    await page.locator('#steps tr[data-step="fetch"] .note.egress').getByText('egress refused: denied.example ×1').waitFor();
     await screenshot(page, f, 'agent-run');
   } finally {
     await page.close();
@@ -223,9 +226,18 @@ steps:
     assert.match(await page.locator('#flow').innerText(), /review → implement \(verdict=CHANGES_REQUESTED\), visit 2/);
     // The timeline: a bar per step, the two lanes' bars side by side in time.
     assert.equal(await page.locator('#steps .timeline .bar').count(), 8);
-    const ui = (await page.locator('#steps tr[data-step="ui"] .bar').boundingBox())!;
-    const docs = (await page.locator('#steps tr[data-step="docs"] .bar').boundingBox())!;
-    const flaky = (await page.locator('#steps tr[data-step="flaky"] .bar').boundingBox())!;
+    // the page redraws as it polls: a bar read just as its row is replaced has no box, so read it again
+    const box = async (name: string) => {
+      for (let i = 0; i < 50; i++) {
+        const b = await page.locator(`#steps tr[data-step="${name}"] .bar`).boundingBox();
+        if (b) return b;
+        await page.waitForTimeout(100);
+      }
+      throw new Error(`the bar of ${name} never had a box`);
+    };
+    const ui = await box('ui');
+    const docs = await box('docs');
+    const flaky = await box('flaky');
     assert.ok(ui.x < docs.x + docs.width && docs.x < ui.x + ui.width, `the lanes' bars overlap: ${JSON.stringify({ ui, docs })}`);
     assert.ok(flaky.x + flaky.width <= ui.x, 'the first step is left of the last ones');
     await page.locator('#log').getByText('[flaky#2] try 2').waitFor();

@@ -381,6 +381,10 @@ function stepRows(r, live) {
     }
     if (s.lane) notes.push(laneNote(s.lane));
     if (together.length) notes.push(el('span', { class: 'note together' }, `ran with: ${together.join(', ')}`));
+    if (s.node) notes.push(el('span', { class: 'note node' }, `on node ${s.node}`));
+    if (s.egress && s.egress.refused.length) {
+      notes.push(el('span', { class: 'note egress', title: 'hosts its gateway refused it' }, `egress refused: ${s.egress.refused.slice(0, 5).map((/** @type {{ host: string, count: number }} */ r) => `${r.host} ×${r.count}`).join(', ')}${s.egress.refused.length > 5 || s.egress.others ? ', …' : ''}`));
+    }
     /** @type {HTMLElement | string} */
     let bar = '';
     if (here && known.length) {
@@ -493,13 +497,14 @@ function showChanges(steps, into) {
 }
 
 /**
- * What an agent step cost, as its CLI reported it.
- * @param {{ model: string | null, inputTokens: number | null, outputTokens: number | null, costUsd: number | null, turns: number | null }} u
+ * What an agent step cost: as its gateway metered it (`calls`), else as its CLI reported it.
+ * @param {{ model: string | null, inputTokens: number | null, outputTokens: number | null, costUsd: number | null, turns: number | null, calls?: number, unpriced?: boolean }} u
  */
 function usageText(u) {
   const parts = [`${u.inputTokens ?? '?'} in / ${u.outputTokens ?? '?'} out tokens`];
-  if (u.costUsd !== null) parts.push(`$${u.costUsd.toFixed(4)}`);
+  if (u.costUsd !== null) parts.push(`$${u.costUsd.toFixed(4)}${u.unpriced ? ' (some calls unpriced)' : ''}`);
   if (u.turns !== null) parts.push(`${u.turns} turn${u.turns === 1 ? '' : 's'}`);
+  if (u.calls !== undefined) parts.push(`${u.calls} call${u.calls === 1 ? '' : 's'}`);
   return `${u.model ?? 'agent'}: ${parts.join(', ')}`;
 }
 

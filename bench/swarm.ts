@@ -1,0 +1,84 @@
+/**
+ * bench/swarm: what scale-out costs. (1) A one-step run on a project of about
+ * 1,000 files, `--engine swarm` (on the lab's 3-node swarm) against the local
+ * engine, alternated in one run: the ratio of medians (aim: 3 or less). (2)
+ * The tar round trip of a 13,000-file worktree (packTree, then receiveTree
+ * into an empty directory) against `tar -c | tar -x` of the same tree.
+ *
+ *   make bench     (or: node dist/bench/swarm.js [ROUNDS]); brings the lab up if it is not, and down after
+ */
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { packTree, receiveTree } from '../src/workspace/tar-transfer.js';
+import { CLI, git, makeProject, writePipeline } from '../test/fixtures/project.js';
+
+const ROUNDS = Number(process.argv[2] ?? 5);
+const LAB = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../scripts/swarm-lab.sh');
+const run = promisify(execFile);
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+async function tree(dir: string, files: number): Promise<void> {
+  for (let i = 0; i < files; i++) {
+    const d = path.join(dir, `d${i % 100}`, `e${i % 7}`);
+    await mkdir(d, { recursive: true });
+    await writeFile(path.join(d, `f${i}.txt`), `file ${i}\n`.repeat(1 + (i % 50)));
+  }
+}
+
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now();
+  await fn();
+  return performance.now() - t0;
+}
+
+// (2) the tar round trip
+const big = await mkdtemp(path.join(os.tmpdir(), 'runner-bench-tar-'));
+try {
+  await tree(path.join(big, 'src'), 13_000);
+  const ours: number[] = [];
+  const plain: number[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const a = path.join(big, `in-${i}`);
+    ours.push(await timed(() => receiveTree(packTree(path.join(big, 'src')), a, { uid: 0, gid: 0 })));
+    const b = path.join(big, `plain-${i}`);
+    await mkdir(b);
+    plain.push(await timed(() => run('sh', ['-c', `tar -c -C "${path.join(big, 'src')}" . | tar -x -C "${b}"`])));
+    await rm(a, { recursive: true });
+    await rm(b, { recursive: true });
+  }
+  console.log(`tar round trip of 13,000 files: ${median(ours).toFixed(0)} ms (tar-fs, checked) vs ${median(plain).toFixed(0)} ms (tar | tar); ratio ${(median(ours) / median(plain)).toFixed(2)}`);
+} finally {
+  await rm(big, { recursive: true, force: true });
+}
+
+// (1) a one-step run, swarm against local
+const wasUp = execFileSync('docker', ['info', '-f', '{{.Swarm.LocalNodeState}}'], { encoding: 'utf8' }).trim() === 'active';
+if (!wasUp) await run('bash', [LAB, 'up'], { env: { ...process.env, LAB_IMAGES: 'runner/base:latest' }, maxBuffer: 1 << 24 });
+const f = await makeProject({ remote: false });
+try {
+  await tree(f.project, 1000);
+  git(f.project, 'add', '-A');
+  git(f.project, '-c', 'user.name=b', '-c', 'user.email=b@l', 'commit', '-qm', 'files');
+  const file = await writePipeline(f, `version: 1\nname: bench\nproject: { path: project, push: never }\nsteps:\n  - id: one\n    image: runner/base:latest\n    run: echo done > done.txt\n`);
+  const once = (engine: string) => timed(() => run(process.execPath, [CLI, 'exec', file, '--home', f.home, '--engine', engine], { env: { ...process.env, CI: 'true' } }));
+  await once('local');
+  await once('swarm');
+  const local: number[] = [];
+  const swarm: number[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    local.push(await once('local'));
+    swarm.push(await once('swarm'));
+  }
+  console.log(`one step on 1,000 files: swarm ${median(swarm).toFixed(0)} ms, local ${median(local).toFixed(0)} ms (medians of ${ROUNDS}); ratio ${(median(swarm) / median(local)).toFixed(2)} (aim: <= 3)`);
+} finally {
+  await f.cleanup();
+  if (!wasUp) await run('bash', [LAB, 'down'], { maxBuffer: 1 << 24 });
+}

@@ -1,0 +1,279 @@
+/**
+ * The ContainerRuntime on a Docker Swarm: each step is a replicated job (one
+ * task, restart policy none) placed by its limits and reservations. The
+ * manager's API cannot reach a worker's containers, so the workspace comes
+ * and goes by tar (src/run/step-transport.ts): a spec here has no mounts. A
+ * task's state and its node's state are watched, since a job task on a node
+ * that went down reports `running` for as long as anyone watched.
+ */
+import { createHash } from 'node:crypto';
+import Docker from 'dockerode';
+import { ContainerError, errorMessage } from '../common/errors.js';
+import { DockerRuntime, removeSwarmFiles } from './docker.js';
+import type { ContainerHandle, ContainerSpec, ExitState, OutputHandler } from './runtime.js';
+
+/** The attachable overlay network steps on swarm are on (they reach the runner's transfer through it). */
+export const SWARM_NETWORK = 'runner-swarm';
+const POLL_MS = 500;
+/** a task no node takes within this long ends the step (no node has the resources or the placement) */
+const PENDING_MS = 60_000;
+/** how long the manager may not answer before a step is given up */
+const MANAGER_GONE_MS = 30_000;
+const TERMINAL = new Set(['complete', 'failed', 'rejected', 'shutdown', 'orphaned', 'remove']);
+
+interface TaskInfo {
+  ID: string;
+  NodeID?: string;
+  Status?: { State?: string; Err?: string; Message?: string; ContainerStatus?: { ExitCode?: number } };
+  CreatedAt?: string;
+}
+
+export class SwarmRuntime extends DockerRuntime {
+  private network: Promise<void> | undefined;
+
+  constructor(private readonly api: Docker = new Docker()) {
+    super(api);
+  }
+
+  override async ping(): Promise<void> {
+    await super.ping();
+    const info = (await this.api.info()) as { Swarm?: { LocalNodeState?: string; ControlAvailable?: boolean } };
+    if (info.Swarm?.LocalNodeState !== 'active' || !info.Swarm.ControlAvailable) {
+      throw new ContainerError('not_a_swarm_manager', 'the engine at DOCKER_HOST is not a swarm manager: run `docker swarm init` there (or scripts/swarm-lab.sh up to try it on one machine), or drop --engine swarm');
+    }
+  }
+
+  /** The manager's address as the swarm's nodes reach it. */
+  async managerAddress(): Promise<string> {
+    const info = (await this.api.info()) as { Swarm?: { NodeAddr?: string } };
+    if (!info.Swarm?.NodeAddr) throw new ContainerError('not_a_swarm_manager', 'the engine reports no swarm address');
+    return info.Swarm.NodeAddr;
+  }
+
+  private ensureNetwork(): Promise<void> {
+    return (this.network ??= (async () => {
+      const found = await this.api.listNetworks({ filters: { name: [SWARM_NETWORK] } });
+      if (found.some((n) => n.Name === SWARM_NETWORK)) return;
+      await this.api.createNetwork({ Name: SWARM_NETWORK, Driver: 'overlay', Attachable: true, CheckDuplicate: true, Labels: { 'dev.runner.role': 'swarm' } }).catch((err: unknown) => {
+        if (!/already exists/.test(errorMessage(err))) throw err;
+      });
+    })());
+  }
+
+  override async create(spec: ContainerSpec): Promise<ContainerHandle> {
+    if (spec.mounts.length) throw new ContainerError('swarm_mounts', 'a swarm step cannot mount the runner\'s disk: its workspace travels by tar (a bug: the tar transport should have taken the mounts)');
+    await this.ensureNetwork();
+    return new SwarmTask(this.api, spec);
+  }
+
+  override async listByLabels(labels: Record<string, string>): Promise<Array<{ id: string; labels: Record<string, string> }>> {
+    const services = await this.api.listServices({ filters: { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) } });
+    return services.map((s) => ({ id: s.ID, labels: (s.Spec?.Labels as Record<string, string>) ?? {} }));
+  }
+}
+
+/** A service name the swarm takes (a DNS label): the container's name with what it refuses turned to -, cut with a hash to stay unique. Pure. */
+export function serviceName(name: string): string {
+  const safe = name.replace(/[^A-Za-z0-9-]/g, '-').replace(/^-+/, '');
+  return safe.length <= 63 ? safe : `${safe.slice(0, 54)}-${createHash('sha256').update(name).digest('hex').slice(0, 8)}`;
+}
+
+class SwarmTask implements ContainerHandle {
+  private service: Docker.Service | undefined;
+  private readonly name: string;
+  private ended: ExitState | undefined;
+  private readonly done: Promise<ExitState>;
+  private finish!: (s: ExitState) => void;
+  private started: (() => void) | undefined;
+  private readonly startedP = new Promise<void>((r) => (this.started = r));
+  private removed = false;
+
+  constructor(
+    private readonly api: Docker,
+    private readonly spec: ContainerSpec,
+  ) {
+    this.done = new Promise((r) => (this.finish = r));
+    this.name = serviceName(spec.name);
+  }
+
+  get id(): string {
+    return this.name;
+  }
+
+  async attach(onStdout: OutputHandler, onStderr: OutputHandler): Promise<{ ended: Promise<void>; close: () => void }> {
+    let stream: NodeJS.ReadableStream & { destroy?: () => void } | undefined;
+    let closed = false;
+    const ended = (async () => {
+      await this.startedP;
+      if (closed || !this.service) return;
+      stream = (await this.service.logs({ follow: true, stdout: true, stderr: true })) as unknown as NodeJS.ReadableStream & { destroy?: () => void };
+      const out = { write: (b: Buffer) => void onStdout(b) } as unknown as NodeJS.WritableStream;
+      const err = { write: (b: Buffer) => void onStderr(b) } as unknown as NodeJS.WritableStream;
+      this.api.modem.demuxStream(stream, out, err);
+      const streamEnd = new Promise<void>((r) => {
+        stream!.on('end', r);
+        stream!.on('close', r);
+        stream!.on('error', () => r());
+      });
+      // a finished task's log stream does not end by itself: stop following a moment after the task ends
+      await Promise.race([streamEnd, this.done.then(() => new Promise((r) => setTimeout(r, 1500)))]);
+      stream.destroy?.();
+    })().catch(() => undefined);
+    return { ended, close: () => ((closed = true), this.started?.(), stream?.destroy?.()) };
+  }
+
+  async start(): Promise<void> {
+    const s = this.spec;
+    const labels = s.labels;
+    const files = s.files ?? [];
+    const secrets: Array<Record<string, unknown>> = [];
+    const configs: Array<Record<string, unknown>> = [];
+    try {
+      for (const f of files) {
+        const name = `${this.name}-${f.secret ? 's' : 'c'}${secrets.length + configs.length}`;
+        const data = Buffer.from(f.data).toString('base64');
+        if (f.secret) {
+          const { id } = (await this.api.createSecret({ Name: name, Data: data, Labels: labels })) as unknown as { id: string };
+          secrets.push({ SecretID: id, SecretName: name, File: { Name: f.target, UID: s.user.split(':')[0], GID: s.user.split(':')[1] ?? '0', Mode: 0o400 } });
+        } else {
+          const { id } = (await this.api.createConfig({ Name: name, Data: data, Labels: labels })) as unknown as { id: string };
+          configs.push({ ConfigID: id, ConfigName: name, File: { Name: f.target, UID: '0', GID: '0', Mode: 0o555 } });
+        }
+      }
+      const cpus = Math.round(s.cpus * 1e9);
+      this.service = (await this.api.createService({
+        Name: this.name,
+        Labels: labels,
+        TaskTemplate: {
+          ContainerSpec: {
+            Image: s.image,
+            Command: s.cmd,
+            Env: Object.entries(s.env).map(([k, v]) => `${k}=${v}`),
+            Dir: s.workingDir,
+            User: s.user,
+            Labels: labels,
+            Init: true,
+            ReadOnly: s.readOnlyRoot,
+            ...(s.readOnlyRoot ? { Mounts: [{ Type: 'tmpfs', Target: '/tmp', TmpfsOptions: { SizeBytes: 256 * 1024 ** 2, Mode: 0o1777 } }] } : {}),
+            CapabilityDrop: ['ALL'],
+            ...(s.capAdd.length ? { CapabilityAdd: s.capAdd } : {}),
+            Ulimits: [
+              { Name: 'nofile', Soft: s.openFiles, Hard: s.openFiles },
+              { Name: 'fsize', Soft: s.fileSizeBytes, Hard: s.fileSizeBytes },
+            ],
+            Secrets: secrets,
+            Configs: configs,
+          },
+          Resources: { Limits: { NanoCPUs: cpus, MemoryBytes: s.memoryBytes, Pids: s.pids }, Reservations: { NanoCPUs: cpus, MemoryBytes: s.memoryBytes } },
+          RestartPolicy: { Condition: 'none', MaxAttempts: 0 },
+          Placement: { Constraints: s.placement ?? [] },
+          Networks: [{ Target: SWARM_NETWORK }],
+        },
+        Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
+      } as unknown as Docker.CreateServiceOptions)) as unknown as Docker.Service;
+      this.service = this.api.getService((this.service as unknown as { id: string }).id);
+    } catch (err) {
+      await removeSwarmFiles(this.api, { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) }).catch(() => undefined);
+      throw new ContainerError('docker_failed', `the swarm refused the step's job: ${errorMessage(err).split('\n')[0]}`, { cause: err });
+    }
+    this.started?.();
+    void this.watch();
+  }
+
+  /** Polls the task and its node until the task ends, its node is lost, or no node takes it. */
+  private async watch(): Promise<void> {
+    const t0 = Date.now();
+    let hostname: string | undefined;
+    let answeredAt = Date.now();
+    while (!this.ended) {
+      await new Promise((r) => setTimeout(r, POLL_MS));
+      if (this.removed) return this.end({ exitCode: 137, oomKilled: false, ...(hostname ? { node: hostname } : {}) });
+      let task: TaskInfo | undefined;
+      try {
+        const tasks = (await this.api.listTasks({ filters: { service: [this.name] } })) as TaskInfo[];
+        task = tasks.sort((a, b) => (a.CreatedAt ?? '').localeCompare(b.CreatedAt ?? '')).at(-1);
+      } catch (err) {
+        // a manager that stopped answering (it left the swarm, its machine went) ends the step, not the wait
+        if (Date.now() - answeredAt > MANAGER_GONE_MS) {
+          return this.end({ exitCode: 1, oomKilled: false, ...(hostname ? { node: hostname } : {}), problem: { status: 'failed', message: `the swarm manager has not answered for ${MANAGER_GONE_MS / 1000}s (${errorMessage(err).split('\n')[0]}): the step's fate is unknown` } });
+        }
+        continue;
+      }
+      answeredAt = Date.now();
+      const state = task?.Status?.State ?? 'new';
+      if (task?.NodeID && !hostname) {
+        const node = await this.api.getNode(task.NodeID).inspect().catch(() => undefined);
+        hostname = node?.Description?.Hostname;
+      }
+      if (TERMINAL.has(state)) {
+        const code = task?.Status?.ContainerStatus?.ExitCode ?? (state === 'complete' ? 0 : null);
+        const why = task?.Status?.Err ?? task?.Status?.Message ?? state;
+        return this.end({
+          exitCode: code ?? 1,
+          oomKilled: false,
+          ...(hostname ? { node: hostname } : {}),
+          ...(state === 'rejected' ? { problem: { status: 'failed', message: `rejected on ${hostname ?? 'a node'}: ${why} (does every node have image ${this.spec.image}? scripts/swarm-lab.sh load, or a registry)` } } : {}),
+        });
+      }
+      if (task?.NodeID && (state === 'running' || state === 'starting' || state === 'assigned' || state === 'accepted' || state === 'preparing')) {
+        const node = await this.api.getNode(task.NodeID).inspect().catch(() => undefined);
+        if (node && node.Status?.State !== 'ready') {
+          return this.end({ exitCode: 137, oomKilled: false, ...(hostname ? { node: hostname } : {}), problem: { status: 'node_lost', message: `node ${hostname ?? task.NodeID} is ${node.Status?.State ?? 'gone'}: the step was lost with it` } });
+        }
+      }
+      if ((state === 'new' || state === 'pending') && Date.now() - t0 > PENDING_MS) {
+        return this.end({ exitCode: 1, oomKilled: false, problem: { status: 'failed', message: `no node took the step in ${PENDING_MS / 1000}s (${task?.Status?.Err ?? task?.Status?.Message ?? 'pending'}): check its placement and that a node has its memory and CPUs free` } });
+      }
+    }
+  }
+
+  private end(s: ExitState): void {
+    if (this.ended) return;
+    this.ended = s;
+    this.finish(s);
+  }
+
+  async wait(signal?: AbortSignal): Promise<void> {
+    await new Promise<void>((resolve) => {
+      void this.done.then(() => resolve());
+      signal?.addEventListener('abort', () => resolve(), { once: true });
+    });
+  }
+
+  async waitNotRunning(): Promise<void> {
+    await this.done;
+  }
+
+  async inspect(): Promise<ExitState> {
+    return this.ended ?? { exitCode: 1, oomKilled: false };
+  }
+
+  async pidsLimitHits(): Promise<number | undefined> {
+    return undefined;
+  }
+
+  /** A job cannot be asked to stop: its service goes, which stops its task. */
+  async stop(): Promise<void> {
+    await this.remove();
+  }
+
+  async kill(): Promise<void> {
+    await this.remove();
+  }
+
+  async remove(): Promise<void> {
+    if (this.removed) return;
+    this.removed = true;
+    this.end(this.ended ?? { exitCode: 137, oomKilled: false });
+    await this.service?.remove().catch(() => undefined);
+    await removeSwarmFiles(this.api, { label: Object.entries(this.spec.labels).map(([k, v]) => `${k}=${v}`) }).catch(() => undefined);
+  }
+
+  async connect(): Promise<void> {
+    throw new ContainerError('swarm_unsupported', 'a swarm step joins its networks when created');
+  }
+
+  async addressOn(): Promise<string | undefined> {
+    return undefined;
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * What the runner hands a step's gateway (as JSON in RUNNER_GATEWAY_CONFIG,
+ * in the gateway's container only), and what the gateway reports back (one
+ * JSON object per line on its stdout). Shared by both sides; no imports
+ * beyond src/gateway, since the gateway's image carries only this folder.
+ */
+import type { ModelApiKind } from './usage-meter.js';
+import type { Price } from './prices.js';
+
+export const GATEWAY_PORT = 3128;
+/** the name a step reaches its gateway by, on the step's own network */
+export const GATEWAY_HOST = 'runner-gateway';
+
+export interface ModelRoute {
+  kind: ModelApiKind;
+  /** the API root calls go to: the provider's, or the agent's base_url */
+  upstream: string;
+  /** the credential added on the way out; none for a model that takes none */
+  auth?: { header: 'x-api-key' | 'authorization'; value: string };
+}
+
+export interface Allowance {
+  usd?: number;
+  tokens?: number;
+  /** which budget binds, in words, for the refusal: "the step's budget of $5" */
+  usdBy?: string;
+  tokensBy?: string;
+}
+
+export interface GatewayConfig {
+  /** hosts the proxy lets through: exact names and `*.` suffixes */
+  allow: string[];
+  model?: ModelRoute;
+  /** what the step may still spend; absent: no limit */
+  allowance?: Allowance;
+  prices: Record<string, Price>;
+  /** the step's network (CIDR): the gateway listens there only, never on its way out */
+  listenSubnet: string;
+  /** after this long the gateway stops by itself (the step's timeout and then some): a runner that died cannot stop it */
+  deadlineMs?: number;
+}
+
+export interface CallEvent {
+  event: 'call';
+  model: string | null;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  /** null: the model is not in the price table */
+  costUsd: number | null;
+  durationMs: number;
+  /** the upstream's HTTP status, or the gateway's own refusal (400) or failure (502) */
+  status: number;
+  /** `budget`: refused for the budget (said for the first such call only; the rest are counted); `path`: not a model call */
+  refused?: 'budget' | 'path';
+  /** METHOD /path of a refused call */
+  path?: string;
+}
+
+export type GatewayEvent =
+  | { event: 'ready'; address: string }
+  | CallEvent
+  | { event: 'refused'; host: string; reason: string }
+  /** when it stops: refused hosts with their counts, refusals past the bound on hosts, model calls refused for the budget */
+  | { event: 'refusals'; hosts: Record<string, number>; others: number; budget: number }
+  | { event: 'error'; message: string };
+
+/** The config from its JSON, or a message saying what is wrong with it. */
+export function parseConfig(text: string | undefined): GatewayConfig | string {
+  if (!text) return 'RUNNER_GATEWAY_CONFIG is not set';
+  let c: GatewayConfig;
+  try {
+    c = JSON.parse(text) as GatewayConfig;
+  } catch (err) {
+    return `RUNNER_GATEWAY_CONFIG is not JSON: ${(err as Error).message}`;
+  }
+  if (!Array.isArray(c.allow) || !c.allow.every((h) => typeof h === 'string')) return 'allow must be a list of host names';
+  if (typeof c.listenSubnet !== 'string' || !/^\d+\.\d+\.\d+\.\d+\/\d+$/.test(c.listenSubnet)) return 'listenSubnet must be an IPv4 CIDR';
+  if (c.model && (typeof c.model.upstream !== 'string' || !/^https?:\/\//.test(c.model.upstream))) return 'model.upstream must be an http(s) URL';
+  if (typeof c.prices !== 'object' || c.prices === null) return 'prices must be an object';
+  return c;
+}

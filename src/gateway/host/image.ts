@@ -1,0 +1,38 @@
+/**
+ * The gateway's image must carry this runner's gateway code: its version label
+ * is the hash of dist/src/gateway/*.js (images/build.sh computes the same), so
+ * a runner never starts a gateway older or newer than itself.
+ */
+import { createHash } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ContainerError } from '../../common/errors.js';
+import type { ContainerRuntime } from '../../container/runtime.js';
+
+export const GATEWAY_IMAGE = 'runner/gateway:latest';
+const VERSION_LABEL = 'dev.runner.version';
+
+let ours: Promise<string> | undefined;
+
+/** The hash of this runner's gateway code, as images/build.sh labels the image. */
+export function gatewayVersion(): Promise<string> {
+  return (ours ??= (async () => {
+    const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
+    // byte order, as `LC_ALL=C sort` in the build script
+    const names = (await readdir(dir)).filter((n) => n.endsWith('.js')).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    const hash = createHash('sha256');
+    for (const n of names) hash.update(await readFile(path.join(dir, n)));
+    return hash.digest('hex').slice(0, 16);
+  })());
+}
+
+/** Throws what to do when the engine lacks the gateway's image or has another version of it. */
+export async function checkGatewayImage(runtime: ContainerRuntime): Promise<void> {
+  const labels = await runtime.imageLabels(GATEWAY_IMAGE);
+  if (!labels) throw new ContainerError('image_missing', `image ${GATEWAY_IMAGE} is missing, and agent steps and steps with egress: run behind it: build it with \`make images\``);
+  const want = await gatewayVersion();
+  if (labels[VERSION_LABEL] !== want) {
+    throw new ContainerError('image_stale', `image ${GATEWAY_IMAGE} holds other gateway code than this runner (${labels[VERSION_LABEL] ?? 'no version'}, this runner ${want}): rebuild it with \`make images\``);
+  }
+}

@@ -1,0 +1,178 @@
+/**
+ * A step's gateway, for the time of the step: a network of the step's own
+ * (internal, and without an address for the host), the gateway's container on
+ * it as `runner-gateway` and on the egress network as its only way out, and
+ * what it reported (calls, refusals) once it is closed.
+ */
+import { ContainerError, errorMessage } from '../../common/errors.js';
+import { LineSplitter } from '../../common/line-splitter.js';
+import { LABELS, type ContainerHandle, type ContainerRuntime } from '../../container/runtime.js';
+import { GATEWAY_HOST, type CallEvent, type GatewayConfig, type GatewayEvent } from '../config.js';
+import { GATEWAY_IMAGE } from './image.js';
+
+/** A step's model calls, summed as they come (a step making a million calls costs the runner no memory). */
+export interface CallTotals {
+  calls: number;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  costUsd: number;
+  /** some call's model is not in the price table */
+  unpriced: boolean;
+  /** the last model a call named */
+  model: string | null;
+}
+
+export interface GatewayReport {
+  totals: CallTotals;
+  /** model calls refused for the budget */
+  budgetRefused: number;
+  /** host → refused connections */
+  refused: Map<string, number>;
+  /** refusals of hosts past the gateway's bound on distinct hosts */
+  refusedOthers: number;
+  /** the gateway ended before the step did (out of memory, a crash): what it metered is not all */
+  died?: string;
+}
+
+export function addCall(t: CallTotals, e: CallEvent): void {
+  if (e.refused) return;
+  t.calls++;
+  t.inputTokens += e.inputTokens;
+  t.outputTokens += e.outputTokens;
+  t.cacheReadTokens += e.cacheReadTokens;
+  t.cacheWriteTokens += e.cacheWriteTokens;
+  t.costUsd += e.costUsd ?? 0;
+  if (e.costUsd === null && e.inputTokens + e.outputTokens > 0) t.unpriced = true;
+  if (e.model) t.model = e.model;
+}
+
+export interface OpenGateway {
+  /** the step's network: its only one */
+  network: string;
+  /** the step's name server: the gateway's, which answers no name */
+  dns: string[];
+  close(): Promise<GatewayReport>;
+}
+
+export interface GatewayOptions {
+  /** unique per step run: the network and the container are named after it */
+  name: string;
+  labels: Record<string, string>;
+  /** the network the gateway reaches out on */
+  egressNetwork: string;
+  config: Omit<GatewayConfig, 'listenSubnet'>;
+  /** as it happens: a call, a refusal, a problem of the gateway's own */
+  onEvent(e: GatewayEvent): void;
+}
+
+const READY_MS = 20_000;
+
+export async function openGateway(runtime: ContainerRuntime, o: GatewayOptions): Promise<OpenGateway> {
+  const network = `${o.name}-net`;
+  const labels = { ...o.labels, [LABELS.role]: 'gateway' };
+  const { subnet } = await runtime.createNetwork({ name: network, internal: true, isolated: true, labels });
+  let handle: ContainerHandle | undefined;
+  const report: GatewayReport = {
+    totals: { calls: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, unpriced: false, model: null },
+    budgetRefused: 0,
+    refused: new Map(),
+    refusedOthers: 0,
+  };
+  let summary = false;
+  let stopping = false;
+  let stderr = '';
+  let readyAddress: ((a: string) => void) | undefined;
+  const ready = new Promise<string>((resolve) => (readyAddress = resolve));
+  const lines = new LineSplitter((line) => {
+    let e: GatewayEvent;
+    try {
+      e = JSON.parse(line) as GatewayEvent;
+    } catch {
+      return;
+    }
+    if (e.event === 'ready') readyAddress!(e.address);
+    else if (e.event === 'call') {
+      addCall(report.totals, e);
+      if (e.refused === 'budget') report.budgetRefused = Math.max(1, report.budgetRefused);
+    }
+    else if (e.event === 'refused') report.refused.set(e.host, Math.max(1, report.refused.get(e.host) ?? 0));
+    else if (e.event === 'refusals') {
+      summary = true;
+      for (const [h, n] of Object.entries(e.hosts)) report.refused.set(h, n);
+      report.refusedOthers = e.others;
+      report.budgetRefused = Math.max(report.budgetRefused, e.budget ?? 0);
+    }
+    o.onEvent(e);
+  });
+  // what the gateway's node says on stderr (a crash) is a problem of the step's gateway, in its log
+  const errLines = new LineSplitter((line) => o.onEvent({ event: 'error', message: line.slice(0, 500) }));
+  const close = async (): Promise<GatewayReport> => {
+    stopping = true;
+    if (handle) {
+      const state = ended ? await handle.inspect().catch(() => undefined) : undefined;
+      if (ended) report.died = `the step's gateway stopped before its step ended${state?.oomKilled ? ' (out of memory)' : state ? ` (exit ${state.exitCode})` : ''}: the step lost its way out, and its metering may miss calls`;
+      await handle.stop(2).catch(() => undefined);
+      await streams?.catch(() => undefined);
+      lines.end();
+      errLines.end();
+      await handle.remove().catch(() => undefined);
+    }
+    await runtime.removeNetwork(network).catch((err) => o.onEvent({ event: 'error', message: `removing network ${network}: ${errorMessage(err)}` }));
+    if (!summary) report.refusedOthers = 0;
+    return report;
+  };
+  let streams: Promise<void> | undefined;
+  let ended = false;
+  try {
+    handle = await runtime.create({
+      name: o.name,
+      image: GATEWAY_IMAGE,
+      cmd: [],
+      env: { RUNNER_GATEWAY_CONFIG: JSON.stringify({ ...o.config, listenSubnet: subnet } satisfies GatewayConfig) },
+      workingDir: '/',
+      user: '65532:65532',
+      mounts: [],
+      memoryBytes: 256 * 1024 ** 2,
+      cpus: 0.5,
+      pids: 64,
+      openFiles: 4096,
+      fileSizeBytes: 1024 ** 2,
+      readOnlyRoot: true,
+      capAdd: [],
+      network: o.egressNetwork,
+      // its name server listens on port 53 without root; it forwards no packet between its networks
+      sysctls: { 'net.ipv4.ip_unprivileged_port_start': '0', 'net.ipv4.ip_forward': '0' },
+      labels,
+    });
+    const attached = await handle.attach(
+      (b) => lines.push(b),
+      (b) => {
+        stderr = (stderr + b.toString('utf8')).slice(-2000);
+        errLines.push(b);
+      },
+    );
+    streams = attached.ended;
+    void attached.ended.then(() => {
+      if (!stopping) ended = true;
+    });
+    // joined before start: its route out stays the egress network's
+    await handle.connect(network, [GATEWAY_HOST]);
+    await handle.start();
+    let timer: NodeJS.Timeout | undefined;
+    const address = await Promise.race([
+      ready,
+      attached.ended.then(() => undefined),
+      new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), READY_MS))),
+    ]).finally(() => clearTimeout(timer));
+    if (!address) {
+      const why = stderr.trim().split('\n').at(-1) ?? '';
+      throw new ContainerError('gateway_failed', `the step's gateway did not start${why ? `: ${why}` : ''} (check ${GATEWAY_IMAGE} with \`make images\`, and that network ${o.egressNetwork} exists)`);
+    }
+    return { network, dns: [address], close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}

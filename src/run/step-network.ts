@@ -1,0 +1,112 @@
+/**
+ * How a step reaches out, for the time of the step: its plan's network as it
+ * is, or (a step with egress:, an agent preset) a gateway of its own, which
+ * holds the model's credential and meters what the step may spend. run-step
+ * asks for a way and closes it; it does not know which it got.
+ */
+import type { AgentUsage } from '../agents/preset.js';
+import type { Masker } from '../common/mask.js';
+import type { ContainerRuntime } from '../container/runtime.js';
+import type { GatewayEvent, ModelRoute } from '../gateway/config.js';
+import { allowance } from '../gateway/host/budget.js';
+import { usageFromCalls } from '../gateway/host/metering.js';
+import type { RunSpend } from '../gateway/host/run-spend.js';
+import { openGateway } from '../gateway/host/step-gateway.js';
+import { DEFAULT_PRICES, type Price } from '../gateway/prices.js';
+import type { StepPlan } from '../plan/step-plan.js';
+
+/** What a run's steps spend against, and where their gateways reach out. */
+export interface RunSpending {
+  /** the network gateways reach out on (RUNNER_EGRESS_NETWORK, default bridge) */
+  egressNetwork: string;
+  /** the file's prices over the built-in table */
+  prices?: Record<string, Price> | undefined;
+  /** what the run's calls spent so far, against the run's and the day's budget */
+  spend: RunSpend;
+}
+
+export interface StepWayReport {
+  /** metered usage: replaces what the CLI reported */
+  usage?: AgentUsage;
+  /** the gateway refused a model call for the budget */
+  budgetExhausted: boolean;
+  /** the gateway ended before the step: the step lost its way out, its usage may miss calls */
+  died?: string;
+  refused: Array<{ host: string; count: number }>;
+  refusedOthers: number;
+}
+
+export interface StepWay {
+  network: string;
+  dns?: string[];
+  close(cliUsage: AgentUsage | undefined): Promise<StepWayReport | undefined>;
+}
+
+export interface WayOptions {
+  runtime: ContainerRuntime;
+  plan: StepPlan;
+  /** unique per run of the step: names the gateway's container and network */
+  name: string;
+  labels: Record<string, string>;
+  secrets: Record<string, string>;
+  spending: RunSpending;
+  masker: Masker;
+  /** a call, a refusal, a problem, as it happens */
+  onEvent(e: GatewayEvent): void;
+  /** the run's or the day's budget is spent while the step runs: stop it */
+  onOverBudget(why: string): void;
+  /** the step's timeout: the gateway stops by itself a while after it, should the runner die */
+  timeoutMs: number;
+}
+
+export async function openStepWay(o: WayOptions): Promise<StepWay> {
+  const g = o.plan.gateway;
+  if (!g) return { network: o.plan.network, close: async () => undefined };
+  const s = o.spending;
+  const key = g.model?.credential ? o.secrets[g.model.credential] : undefined;
+  const model: ModelRoute | undefined = g.model && {
+    kind: g.model.kind,
+    upstream: g.model.upstream,
+    ...(key ? { auth: authFor(g.model.credential!, key) } : {}),
+  };
+  const spend = s.spend;
+  const day = spend.daySpent();
+  const limit = allowance({ step: g.budget, run: spend.run ? { budget: spend.run, spent: spend.spent } : undefined, day: spend.day && day ? { budget: spend.day.budget, spent: day } : undefined });
+  const gw = await openGateway(o.runtime, {
+    name: o.name,
+    labels: o.labels,
+    egressNetwork: s.egressNetwork,
+    config: {
+      allow: g.egress,
+      ...(model ? { model } : {}),
+      ...(limit ? { allowance: limit } : {}),
+      prices: { ...DEFAULT_PRICES, ...(s.prices ?? {}) },
+      deadlineMs: o.timeoutMs + 60_000,
+    },
+    onEvent: (e) => {
+      if (e.event === 'call' && !e.refused) spend.add(e.inputTokens + e.outputTokens + e.cacheReadTokens + e.cacheWriteTokens, e.costUsd ?? 0);
+      o.onEvent(e);
+    },
+  });
+  const unwatch = spend.watch(o.onOverBudget);
+  return {
+    network: gw.network,
+    dns: gw.dns,
+    close: async (cliUsage) => {
+      unwatch();
+      const r = await gw.close();
+      return {
+        ...(g.model ? { usage: usageFromCalls(r.totals, cliUsage, o.plan.agentSettings?.model) } : {}),
+        budgetExhausted: r.budgetRefused > 0,
+        ...(r.died ? { died: r.died } : {}),
+        refused: [...r.refused].map(([host, count]) => ({ host: o.masker.mask(host), count })).sort((a, b) => b.count - a.count),
+        refusedOthers: r.refusedOthers,
+      };
+    },
+  };
+}
+
+/** Where a provider takes a credential: an Anthropic API key in x-api-key, anything else (OpenAI's, an OAuth token) as a bearer token. */
+export function authFor(name: string, value: string): NonNullable<ModelRoute['auth']> {
+  return name === 'ANTHROPIC_API_KEY' ? { header: 'x-api-key', value } : { header: 'authorization', value: `Bearer ${value}` };
+}

@@ -1,0 +1,115 @@
+/**
+ * How a step's workspace reaches its container and its work comes back:
+ * mounted (the local engine: the container sees the runner's disk), or by
+ * tar (swarm: a node cannot see it). Chosen once at start with the engine;
+ * run-step prepares a step's container through it and finishes after, and
+ * does not know which it got.
+ */
+import { rm } from 'node:fs/promises';
+import { ContainerError } from '../common/errors.js';
+import type { ContainerSpec } from '../container/runtime.js';
+import { replaceTree } from '../workspace/tar-transfer.js';
+import { stagingFor, TransferServer, type Part } from './transfer-server.js';
+
+export interface Prepared {
+  spec: ContainerSpec;
+  /** after the container ended: the step's work is in the workspace again, or why not */
+  finish(): Promise<string | undefined>;
+}
+
+export interface StepTransport {
+  /** whether steps run on other machines (no mounts, no gateway yet) */
+  readonly remote: boolean;
+  prepare(spec: ContainerSpec, where: { workspace: string; io: string; owner: { uid: number; gid: number } }): Promise<Prepared>;
+}
+
+/** The local engine: the workspace is mounted, nothing travels. */
+export const mountTransport: StepTransport = {
+  remote: false,
+  prepare: async (spec) => ({ spec, finish: async () => undefined }),
+};
+
+/** What runs first in a step's container on another node: fetch, run, send back (bash and tar, no curl). */
+export const TRANSFER_SCRIPT = `#!/bin/bash
+# runner: a step on another node. Fetch its workspace, run it, send its work back.
+set -u
+addr=$1 port=$2; shift 2
+tok=$(cat /run/secrets/runner-transfer) || { echo "runner transfer: no token" >&2; exit 125; }
+ws=/home/agent/run-workspace io=/home/agent/.runner
+fetch() {
+  mkdir -p "$2" || return 1
+  exec 3<>"/dev/tcp/$addr/$port" || return 1
+  printf 'GET %s %s\\n' "$tok" "$1" >&3
+  tar -x -C "$2" -f - <&3; local rc=$?
+  exec 3>&-
+  return $rc
+}
+send() { { printf 'PUT %s %s\\n' "$tok" "$1"; tar -c -C "$2" -f - . 2>/dev/null; } > "/dev/tcp/$addr/$port"; }
+fetch w "$ws" || { echo "runner transfer: could not fetch the workspace from $addr:$port" >&2; exit 125; }
+fetch io "$io" || { echo "runner transfer: could not fetch the step's io directory" >&2; exit 125; }
+cd "$ws"
+"$@" &
+child=$!
+trap 'kill -TERM "$child" 2>/dev/null' TERM INT
+wait "$child"; rc=$?
+while kill -0 "$child" 2>/dev/null; do wait "$child"; rc=$?; done
+send w "$ws" || echo "runner transfer: could not send the work back" >&2
+send io "$io" || true
+exit $rc
+`;
+
+/** How long after its container ended a step's work may still be arriving. */
+const ARRIVAL_MS = 10_000;
+
+/** Swarm: the workspace by tar, through the runner's transfer server, at an address the nodes reach. */
+export class TarTransport implements StepTransport {
+  readonly remote = true;
+  private readonly server = new TransferServer();
+
+  constructor(private readonly address: () => Promise<string>) {}
+
+  async prepare(spec: ContainerSpec, where: { workspace: string; io: string; owner: { uid: number; gid: number } }): Promise<Prepared> {
+    await this.server.listen();
+    const addr = await this.address();
+    const staging: Record<Part, string> = { w: stagingFor(where.workspace, 'w'), io: stagingFor(where.io, 'io') };
+    const t = this.server.open({ w: where.workspace, io: where.io }, staging, where.owner);
+    const prepared: ContainerSpec = {
+      ...spec,
+      // the project and its git directory stay on this machine: a step on another node sees its worktree only
+      mounts: [],
+      workingDir: '/',
+      cmd: ['bash', '/run/runner/transfer.sh', addr, String(this.server.port), ...spec.cmd],
+      files: [
+        { target: '/run/runner/transfer.sh', data: TRANSFER_SCRIPT, secret: false },
+        { target: 'runner-transfer', data: t.token, secret: true },
+      ],
+    };
+    return {
+      spec: prepared,
+      finish: async () => {
+        try {
+          // a timer that holds the process: waiting for a step's work is work
+          const arrived = (part: Part, ms: number) => {
+            let timer: NodeJS.Timeout | undefined;
+            const late = new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error('it never arrived')), ms)));
+            return Promise.race([t.received(part), late]).finally(() => clearTimeout(timer));
+          };
+          const w = await arrived("w", ARRIVAL_MS);
+          await replaceTree(where.workspace, staging.w);
+          // the outputs follow the work at once, or not at all
+          await arrived('io', 5000).then(() => replaceTree(where.io, staging.io)).catch(() => undefined);
+          return w.refused.length ? `refused in what came back: ${w.refused.slice(0, 5).join('; ')}${w.refused.length > 5 ? '; …' : ''}` : undefined;
+        } catch (err) {
+          return `the step's work did not come back from its node (${(err as Error).message}): the worktree holds what it started with`;
+        } finally {
+          t.close();
+          await Promise.all(Object.values(staging).map((d) => rm(d, { recursive: true, force: true })));
+        }
+      },
+    };
+  }
+}
+
+export function notOnSwarm(what: string): ContainerError {
+  return new ContainerError('swarm_unsupported', `${what} cannot run on --engine swarm yet (docs/scale-out.md): run it on the local engine`);
+}

@@ -1,0 +1,11 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { serviceName } from '../../src/container/swarm.js';
+
+test('a service name the swarm takes: a DNS label, unique when cut', () => {
+  assert.equal(serviceName('runner-20261123-143547-attjpp-build.1'), 'runner-20261123-143547-attjpp-build-1');
+  const long = serviceName(`runner-20261123-143547-attjpp-${'x'.repeat(80)}.1`);
+  assert.equal(long.length, 63);
+  assert.notEqual(long, serviceName(`runner-20261123-143547-attjpp-${'x'.repeat(80)}.2`));
+  assert.match(serviceName('runner-x-a_b[0].2'), /^[A-Za-z0-9-]+$/);
+});

@@ -1,0 +1,237 @@
+/**
+ * Steps on a real 3-node swarm on this machine (scripts/swarm-lab.sh: the
+ * host's engine as manager, two engines in network namespaces as workers),
+ * with --engine swarm: pipelines unchanged, the workspace by tar, nodes
+ * watched. The lab is brought up for this file and taken down after it.
+ */
+import assert from 'node:assert/strict';
+import { execFile, execFileSync, type ChildProcess } from 'node:child_process';
+import { lstatSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { commitsOn, execPipeline, git, projectsForThisFile, runCli, writePipeline } from '../fixtures/project.js';
+
+const LAB = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../scripts/swarm-lab.sh');
+const run = promisify(execFile);
+const fixture = projectsForThisFile();
+const SWARM = ['--engine', 'swarm'];
+
+before(async () => {
+  await run('bash', [LAB, 'up'], { env: { ...process.env, LAB_IMAGES: 'runner/base:latest runner/toolchain:latest' }, maxBuffer: 1 << 24 });
+}, { timeout: 600_000 });
+after(async () => {
+  await run('bash', [LAB, 'down'], { maxBuffer: 1 << 24 });
+}, { timeout: 300_000 });
+
+const services = () => execFileSync('docker', ['service', 'ls', '-q', '--filter', 'label=dev.runner.run-id'], { encoding: 'utf8' }).trim();
+
+const twoSteps = `version: 1
+name: spread
+project: { path: project, push: never }
+defaults: { image: runner/base:latest, resources: { memory: 128m, cpus: 0.2, pids: 64 }, timeout: 2m }
+steps:
+  - id: write
+    run: |
+      echo "written on $(hostname)" > made.txt
+      mkdir -p sub && ln -s ../made.txt sub/link && chmod 755 made.txt
+  - id: read
+    run: |
+      cat made.txt >> seen.txt
+      echo "read on $(hostname)" >> seen.txt
+      echo "summary=read $(wc -l < seen.txt) lines" >> "$RUNNER_OUTPUT"
+`;
+
+test('six runs of a two-step pipeline at once on the swarm: every commit lands, steps ran on more than one node, no service left', { timeout: 600_000 }, async () => {
+  const fs = await Promise.all(Array.from({ length: 6 }, () => fixture({ owner: 1000 })));
+  const results = await Promise.all(fs.map(async (f) => execPipeline(f, await writePipeline(f, twoSteps), SWARM)));
+  const nodes = new Set<string>();
+  results.forEach((r, i) => {
+    const f = fs[i]!;
+    assert.equal(r.code, 0, r.stderr);
+    const commits = commitsOn(f.project, r.json.branch, r.json.baseSha);
+    assert.deepEqual(commits.map((c) => /^step\/\w+/.exec(c.subject)?.[0]).reverse(), ['step/write', 'step/read']);
+    assert.match(git(f.project, 'show', `${r.json.branch}:seen.txt`), /^written on \S+\nread on \S+$/);
+    assert.equal(git(f.project, 'ls-tree', r.json.branch, 'made.txt').split(/\s/)[0], '100755', 'modes travel');
+    assert.equal(git(f.project, 'cat-file', '-p', `${r.json.branch}:sub/link`), '../made.txt', 'symlinks travel as symlinks');
+    const rec = JSON.parse(readFileSync(path.join(f.home, 'runs', r.json.runId, 'run.json'), 'utf8'));
+    for (const s of rec.steps) {
+      assert.ok(s.node, 'each step says on which node it ran');
+      nodes.add(s.node);
+    }
+  });
+  assert.ok(nodes.size > 1, `steps ran on ${[...nodes].join(', ')}`);
+  assert.equal(services(), '', 'no job service is left');
+  const shown = await runCli(['runs', 'show', results[0]!.json.runId, '--home', fs[0]!.home]);
+  assert.match(shown.stdout, /on node \S+/);
+});
+
+test('a hostile step on a worker sends its own tar back: nothing outside the worktree changes', { timeout: 300_000 }, async () => {
+  const f = await fixture({ owner: 1000 });
+  const outside = mkdtempSync(path.join(os.tmpdir(), 'runner-outside-'));
+  try {
+    // It reads its token (its to read: the step is the wrapper's user) and sends, before the wrapper does,
+    // a tar of traversal, absolute, .git and through-a-symlink entries, then is killed with its wrapper.
+    const attack = `
+import io, os, socket, tarfile
+tok = open('/run/secrets/runner-transfer').read().strip()
+addr, port = os.environ['RUNNER_T_ADDR'], int(os.environ['RUNNER_T_PORT'])
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode='w') as t:
+    def add(name, data=b'x', **kw):
+        i = tarfile.TarInfo(name); i.size = len(data)
+        for k, v in kw.items(): setattr(i, k, v)
+        t.addfile(i, io.BytesIO(data) if i.type == tarfile.REGTYPE else None)
+    add('../../escape.txt')
+    add('${outside}/abs.txt')
+    add('.git/hooks/post-commit', b'#!/bin/sh\\ntouch /tmp/pwned\\n', mode=0o755)
+    link = tarfile.TarInfo('out'); link.type = tarfile.SYMTYPE; link.linkname = '${outside}'; t.addfile(link)
+    add('out/planted.txt')
+    add('kept.txt', b'the hostile tar')
+s = socket.create_connection((addr, port)); s.sendall(('PUT %s w\\n' % tok).encode() + buf.getvalue()); s.close()
+`;
+    writeFileSync(path.join(f.project, 'attack.py'), attack);
+    git(f.project, 'add', 'attack.py');
+    git(f.project, '-c', 'user.name=t', '-c', 'user.email=t@l', 'commit', '-qm', 'attack');
+    const file = await writePipeline(f, `version: 1
+name: hostile
+project: { path: project, push: never }
+steps:
+  - id: attack
+    image: runner/toolchain:latest
+    timeout: 2m
+    run: |
+      set -- $(ps -o args= -p 1,$PPID | grep -o 'transfer.sh [0-9.]* [0-9]*' | head -n1)
+      RUNNER_T_ADDR=$2 RUNNER_T_PORT=$3 python3 attack.py
+      kill -9 $PPID
+`);
+    const before = git(f.project, 'for-each-ref');
+    const r = await execPipeline(f, file, SWARM);
+    assert.ok(r.json, r.stderr);
+    const branch = r.json.branch;
+    assert.equal(git(f.project, 'show', `${branch}:kept.txt`), 'the hostile tar', 'what the tar may hold is taken');
+    for (const p of [path.join(f.root, 'escape.txt'), path.join(outside, 'abs.txt'), path.join(outside, 'planted.txt'), '/tmp/pwned']) assert.throws(() => lstatSync(p), p);
+    assert.throws(() => git(f.project, 'show', `${branch}:out/planted.txt`));
+    assert.equal(git(f.project, 'cat-file', '-p', `${branch}:out`), outside, 'the symlink is data');
+    const msg = r.json.steps.attack.message ?? '';
+    assert.match(msg, /refused in what came back: .*(\.\.|absolute|\.git|symlink)/);
+    assert.equal(git(f.project, 'for-each-ref').split('\n').filter((l) => !l.includes('refs/heads/run/')).join('\n'), before.split('\n').filter((l) => !l.includes('refs/heads/run/')).join('\n'));
+  } finally {
+    rmSync(outside, { recursive: true, force: true });
+  }
+});
+
+test('a node without the image rejects the step: it fails with the node and the reason, no service left', { timeout: 300_000 }, async () => {
+  const f = await fixture();
+  // runner/gateway is on the manager only: the lab loaded base and toolchain into its workers
+  const file = await writePipeline(f, `version: 1
+name: noimage
+project: { path: project, push: never }
+steps:
+  - id: somewhere
+    image: runner/gateway:latest
+    placement: ["node.role == worker"]
+    timeout: 3m
+    command: ["true"]
+`);
+  const r = await execPipeline(f, file, SWARM);
+  assert.equal(r.code, 1, r.stderr);
+  assert.equal(r.json.steps.somewhere.status, 'failed');
+  assert.match(r.json.steps.somewhere.message, /rejected on lab-w\d: .*(does every node have image runner\/gateway:latest)/);
+  assert.equal(services(), '');
+});
+
+test('agent presets and egress: are refused on swarm, before anything starts, saying why', { timeout: 60_000 }, async () => {
+  const f = await fixture();
+  const file = await writePipeline(f, `version: 1
+name: gated
+project: { path: project, push: never }
+steps:
+  - id: fetch
+    image: runner/base:latest
+    egress: [example.org]
+    run: "true"
+`);
+  const r = await execPipeline(f, file, SWARM);
+  assert.equal(r.code, 3, r.stderr);
+  assert.match(r.stderr, /step fetch .*cannot run on --engine swarm yet/);
+});
+
+/** The job service of a run, once its task runs: its node's hostname. */
+async function runningOn(home: string): Promise<{ node: string }> {
+  for (let i = 0; i < 240; i++) {
+    const out = execFileSync('docker', ['service', 'ls', '--filter', `label=dev.runner.home=${home}`, '--format', '{{.Name}}'], { encoding: 'utf8' }).trim();
+    if (out) {
+      const ps = execFileSync('docker', ['service', 'ps', out.split('\n')[0]!, '--format', '{{.Node}} {{.CurrentState}}'], { encoding: 'utf8' }).trim();
+      const m = /^(\S+) Running/m.exec(ps);
+      if (m) return { node: m[1]! };
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error('no step of the run came to run');
+}
+
+const slow = (extra = '') => `version: 1
+name: slow
+project: { path: project, push: never }
+defaults: { image: runner/base:latest, resources: { memory: 64m, cpus: 0.2, pids: 64 }, timeout: 3m }
+steps:
+  - id: work
+    placement: ["node.role == worker"]
+${extra}    run: |
+      echo "started on $(hostname)" >> trail.txt
+      sleep 20
+      echo "finished on $(hostname)" >> trail.txt
+`;
+
+test('cancel mid-step removes its service; a runner killed mid-step is recovered: no service left', { timeout: 300_000 }, async () => {
+  const f = await fixture({ owner: 1000 });
+  const file = await writePipeline(f, slow());
+  let child: ChildProcess | undefined;
+  const canceled = execPipeline(f, file, SWARM, { onSpawn: (c) => (child = c) });
+  await runningOn(f.home);
+  child!.kill('SIGINT');
+  const r = await canceled;
+  assert.equal(r.code, 130, r.stderr);
+  assert.equal(services(), '', 'the canceled step\'s service is gone');
+
+  const g = await fixture({ owner: 1000 });
+  const killed = execPipeline(g, await writePipeline(g, slow()), SWARM, { onSpawn: (c) => (child = c) });
+  await runningOn(g.home);
+  child!.kill('SIGKILL');
+  await killed;
+  assert.notEqual(services(), '', 'a killed runner leaves its job running');
+  const ls = await runCli(['runs', 'ls', '--home', g.home]);
+  assert.equal(ls.code, 0, ls.stderr);
+  assert.match(ls.stdout, /interrupted/);
+  assert.equal(services(), '', 'recovery removed it');
+});
+
+test('a worker lost mid-step: the step ends node_lost within a minute, and with a retry completes on another node', { timeout: 400_000 }, async () => {
+  const f = await fixture({ owner: 1000 });
+  const file = await writePipeline(f, slow('    retries: { max: 1, backoff: 1s }\n'));
+  const t0 = Date.now();
+  const running = execPipeline(f, file, SWARM);
+  const { node } = await runningOn(f.home);
+  const lostAt = Date.now();
+  // the worker's engine dies as a machine would: at once, nothing said
+  execFileSync('sh', ['-c', `kill -9 "$(cat /run/runner-swarm-lab/${node}.pid)"`]);
+  const r = await running;
+  assert.equal(r.code, 0, r.stderr);
+  const rec = JSON.parse(readFileSync(path.join(f.home, 'runs', r.json.runId, 'run.json'), 'utf8'));
+  const [first, second] = rec.steps;
+  assert.equal(first.status, 'node_lost', JSON.stringify(first));
+  assert.equal(first.node, node);
+  assert.match(first.message, new RegExp(`node ${node} is (down|unknown|disconnected)`));
+  const noticed = (Date.parse(first.finishedAt) - lostAt) / 1000;
+  console.log(`node_lost: step ended ${noticed.toFixed(1)} s after its worker's engine was killed`);
+  assert.ok(noticed < 60, `noticed ${noticed}s after the kill`);
+  assert.equal(second.status, 'completed');
+  assert.notEqual(second.node, node, 'the retry ran elsewhere');
+  // the retry's work is last; the lost attempt's, when its container outlived its engine and sent it, is before it
+  assert.match(git(f.project, 'show', `${r.json.branch}:trail.txt`), /(^|\n)started on (\S+)\nfinished on \2$/);
+  assert.ok(Date.now() - t0 < 300_000);
+  assert.equal(services(), '');
+});
