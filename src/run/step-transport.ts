@@ -44,7 +44,16 @@ fetch() {
   exec 3>&-
   return $rc
 }
-send() { { printf 'PUT %s %s\\n' "$tok" "$1"; tar -c -C "$2" -f - . 2>/dev/null; } > "/dev/tcp/$addr/$port"; }
+send() { { printf 'PUT %s %s\\n' "$tok" "$1"; tar -c -C "$2" -f - . 2>/dev/null; } > "/dev/tcp/$addr/$port" && confirm "$1"; }
+# the container must outlive its last bytes in flight: wait until the runner has them all
+confirm() {
+  local ans=
+  exec 4<>"/dev/tcp/$addr/$port" || return 1
+  printf 'ASK %s %s\\n' "$tok" "$1" >&4
+  read -r -t 600 ans <&4
+  exec 4>&-
+  [ "$ans" = ok ] || { echo "runner transfer: the runner did not take the work back (\${ans:-no answer})" >&2; return 1; }
+}
 fetch w "$ws" || { echo "runner transfer: could not fetch the workspace from $addr:$port" >&2; exit 125; }
 fetch io "$io" || { echo "runner transfer: could not fetch the step's io directory" >&2; exit 125; }
 cd "$ws"

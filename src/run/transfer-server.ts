@@ -1,10 +1,13 @@
 /**
  * Where steps on other nodes fetch their workspace and send their work back
  * (engine swarm). A plain TCP protocol a step's bash can speak without curl:
- * one line `GET <token> <part>` or `PUT <token> <part>`, then the tar. Each
- * token is one step's, given to it as a swarm secret (never in its
- * environment or command line), and good for one fetch and one send of each
- * part; a send is capped in bytes and received as hostile (tar-transfer.ts).
+ * one line `GET <token> <part>` or `PUT <token> <part>`, then the tar, or
+ * `ASK <token> <part>`, answered `ok` once that part's send was all received
+ * (a container that ends before its last bytes left its node loses them:
+ * the step asks before it exits). Each token is one step's, given to it as a
+ * swarm secret (never in its environment or command line), and good for one
+ * fetch and one send of each part; a send is capped in bytes and received as
+ * hostile (tar-transfer.ts).
  */
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
@@ -104,6 +107,16 @@ export class TransferServer {
       const p = receiveTree(capped(socket, DEFAULT_RECEIVE_LIMITS.maxBytes + 64 * 1024 ** 2), e.staging[part], e.owner);
       e.sent.set(part, p);
       p.then(w.resolve, w.reject);
+      // the whole send is in: the sender's side closes (it may wait for this)
+      p.then(() => socket.end(), () => socket.destroy());
+      return;
+    }
+    if (verb === 'ASK') {
+      socket.resume();
+      e.waiters.get(part)!.p.then(
+        () => socket.end('ok\n'),
+        (err: Error) => socket.end(`failed ${err.message.replace(/\s+/g, ' ').slice(0, 200)}\n`),
+      );
       return;
     }
     socket.destroy();

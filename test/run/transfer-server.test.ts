@@ -74,3 +74,20 @@ test('a token fetches its workspace once and sends its work back once; the work 
   t.close();
   assert.equal((await talk(`GET ${t.token} io`)).length, 0, 'a closed token gets nothing');
 });
+
+test('ASK is answered ok once a part sent back is all received, so a step can wait before it ends', async () => {
+  await server.listen();
+  const d = await dirs();
+  const staging = { w: stagingFor(d.w, 'w'), io: stagingFor(d.io, 'io') };
+  const t = server.open(d, staging, owner);
+  const asked = talk(`ASK ${t.token} w`);
+  let answered = false;
+  void asked.then(() => (answered = true));
+  await new Promise((r) => setTimeout(r, 100));
+  assert.equal(answered, false, 'no answer before the work is sent');
+  await talk(`PUT ${t.token} w`, await tarOf([{ name: 'b.txt', body: 'from the step' }]));
+  assert.equal((await asked).toString(), 'ok\n');
+  assert.equal(await readFile(path.join(staging.w, 'b.txt'), 'utf8'), 'from the step');
+  assert.equal((await talk(`ASK ${'0'.repeat(48)} w`)).length, 0, 'a wrong token gets no answer');
+  t.close();
+});
