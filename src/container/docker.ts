@@ -23,7 +23,12 @@ export class DockerRuntime implements ContainerRuntime {
   private readonly docker: Docker;
   private ownMounts: Promise<OwnMount[] | undefined> | undefined;
 
-  constructor(docker?: Docker) {
+  /**
+   * `overlay`: the networks it makes are a swarm's (attachable overlays), so a
+   * container here and a job on any node can share one; the host has no
+   * address on an overlay, so `isolated` needs nothing more.
+   */
+  constructor(docker?: Docker, private readonly networks: 'bridge' | 'overlay' = 'bridge') {
     this.docker = docker ?? new Docker();
   }
 
@@ -193,17 +198,25 @@ export class DockerRuntime implements ContainerRuntime {
     try {
       id = (await this.docker.createNetwork({
         Name: spec.name,
-        Driver: 'bridge',
+        Driver: this.networks,
         Internal: spec.internal,
         CheckDuplicate: true,
         Labels: spec.labels,
-        ...(spec.isolated ? { Options: { 'com.docker.network.bridge.inhibit_ipv4': 'true' } } : {}),
+        ...(this.networks === 'overlay' ? { Attachable: true } : spec.isolated ? { Options: { 'com.docker.network.bridge.inhibit_ipv4': 'true' } } : {}),
       })).id;
     } catch (err) {
       throw engineError(`creating network ${spec.name}`, err);
     }
-    const info = await this.docker.getNetwork(id).inspect();
-    const subnet = (info.IPAM?.Config as Array<{ Subnet?: string }> | undefined)?.find((c) => c.Subnet && c.Subnet.includes('.'))?.Subnet;
+    const subnetOf = async () => {
+      const info = await this.docker.getNetwork(id).inspect();
+      return (info.IPAM?.Config as Array<{ Subnet?: string }> | undefined)?.find((c) => c.Subnet && c.Subnet.includes('.'))?.Subnet;
+    };
+    let subnet = await subnetOf();
+    // a swarm allocates an overlay's subnet a moment after making it
+    for (let i = 0; !subnet && this.networks === 'overlay' && i < 40; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      subnet = await subnetOf();
+    }
     if (!subnet) {
       await this.removeNetwork(id);
       throw new ContainerError('docker_failed', `docker gave network ${spec.name} no IPv4 subnet: check the engine's default-address-pools`);

@@ -17,7 +17,7 @@ export function openEngine(name: string): { runtime: ContainerRuntime; transport
     const runtime = new SwarmRuntime();
     // the address the swarm's nodes reach this machine at: its swarm address, unless told otherwise
     const address = async () => process.env.RUNNER_TRANSFER_ADDRESS || (await runtime.managerAddress());
-    return { runtime, transport: new TarTransport(address) };
+    return { runtime, transport: new TarTransport(address, runtime.manager) };
   }
   throw new UsageError(`--engine takes local or swarm, got "${name}"`);
 }

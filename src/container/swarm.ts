@@ -12,7 +12,7 @@ import { ContainerError, errorMessage } from '../common/errors.js';
 import { DockerRuntime, removeSwarmFiles } from './docker.js';
 import type { ContainerHandle, ContainerSpec, ExitState, OutputHandler } from './runtime.js';
 
-/** The attachable overlay network steps on swarm are on (they reach the runner's transfer through it). */
+/** The attachable overlay network of swarm steps with `network: bridge` (it has a way out, and to the runner's transfer). */
 export const SWARM_NETWORK = 'runner-swarm';
 const POLL_MS = 500;
 /** a task no node takes within this long ends the step (no node has the resources or the placement) */
@@ -24,15 +24,18 @@ const TERMINAL = new Set(['complete', 'failed', 'rejected', 'shutdown', 'orphane
 interface TaskInfo {
   ID: string;
   NodeID?: string;
-  Status?: { State?: string; Err?: string; Message?: string; ContainerStatus?: { ExitCode?: number } };
+  Status?: { State?: string; Err?: string; Message?: string; ContainerStatus?: { ExitCode?: number; ContainerID?: string } };
   CreatedAt?: string;
 }
 
 export class SwarmRuntime extends DockerRuntime {
   private network: Promise<void> | undefined;
+  /** containers on the manager itself (a step's relay), on networks every node shares */
+  readonly manager: DockerRuntime;
 
   constructor(private readonly api: Docker = new Docker()) {
     super(api);
+    this.manager = new DockerRuntime(api, 'overlay');
   }
 
   override async ping(): Promise<void> {
@@ -73,13 +76,15 @@ export class SwarmRuntime extends DockerRuntime {
 }
 
 /** A service name the swarm takes (a DNS label): the container's name with what it refuses turned to -, cut with a hash to stay unique. Pure. */
-export function serviceName(name: string): string {
+export function serviceName(name: string, max = 63): string {
   const safe = name.replace(/[^A-Za-z0-9-]/g, '-').replace(/^-+/, '');
-  return safe.length <= 63 ? safe : `${safe.slice(0, 54)}-${createHash('sha256').update(name).digest('hex').slice(0, 8)}`;
+  return safe.length <= max ? safe : `${safe.slice(0, max - 9)}-${createHash('sha256').update(name).digest('hex').slice(0, 8)}`;
 }
 
 class SwarmTask implements ContainerHandle {
   private service: Docker.Service | undefined;
+  private serviceId: string | undefined;
+  private serviceSpec: Docker.CreateServiceOptions | undefined;
   private readonly name: string;
   private ended: ExitState | undefined;
   private readonly done: Promise<ExitState>;
@@ -105,19 +110,24 @@ class SwarmTask implements ContainerHandle {
     let closed = false;
     const ended = (async () => {
       await this.startedP;
-      if (closed || !this.service) return;
-      stream = (await this.service.logs({ follow: true, stdout: true, stderr: true })) as unknown as NodeJS.ReadableStream & { destroy?: () => void };
-      const out = { write: (b: Buffer) => void onStdout(b) } as unknown as NodeJS.WritableStream;
-      const err = { write: (b: Buffer) => void onStderr(b) } as unknown as NodeJS.WritableStream;
-      this.api.modem.demuxStream(stream, out, err);
-      const streamEnd = new Promise<void>((r) => {
-        stream!.on('end', r);
-        stream!.on('close', r);
-        stream!.on('error', () => r());
-      });
-      // a finished task's log stream does not end by itself: stop following a moment after the task ends
-      await Promise.race([streamEnd, this.done.then(() => new Promise((r) => setTimeout(r, 1500)))]);
-      stream.destroy?.();
+      // followed until the task ends; again when the job was placed anew (placeAgain)
+      for (let followed: Docker.Service | undefined; !closed && this.service && this.service !== followed; ) {
+        followed = this.service;
+        stream = (await followed.logs({ follow: true, stdout: true, stderr: true })) as unknown as NodeJS.ReadableStream & { destroy?: () => void };
+        const out = { write: (b: Buffer) => void onStdout(b) } as unknown as NodeJS.WritableStream;
+        const err = { write: (b: Buffer) => void onStderr(b) } as unknown as NodeJS.WritableStream;
+        this.api.modem.demuxStream(stream, out, err);
+        const streamEnd = new Promise<void>((r) => {
+          stream!.on('end', r);
+          stream!.on('close', r);
+          stream!.on('error', () => r());
+        });
+        // a finished task's log stream does not end by itself: stop following a moment after the task ends
+        await Promise.race([streamEnd, this.done.then(() => new Promise((r) => setTimeout(r, 1500)))]);
+        stream.destroy?.();
+        // a job being placed anew has its next service in a moment
+        for (let i = 0; i < 40 && !this.ended && !closed && this.service === followed; i++) await new Promise((r) => setTimeout(r, 250));
+      }
     })().catch(() => undefined);
     return { ended, close: () => ((closed = true), this.started?.(), stream?.destroy?.()) };
   }
@@ -140,8 +150,7 @@ class SwarmTask implements ContainerHandle {
           configs.push({ ConfigID: id, ConfigName: name, File: { Name: f.target, UID: '0', GID: '0', Mode: 0o555 } });
         }
       }
-      const cpus = Math.round(s.cpus * 1e9);
-      this.service = (await this.api.createService({
+      this.serviceSpec = {
         Name: this.name,
         Labels: labels,
         TaskTemplate: {
@@ -164,20 +173,51 @@ class SwarmTask implements ContainerHandle {
             Secrets: secrets,
             Configs: configs,
           },
-          Resources: { Limits: { NanoCPUs: cpus, MemoryBytes: s.memoryBytes, Pids: s.pids }, Reservations: { NanoCPUs: cpus, MemoryBytes: s.memoryBytes } },
+          Resources: { Limits: { NanoCPUs: Math.round(s.cpus * 1e9), MemoryBytes: s.memoryBytes, Pids: s.pids }, Reservations: { NanoCPUs: Math.round(s.cpus * 1e9), MemoryBytes: s.memoryBytes } },
           RestartPolicy: { Condition: 'none', MaxAttempts: 0 },
           Placement: { Constraints: s.placement ?? [] },
-          Networks: [{ Target: SWARM_NETWORK }],
+          // bridge: the runner's overlay, which has a way out; else the step's own (internal, with its relay)
+          Networks: [{ Target: s.network === 'bridge' ? SWARM_NETWORK : s.network }],
         },
         Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
-      } as unknown as Docker.CreateServiceOptions)) as unknown as Docker.Service;
-      this.service = this.api.getService((this.service as unknown as { id: string }).id);
+      } as unknown as Docker.CreateServiceOptions;
+      await this.createService();
     } catch (err) {
       await removeSwarmFiles(this.api, { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) }).catch(() => undefined);
       throw new ContainerError('docker_failed', `the swarm refused the step's job: ${errorMessage(err).split('\n')[0]}`, { cause: err });
     }
     this.started?.();
     void this.watch();
+  }
+
+  private async createService(): Promise<void> {
+    const { id } = (await this.api.createService(this.serviceSpec!)) as unknown as { id: string };
+    this.service = this.api.getService(id);
+    this.serviceId = id;
+  }
+
+  /**
+   * A task the swarm took back before it ran ("assigned node no longer meets
+   * constraints": its node's reservations were over-committed, finished job
+   * tasks still counting) is placed again, as a new job, while the step may
+   * still wait for a node. True when it was.
+   */
+  private async placeAgain(task: TaskInfo, t0: number): Promise<boolean> {
+    const why = task.Status?.Err ?? '';
+    // a task that had a container may have fetched the workspace (a one-time token): that step is not run twice
+    if (!/no longer meets constraints/.test(why) || task.Status?.ContainerStatus?.ContainerID || Date.now() - t0 > PENDING_MS || this.removed) return false;
+    await this.service?.remove().catch(() => undefined);
+    // the name is free once the old job is gone
+    for (let i = 0; i < 20; i++) {
+      try {
+        await this.createService();
+        return true;
+      } catch (err) {
+        if (!/already exists|name conflicts/i.test(errorMessage(err))) return false;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+    return false;
   }
 
   /** Polls the task and its node until the task ends, its node is lost, or no node takes it. */
@@ -190,7 +230,7 @@ class SwarmTask implements ContainerHandle {
       if (this.removed) return this.end({ exitCode: 137, oomKilled: false, ...(hostname ? { node: hostname } : {}) });
       let task: TaskInfo | undefined;
       try {
-        const tasks = (await this.api.listTasks({ filters: { service: [this.name] } })) as TaskInfo[];
+        const tasks = (await this.api.listTasks({ filters: { service: [this.serviceId ?? this.name] } })) as TaskInfo[];
         task = tasks.sort((a, b) => (a.CreatedAt ?? '').localeCompare(b.CreatedAt ?? '')).at(-1);
       } catch (err) {
         // a manager that stopped answering (it left the swarm, its machine went) ends the step, not the wait
@@ -204,6 +244,10 @@ class SwarmTask implements ContainerHandle {
       if (task?.NodeID && !hostname) {
         const node = await this.api.getNode(task.NodeID).inspect().catch(() => undefined);
         hostname = node?.Description?.Hostname;
+      }
+      if (state === 'rejected' && task && (await this.placeAgain(task, t0))) {
+        hostname = undefined;
+        continue;
       }
       if (TERMINAL.has(state)) {
         const code = task?.Status?.ContainerStatus?.ExitCode ?? (state === 'complete' ? 0 : null);

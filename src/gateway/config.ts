@@ -8,6 +8,8 @@ import type { ModelApiKind } from './usage-meter.js';
 import type { Price } from './prices.js';
 
 export const GATEWAY_PORT = 3128;
+/** where a relay listens, when the config asks for one */
+export const RELAY_PORT = 3129;
 /** the name a step reaches its gateway by, on the step's own network */
 export const GATEWAY_HOST = 'runner-gateway';
 
@@ -36,6 +38,8 @@ export interface GatewayConfig {
   prices: Record<string, Price>;
   /** the step's network (CIDR): the gateway listens there only, never on its way out */
   listenSubnet: string;
+  /** a TCP port on the step's network joined to one address and nothing else (a swarm step's way to the runner's transfer) */
+  relay?: { port: number; to: { host: string; port: number } };
   /** after this long the gateway stops by itself (the step's timeout and then some): a runner that died cannot stop it */
   deadlineMs?: number;
 }
@@ -79,5 +83,6 @@ export function parseConfig(text: string | undefined): GatewayConfig | string {
   if (typeof c.listenSubnet !== 'string' || !/^\d+\.\d+\.\d+\.\d+\/\d+$/.test(c.listenSubnet)) return 'listenSubnet must be an IPv4 CIDR';
   if (c.model && (typeof c.model.upstream !== 'string' || !/^https?:\/\//.test(c.model.upstream))) return 'model.upstream must be an http(s) URL';
   if (typeof c.prices !== 'object' || c.prices === null) return 'prices must be an object';
+  if (c.relay && !(Number.isInteger(c.relay.port) && typeof c.relay.to?.host === 'string' && Number.isInteger(c.relay.to.port))) return 'relay must be { port, to: { host, port } }';
   return c;
 }

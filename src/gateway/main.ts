@@ -1,14 +1,16 @@
 /**
  * A step's gateway, in its own container: the step's only way out. Reads its
  * config from RUNNER_GATEWAY_CONFIG, listens on the step's network only
- * (HTTP proxy and model API on 3128, a name server on 53), prints one JSON
- * event per line, and on SIGTERM prints what it refused and exits.
+ * (HTTP proxy and model API on 3128, a name server on 53, a relay on
+ * RELAY_PORT when asked), prints one JSON event per line, and on SIGTERM
+ * prints what it refused and exits.
  */
 import { GATEWAY_PORT, parseConfig, type GatewayEvent } from './config.js';
 import { addressIn } from './address.js';
 import { startDns } from './dns.js';
 import { Refusals } from './egress.js';
 import { Ledger } from './ledger.js';
+import { startRelay } from './relay.js';
 import { gatewayServer } from './server.js';
 
 const emit = (e: GatewayEvent) => process.stdout.write(`${JSON.stringify(e)}\n`);
@@ -27,10 +29,12 @@ async function main(): Promise<void> {
     server.listen(GATEWAY_PORT, address, resolve);
   });
   const dns = await startDns(address, 53, config.listenSubnet, (message) => emit({ event: 'error', message }));
+  const relay = config.relay && (await startRelay(address, config.relay.port, config.listenSubnet, config.relay.to, (message) => emit({ event: 'error', message })));
   emit({ event: 'ready', address });
   const stop = () => {
     emit({ event: 'refusals', hosts: Object.fromEntries(refusals.hosts), others: refusals.others, budget: budgetRefusals.count });
     dns.close();
+    relay?.close();
     server.closeAllConnections();
     server.close();
     process.stdout.write('', () => process.exit(0));

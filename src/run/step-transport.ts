@@ -7,7 +7,10 @@
  */
 import { rm } from 'node:fs/promises';
 import { ContainerError } from '../common/errors.js';
-import type { ContainerSpec } from '../container/runtime.js';
+import type { ContainerRuntime, ContainerSpec } from '../container/runtime.js';
+import { serviceName } from '../container/swarm.js';
+import { RELAY_PORT } from '../gateway/config.js';
+import { openGateway, type OpenGateway } from '../gateway/host/step-gateway.js';
 import { replaceTree } from '../workspace/tar-transfer.js';
 import { stagingFor, TransferServer, type Part } from './transfer-server.js';
 
@@ -70,24 +73,50 @@ exit $rc
 /** How long after its container ended a step's work may still be arriving. */
 const ARRIVAL_MS = 10_000;
 
-/** Swarm: the workspace by tar, through the runner's transfer server, at an address the nodes reach. */
+/**
+ * Swarm: the workspace by tar, through the runner's transfer server, at an
+ * address the nodes reach. A step with `network: bridge` is on the runner's
+ * overlay and reaches the server there; a step with `network: none` gets a
+ * network of its own (an internal overlay) whose only other member is a
+ * relay on the manager that leads to the server and nowhere else.
+ */
 export class TarTransport implements StepTransport {
   readonly remote = true;
   private readonly server = new TransferServer();
 
-  constructor(private readonly address: () => Promise<string>) {}
+  /** `manager`: where a step's relay runs (the swarm manager's engine, making overlays) */
+  constructor(
+    private readonly address: () => Promise<string>,
+    private readonly manager: ContainerRuntime,
+  ) {}
 
   async prepare(spec: ContainerSpec, where: { workspace: string; io: string; owner: { uid: number; gid: number } }): Promise<Prepared> {
+    if (spec.network !== 'none' && spec.network !== 'bridge') {
+      throw new ContainerError('swarm_unsupported', `network: ${spec.network} cannot be used on --engine swarm: a step there has network none (its own, with a relay to the runner) or bridge (the runner's overlay, with a way out)`);
+    }
     await this.server.listen();
-    const addr = await this.address();
+    let to = { host: await this.address(), port: this.server.port };
+    let relay: OpenGateway | undefined;
+    if (spec.network === 'none') {
+      relay = await openGateway(this.manager, {
+        // its network is an overlay, named as a DNS label (the network adds -net)
+        name: serviceName(`${spec.name}-relay`, 59),
+        labels: spec.labels,
+        egressNetwork: 'bridge',
+        config: { allow: [], prices: {}, relay: { port: RELAY_PORT, to } },
+        onEvent: () => undefined,
+      });
+      to = { host: relay.dns[0]!, port: RELAY_PORT };
+    }
     const staging: Record<Part, string> = { w: stagingFor(where.workspace, 'w'), io: stagingFor(where.io, 'io') };
     const t = this.server.open({ w: where.workspace, io: where.io }, staging, where.owner);
     const prepared: ContainerSpec = {
       ...spec,
+      network: relay?.network ?? spec.network,
       // the project and its git directory stay on this machine: a step on another node sees its worktree only
       mounts: [],
       workingDir: '/',
-      cmd: ['bash', '/run/runner/transfer.sh', addr, String(this.server.port), ...spec.cmd],
+      cmd: ['bash', '/run/runner/transfer.sh', to.host, String(to.port), ...spec.cmd],
       files: [
         { target: '/run/runner/transfer.sh', data: TRANSFER_SCRIPT, secret: false },
         { target: 'runner-transfer', data: t.token, secret: true },
@@ -112,6 +141,7 @@ export class TarTransport implements StepTransport {
           return `the step's work did not come back from its node (${(err as Error).message}): the worktree holds what it started with`;
         } finally {
           t.close();
+          await relay?.close();
           await Promise.all(Object.values(staging).map((d) => rm(d, { recursive: true, force: true })));
         }
       },

@@ -8,4 +8,5 @@ test('a service name the swarm takes: a DNS label, unique when cut', () => {
   assert.equal(long.length, 63);
   assert.notEqual(long, serviceName(`runner-20261123-143547-attjpp-${'x'.repeat(80)}.2`));
   assert.match(serviceName('runner-x-a_b[0].2'), /^[A-Za-z0-9-]+$/);
+  assert.equal(serviceName(`runner-${'y'.repeat(80)}-relay`, 59).length, 59, 'room left for a suffix (a relay network adds -net)');
 });

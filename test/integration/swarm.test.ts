@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { execFile, execFileSync, type ChildProcess } from 'node:child_process';
 import { lstatSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -98,12 +99,15 @@ s.close()
     writeFileSync(path.join(f.project, 'attack.py'), attack);
     git(f.project, 'add', 'attack.py');
     git(f.project, '-c', 'user.name=t', '-c', 'user.email=t@l', 'commit', '-qm', 'attack');
+    // the project is its owner's: the commit made here as root must not leave root's objects in it
+    execFileSync('chown', ['-R', '1000:1000', path.join(f.project, '.git')]);
     const file = await writePipeline(f, `version: 1
 name: hostile
 project: { path: project, push: never }
 steps:
   - id: attack
     image: runner/toolchain:latest
+    resources: { memory: 256m, cpus: 0.2, pids: 64 }
     timeout: 2m
     run: |
       set -- $(ps -o args= -p 1,$PPID | grep -o 'transfer.sh [0-9.]* [0-9]*' | head -n1)
@@ -162,6 +166,47 @@ steps:
   const r = await execPipeline(f, file, SWARM);
   assert.equal(r.code, 3, r.stderr);
   assert.match(r.stderr, /step fetch .*cannot run on --engine swarm yet/);
+});
+
+test('network: none on a worker reaches only its relay to the runner (not the host, where network: bridge does); its work comes back', { timeout: 300_000 }, async () => {
+  const f = await fixture({ owner: 1000 });
+  const host = execFileSync('docker', ['info', '-f', '{{.Swarm.NodeAddr}}'], { encoding: 'utf8' }).trim();
+  const seen: string[] = [];
+  const listener = net.createServer((s) => {
+    seen.push(s.remoteAddress ?? '?');
+    s.end('hello\n');
+  });
+  await new Promise<void>((r) => listener.listen(0, '0.0.0.0', r));
+  const port = (listener.address() as net.AddressInfo).port;
+  const probe = (file: string) => `if timeout 5 bash -c 'exec 3<>/dev/tcp/${host}/${port}; cat <&3' > ${file} 2>/dev/null; then :; else echo unreached > ${file}; fi`;
+  try {
+    const file = await writePipeline(f, `version: 1
+name: closed
+project: { path: project, push: never }
+defaults: { image: runner/base:latest, resources: { memory: 64m, cpus: 0.2, pids: 64 }, timeout: 2m }
+steps:
+  - id: closed
+    network: none
+    placement: ["node.role == worker"]
+    run: ${JSON.stringify(probe('closed.txt'))}
+  - id: open
+    network: bridge
+    placement: ["node.role == worker"]
+    run: ${JSON.stringify(probe('open.txt'))}
+`);
+    const r = await execPipeline(f, file, SWARM);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(git(f.project, 'show', `${r.json.branch}:closed.txt`), 'unreached', 'network: none reaches nothing but its relay');
+    assert.equal(git(f.project, 'show', `${r.json.branch}:open.txt`), 'hello', 'network: bridge reaches the host (the probe works)');
+    assert.equal(seen.length, 1, `connections: ${seen.join(', ')}`);
+    assert.equal(services(), '');
+    const left = execFileSync('docker', ['ps', '-aq', '--filter', `label=dev.runner.run-id=${r.json.runId}`], { encoding: 'utf8' }).trim();
+    assert.equal(left, '', 'no relay left');
+    const nets = execFileSync('docker', ['network', 'ls', '-q', '--filter', `label=dev.runner.run-id=${r.json.runId}`], { encoding: 'utf8' }).trim();
+    assert.equal(nets, '', 'no step network left');
+  } finally {
+    listener.close();
+  }
 });
 
 /** The job service of a run, once its task runs: its node's hostname. */

@@ -1,0 +1,34 @@
+/**
+ * A relay: one TCP port on the step's network that leads to one address and
+ * port and nowhere else. On a swarm, a step whose network is `none` is on a
+ * network of its own (internal) with the relay as its only member besides
+ * itself, so it can fetch its workspace and send its work back to the runner
+ * and reach nothing else.
+ */
+import net from 'node:net';
+import { inSubnet } from './address.js';
+
+export interface RelayTarget {
+  host: string;
+  port: number;
+}
+
+/** Listens on `address:port`, takes connections from `subnet` only, and joins each to `to`. */
+export async function startRelay(address: string, port: number, subnet: string, to: RelayTarget, onError: (m: string) => void): Promise<net.Server> {
+  const server = net.createServer((socket) => {
+    if (!inSubnet(subnet, socket.remoteAddress)) return void socket.destroy();
+    const out = net.connect(to.port, to.host);
+    out.on('error', (err) => {
+      onError(`relay to ${to.host}:${to.port}: ${err.message}`);
+      socket.destroy();
+    });
+    socket.on('error', () => out.destroy());
+    socket.pipe(out);
+    out.pipe(socket);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, address, resolve);
+  });
+  return server;
+}
