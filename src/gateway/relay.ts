@@ -15,9 +15,10 @@ export interface RelayTarget {
 
 /** Listens on `address:port`, takes connections from `subnet` only, and joins each to `to`. */
 export async function startRelay(address: string, port: number, subnet: string, to: RelayTarget, onError: (m: string) => void): Promise<net.Server> {
-  const server = net.createServer((socket) => {
+  // half-open both ways: a sender that has said all (FIN) still hears the answer
+  const server = net.createServer({ allowHalfOpen: true }, (socket) => {
     if (!inSubnet(subnet, socket.remoteAddress)) return void socket.destroy();
-    const out = net.connect(to.port, to.host);
+    const out = net.connect({ port: to.port, host: to.host, allowHalfOpen: true });
     out.on('error', (err) => {
       onError(`relay to ${to.host}:${to.port}: ${err.message}`);
       socket.destroy();
