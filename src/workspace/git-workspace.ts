@@ -8,6 +8,7 @@ import { visible } from '../common/visible.js';
 import type { Mount } from '../container/runtime.js';
 import type { Git } from '../git/git.js';
 import { pushBranch, type PushOutcome, type PushPolicy } from '../git/push.js';
+import type { WorktreePool } from './worktree-pool.js';
 import { commitAll, createWorktree, deleteBranches, diffToFile, headOf, mergeIntoWorktree, removeWorktree, savePatch, verifyGitLinks, type GitWorktree } from './git-worktree.js';
 import { handOver } from './ownership.js';
 import type { LaneMergeResult, StepWork, Workspace, WorkspaceKind } from './workspace.js';
@@ -31,6 +32,8 @@ export interface GitWorkspaceOptions {
   onRemoved?: () => Promise<void>;
   /** where lanes go: worktrees `<root>/<runId>.<name>` on branches `run/<runId>+<name>` */
   lanes: { root: string; runId: string };
+  /** the pool the worktree goes back to at the end (what changed after preparedAt, the run did); claimed: it came from there */
+  pool?: { pool: WorktreePool; preparedAt: number; claimed: boolean };
 }
 
 export class GitWorkspace implements Workspace {
@@ -137,7 +140,7 @@ export class GitWorkspace implements Workspace {
     const { root, runId } = this.o.lanes;
     // `+`: never in a run id nor a step id, and no name ends in `.lock` (which git refuses) this way.
     const wt = await createWorktree(this.git, this.wt.project, root, `${runId}.${name}`, `run/${runId}+${name}`, { newFrom: await this.head(), reset: true });
-    return new GitWorkspace({ ...this.o, kind: this.kind, wt, created: true, disposable: true, onRelease: undefined, onRemoved: undefined });
+    return new GitWorkspace({ ...this.o, kind: this.kind, wt, created: true, disposable: true, onRelease: undefined, onRemoved: undefined, pool: undefined });
   }
 
   async mergeLane(lane: Workspace, message: string): Promise<LaneMergeResult> {
@@ -152,7 +155,9 @@ export class GitWorkspace implements Workspace {
   async release(remove: boolean): Promise<void> {
     try {
       if (remove) {
-        await removeWorktree(this.git, this.wt);
+        const p = this.o.pool;
+        const pooled = p ? await p.pool.give(this.git, this.wt, p.preparedAt).catch(() => false) : false;
+        if (!pooled) await removeWorktree(this.git, this.wt);
         await this.o.onRemoved?.();
       }
     } finally {

@@ -85,7 +85,7 @@ export async function createWorktree(
 }
 
 /** Reads what git wrote for a worktree it just created: the link files, the admin directory. */
-async function describeWorktree(git: Git, project: ProjectFacts, target: string, branch: string, baseSha: string): Promise<GitWorktree> {
+export async function describeWorktree(git: Git, project: ProjectFacts, target: string, branch: string, baseSha: string): Promise<GitWorktree> {
   const dotGit = await readFile(path.join(target, '.git'), 'utf8');
   const m = /^gitdir: (.+)\n?$/.exec(dotGit);
   const gitDir = m ? path.resolve(target, m[1]!) : '';

@@ -51,6 +51,11 @@ export class RunnerHome {
     return path.join(this.root, 'tasks');
   }
 
+  /** prepared worktrees per project, claimed by runs (worktree-pool.ts) */
+  get pool(): string {
+    return path.join(this.root, 'pool');
+  }
+
   /** temporary worktrees of runner merge (always removed) */
   get merges(): string {
     return path.join(this.root, 'merges');

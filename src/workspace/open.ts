@@ -10,6 +10,7 @@ import { checkPersistentDir, openPersistentDir } from './persistent-dir.js';
 import { inspectProject, type ProjectFacts } from './project.js';
 import { openRunWorktree } from './run-worktree.js';
 import { openTaskWorktree } from './task-worktree.js';
+import { WorktreePool } from './worktree-pool.js';
 import type { Workspace } from './workspace.js';
 
 export interface TaskFlags {
@@ -68,7 +69,7 @@ export async function openWorkspace(c: OpenContext): Promise<Workspace> {
   const p = c.prepared;
   const push = { remote: c.pipeline.project.remote, policy: c.pipeline.project.push };
   if (p.kind === 'persistent_directory') return openPersistentDir(p.dir, c.wait);
-  if (p.kind === 'git_worktree') return openRunWorktree(p.git, p.project, c.home.worktrees, c.runId, p.baseSha, push);
+  if (p.kind === 'git_worktree') return openRunWorktree(p.git, p.project, c.home.worktrees, c.runId, p.baseSha, push, new WorktreePool(c.home.pool));
   return openTaskWorktree({
     git: p.git,
     project: p.project,

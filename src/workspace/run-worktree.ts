@@ -1,9 +1,16 @@
-/** The default workspace: a fresh worktree on `run/<runId>` in `<home>/worktrees/<runId>`, removed at the end. */
+/**
+ * The default workspace: a worktree on `run/<runId>` in
+ * `<home>/worktrees/<runId>`, claimed from the project's pool when it has
+ * one ready (worktree-pool.ts), else made fresh; at the end it goes back to
+ * the pool, or is removed.
+ */
 import type { Git } from '../git/git.js';
 import type { PushPolicy } from '../git/push.js';
+import { childPath } from './names.js';
 import { createWorktree } from './git-worktree.js';
 import { GitWorkspace } from './git-workspace.js';
 import type { ProjectFacts } from './project.js';
+import type { WorktreePool } from './worktree-pool.js';
 
 export function runBranch(runId: string): string {
   return `run/${runId}`;
@@ -16,9 +23,12 @@ export async function openRunWorktree(
   runId: string,
   baseSha: string,
   push: { remote: string; policy: PushPolicy },
+  pool?: WorktreePool,
 ): Promise<GitWorkspace> {
-  const wt = await createWorktree(git, project, worktreesRoot, runId, runBranch(runId), { newFrom: baseSha });
+  const claimed = await pool?.claim(git, project, await childPath(worktreesRoot, runId, 'workspace name'), runBranch(runId), baseSha);
+  const wt = claimed?.wt ?? (await createWorktree(git, project, worktreesRoot, runId, runBranch(runId), { newFrom: baseSha }));
   return new GitWorkspace({
+    ...(pool ? { pool: { pool, preparedAt: claimed?.preparedAt ?? Date.now(), claimed: claimed !== undefined } } : {}),
     kind: 'git_worktree',
     wt,
     git,

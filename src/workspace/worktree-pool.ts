@@ -1,0 +1,191 @@
+/**
+ * Prepared worktrees per project (`<home>/pool/<project key>/<slot>`), so a
+ * run's worktree costs what differs between two commits, not the size of the
+ * repository. A run claims a slot (a rename, then `git worktree repair` and
+ * `git checkout -B run/<id> <base>`, which writes only the files that
+ * differ); at its end the worktree goes back only once it is again exactly
+ * what a fresh checkout of its base would be:
+ *
+ * - everything the run touched (touched.ts: by change time, owner, links and
+ *   type) is removed, and a touched directory is made anew (a fresh inode:
+ *   no mode, owner, extended attribute or ACL a step set survives);
+ * - git checks the base out again (`checkout -f --detach`), cleans what is
+ *   untracked or ignored, and must then report nothing at all (`status
+ *   --ignored --untracked-files=all`);
+ *
+ * otherwise it is removed as before. Bounded by RUNNER_WORKTREE_POOL slots
+ * per project (default 2; 0 turns pooling off) and by free disk; a project
+ * with filter drivers (git-lfs) is never pooled, since a worktree handed back
+ * is checked out with its filters off.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { lchown, lstat, mkdir, readdir, readFile, rename, rmdir, statfs } from 'node:fs/promises';
+import path from 'node:path';
+import { UsageError } from '../common/errors.js';
+import type { Git, GitCall } from '../git/git.js';
+import { filtersOff } from '../git/git.js';
+import { withRepoLock } from '../git/repo-lock.js';
+import { describeWorktree, verifyGitLinks, type GitWorktree } from './git-worktree.js';
+import type { ProjectFacts } from './project.js';
+import { removeTree } from './remove-tree.js';
+import { planCleanup, type EntryFacts } from './touched.js';
+
+export interface PoolSettings {
+  /** slots kept per project; 0: no pool */
+  size: number;
+  /** a worktree goes back only while the disk keeps this many bytes free */
+  minFreeBytes: number;
+  /** …and this share of it */
+  minFreeRatio: number;
+}
+
+export const DEFAULT_POOL_SIZE = 2;
+
+/** RUNNER_WORKTREE_POOL: slots per project (0: off). Pure. */
+export function poolSettings(env: NodeJS.ProcessEnv = process.env): PoolSettings {
+  const raw = env.RUNNER_WORKTREE_POOL;
+  const n = raw === undefined || raw === '' ? DEFAULT_POOL_SIZE : Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > 64) throw new UsageError(`RUNNER_WORKTREE_POOL must be a whole number from 0 to 64 (slots per project; 0 turns the pool off), got "${raw}"`);
+  return { size: n, minFreeBytes: 2 * 1024 ** 3, minFreeRatio: 0.1 };
+}
+
+/** A claimed worktree, and when it was handed to the run (what changed after that, the run did). */
+export interface Claimed {
+  wt: GitWorktree;
+  preparedAt: number;
+}
+
+export class WorktreePool {
+  constructor(
+    /** `<home>/pool` */
+    readonly root: string,
+    readonly settings: PoolSettings = poolSettings(),
+  ) {}
+
+  /** Where a project's slots are: keyed by its git directory. */
+  dirFor(project: ProjectFacts): string {
+    return path.join(this.root, createHash('sha256').update(project.commonDir).digest('hex').slice(0, 16));
+  }
+
+  /** A slot moved to `target` and checked out on a new `branch` at `baseSha`; undefined when there is none to take. */
+  async claim(git: Git, project: ProjectFacts, target: string, branch: string, baseSha: string): Promise<Claimed | undefined> {
+    if (!this.settings.size) return undefined;
+    const dir = this.dirFor(project);
+    const slots = (await readdir(dir).catch(() => [] as string[])).filter((n) => !n.startsWith('.')).sort();
+    for (const slot of slots) {
+      const from = path.join(dir, slot);
+      const base = { cwd: project.root, gitDir: project.commonDir };
+      const taken = await withRepoLock(project.commonDir, async () => {
+        try {
+          await rename(from, target);
+        } catch {
+          return false; // another run took it
+        }
+        try {
+          await git.run(['worktree', 'repair', target], base);
+          const adminDir = await adminDirOf(target, project);
+          await git.run(['checkout', '--quiet', '--force', '-B', branch, baseSha], { ...base, gitDir: adminDir, commonDir: project.commonDir, workTree: target });
+          return true;
+        } catch {
+          // not a worktree git still knows: it goes
+          await removeTree(target).catch(() => undefined);
+          await git.run(['worktree', 'prune'], { ...base, allowFail: true });
+          return false;
+        }
+      });
+      if (!taken) continue;
+      const wt = await describeWorktree(git, project, target, branch, baseSha);
+      return { wt, preparedAt: Date.now() };
+    }
+    return undefined;
+  }
+
+  /**
+   * Takes a run's worktree back, made again what a fresh checkout of its base
+   * is; false (and the worktree untouched by the pool) when it cannot: the
+   * caller removes it.
+   */
+  async give(git: Git, wt: GitWorktree, preparedAt: number): Promise<boolean> {
+    if (!this.settings.size || wt.filterNames.length) return false;
+    const dir = this.dirFor(wt.project);
+    await mkdir(dir, { recursive: true, mode: 0o755 });
+    const slots = (await readdir(dir)).filter((n) => !n.startsWith('.'));
+    if (slots.length >= this.settings.size || !(await roomOnDisk(dir, this.settings))) return false;
+    try {
+      await verifyGitLinks(wt);
+    } catch {
+      return false;
+    }
+    const owner = { uid: wt.project.uid, gid: wt.project.gid };
+    const entries = await listTree(wt.path);
+    if (!entries) return false;
+    const plan = planCleanup(entries, preparedAt, owner);
+    for (const rel of plan.remove) await removeTree(path.join(wt.path, rel));
+    for (const rel of plan.renew) await renewDir(path.join(wt.path, rel), owner, rel === '' ? 0o755 : 0o777);
+    const call: GitCall = { cwd: wt.project.root, gitDir: wt.gitDir, commonDir: wt.project.commonDir, workTree: wt.path };
+    const checked: GitCall = { ...call, config: [...filtersOff(wt.filterNames), 'submodule.recurse=false'], isolated: true };
+    const clean = await withRepoLock(wt.project.commonDir, async () => {
+      await git.run(['checkout', '--quiet', '--force', '--detach', wt.baseSha], call);
+      await git.run(['clean', '-ffdxq'], checked);
+      const status = await git.run(['status', '--porcelain=v1', '-z', '--ignored=matching', '--untracked-files=all'], checked);
+      const head = await git.out(['rev-parse', 'HEAD'], checked);
+      return status.stdout === '' && head === wt.baseSha;
+    });
+    if (!clean) return false;
+    const slot = path.join(dir, `${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`);
+    return withRepoLock(wt.project.commonDir, async () => {
+      await rename(wt.path, slot);
+      const r = await git.run(['worktree', 'repair', slot], { cwd: wt.project.root, gitDir: wt.project.commonDir, allowFail: true });
+      if (r.code === 0) return true;
+      await rename(slot, wt.path).catch(() => undefined);
+      return false;
+    });
+  }
+}
+
+/** The admin directory a worktree's `.git` file names, which must be the project's. */
+async function adminDirOf(worktree: string, project: ProjectFacts): Promise<string> {
+  const m = /^gitdir: (.+)\n?$/.exec(await readFile(path.join(worktree, '.git'), 'utf8'));
+  const adminDir = m ? path.resolve(worktree, m[1]!) : '';
+  if (path.dirname(adminDir) !== path.join(project.commonDir, 'worktrees')) throw new Error(`${worktree}/.git does not name a worktree of ${project.root}`);
+  return adminDir;
+}
+
+/** Every entry under `root` (parents first), never following a symlink; undefined when some directory cannot be read. */
+async function listTree(root: string): Promise<EntryFacts[] | undefined> {
+  const out: EntryFacts[] = [];
+  const visit = async (rel: string): Promise<boolean> => {
+    const abs = rel ? path.join(root, rel) : root;
+    const st = await lstat(abs).catch(() => undefined);
+    if (!st) return false;
+    const type = st.isFile() ? 'file' : st.isDirectory() ? 'dir' : st.isSymbolicLink() ? 'symlink' : 'other';
+    out.push({ rel, type, ctimeMs: st.ctimeMs, uid: st.uid, gid: st.gid, nlink: st.nlink });
+    if (type !== 'dir') return true;
+    const names = await readdir(abs).catch(() => undefined);
+    if (!names) return false;
+    for (const name of names) {
+      // the worktree's link to its git directory is the runner's (verifyGitLinks checked it)
+      if (!rel && name === '.git') continue;
+      if (!(await visit(rel ? `${rel}/${name}` : name))) return false;
+    }
+    return true;
+  };
+  return (await visit('')) ? out : undefined;
+}
+
+/** A directory made anew in place: a fresh inode (mode from the umask, the owner's), what is in it moved over. */
+async function renewDir(dir: string, owner: { uid: number; gid: number }, mode: number): Promise<void> {
+  const fresh = `${dir}.renew-${randomBytes(4).toString('hex')}`;
+  await mkdir(fresh, { mode });
+  if (process.getuid?.() === 0) await lchown(fresh, owner.uid, owner.gid);
+  for (const name of await readdir(dir)) await rename(path.join(dir, name), path.join(fresh, name));
+  await rmdir(dir);
+  await rename(fresh, dir);
+}
+
+async function roomOnDisk(dir: string, s: PoolSettings): Promise<boolean> {
+  const fs = await statfs(dir).catch(() => undefined);
+  if (!fs) return false;
+  const free = fs.bavail * fs.bsize;
+  return free >= s.minFreeBytes && free >= s.minFreeRatio * fs.blocks * fs.bsize;
+}
