@@ -52,6 +52,7 @@ Usage:
       Step-made text is shown with its control characters made visible
       (\x1b, \r); --raw prints the bytes as kept (runner diff ID --raw | git apply).
   runner gc [RUN_ID...] [--yes]  remove the worktrees ended runs kept (branches stay)
+  runner gc --pool [--yes]      remove the prepared worktrees of the pool (RUNNER_WORKTREE_POOL)
   runner push RUN_ID       push a run's branch again
   runner apply RUN_ID      the run's change into the project's checkout, uncommitted
   runner merge RUN_ID [--into BRANCH] [--squash] [--push]

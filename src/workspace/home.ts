@@ -63,7 +63,7 @@ export class RunnerHome {
 
   /** Creates what is missing, 0755 whatever the umask: the owners of projects (as whom git works) pass through. */
   async ensure(): Promise<void> {
-    for (const dir of [this.worktrees, this.runs, this.tasks]) {
+    for (const dir of [this.worktrees, this.runs, this.tasks, this.pool]) {
       const first = await mkdir(dir, { recursive: true, mode: 0o755 });
       if (!first) continue;
       for (let d = dir; ; d = path.dirname(d)) {
