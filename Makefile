@@ -65,12 +65,9 @@ test: build images runner-image compose browser
 test-unit: build
 	node --test --test-reporter=spec $$(find dist/test -name '*.test.js' -not -path '*/integration/*')
 
+# Every bench (bench/README.md): each against the plain tools in the same run, then a table.
 bench: build images
-	node dist/bench/overhead.js
-	node dist/bench/runs-ls.js
-	node dist/bench/agent-start.js
-	node dist/bench/gateway-latency.js
-	node dist/bench/swarm.js
+	node dist/bench/all.js
 
 clean:
 	rm -rf dist .demo

@@ -11,15 +11,11 @@
 import { spawn } from 'node:child_process';
 import { ModelServer } from '../test/fixtures/model-server.js';
 import { CLI, makeProject, writePipeline } from '../test/fixtures/project.js';
+import { median, report } from './report.js';
 
 const ROUNDS = Number(process.argv[2] ?? 7);
 const KEY = 'sk-ant-bench-not-a-key-000000000000';
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
 
 /** Milliseconds from spawning `cmd` to the model's first agent request; then waits for the command to end. */
 async function toFirstRequest(server: ModelServer, cmd: string, args: string[]): Promise<number> {
@@ -62,7 +58,13 @@ try {
     b.push(await toFirstRequest(server, 'docker', docker));
   }
   const ratio = median(a) / median(b);
-  console.log(`agent start: runner exec ${median(a).toFixed(0)} ms, docker run ${median(b).toFixed(0)} ms to the CLI's first model request (medians of ${ROUNDS}); ratio ${ratio.toFixed(2)} (aim: <= 1.2)`);
+  report({
+    bench: 'agent start',
+    against: 'docker run of the same image and CLI',
+    aim: '<= 1.2',
+    ratio,
+    detail: `runner exec ${median(a).toFixed(0)} ms, docker run ${median(b).toFixed(0)} ms to the CLI's first model request (medians of ${ROUNDS})`,
+  });
 } finally {
   await server.close();
   await f.cleanup();

@@ -14,16 +14,12 @@ import { DockerRuntime } from '../src/container/docker.js';
 import { openGateway } from '../src/gateway/host/step-gateway.js';
 import { DEFAULT_PRICES } from '../src/gateway/prices.js';
 import { ModelServer } from '../test/fixtures/model-server.js';
+import { median, report } from './report.js';
 
 const ROUNDS = Number(process.argv[2] ?? 5);
 const CALLS = Number(process.argv[3] ?? 40);
 const run = promisify(execFile);
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
 
 // Sequential calls, each timed from request to the end of its streamed answer; one JSON list of ms on stdout.
 const CLIENT = `
@@ -63,12 +59,16 @@ try {
   }
   const d = median(direct);
   const g = median(through);
-  console.log(
-    `gateway latency: ${g.toFixed(2)} ms through the gateway, ${d.toFixed(2)} ms direct (medians of ${ROUNDS} × ${CALLS} streaming calls); ` +
-      `added ${(g - d).toFixed(2)} ms per call (aim: <= 5 ms)`,
-  );
+  report({
+    bench: 'gateway latency',
+    against: 'the scripted model directly',
+    aim: '<= 5',
+    ratio: g - d,
+    unit: 'ms added per call',
+    detail: `${g.toFixed(2)} ms through the gateway, ${d.toFixed(2)} ms direct (medians of ${ROUNDS} x ${CALLS} streaming calls)`,
+  });
 } finally {
-  const report = await gw.close();
+  const closed = await gw.close();
   await server.close();
-  if (report.totals.calls !== ROUNDS * (CALLS + 3)) console.error(`gateway latency: the gateway metered ${report.totals.calls} calls, expected ${ROUNDS * (CALLS + 3)}`);
+  if (closed.totals.calls !== ROUNDS * (CALLS + 3)) console.error(`gateway latency: the gateway metered ${closed.totals.calls} calls, expected ${ROUNDS * (CALLS + 3)}`);
 }

@@ -15,15 +15,11 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { packTree, receiveTree } from '../src/workspace/tar-transfer.js';
 import { CLI, git, makeProject, writePipeline } from '../test/fixtures/project.js';
+import { median, report, timed } from './report.js';
 
 const ROUNDS = Number(process.argv[2] ?? 5);
 const LAB = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../scripts/swarm-lab.sh');
 const run = promisify(execFile);
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 async function tree(dir: string, files: number): Promise<void> {
   for (let i = 0; i < files; i++) {
@@ -31,12 +27,6 @@ async function tree(dir: string, files: number): Promise<void> {
     await mkdir(d, { recursive: true });
     await writeFile(path.join(d, `f${i}.txt`), `file ${i}\n`.repeat(1 + (i % 50)));
   }
-}
-
-async function timed(fn: () => Promise<unknown>): Promise<number> {
-  const t0 = performance.now();
-  await fn();
-  return performance.now() - t0;
 }
 
 // (2) the tar round trip
@@ -54,7 +44,7 @@ try {
     await rm(a, { recursive: true });
     await rm(b, { recursive: true });
   }
-  console.log(`tar round trip of 13,000 files: ${median(ours).toFixed(0)} ms (tar-fs, checked) vs ${median(plain).toFixed(0)} ms (tar | tar); ratio ${(median(ours) / median(plain)).toFixed(2)}`);
+  console.log(`tar round trip of 13,000 files: ${median(ours).toFixed(0)} ms (tar-fs, checked) vs ${median(plain).toFixed(0)} ms (tar | tar); ratio ${(median(ours) / median(plain)).toFixed(2)} (no aim: what the checks cost)`);
 } finally {
   await rm(big, { recursive: true, force: true });
 }
@@ -77,7 +67,13 @@ try {
     local.push(await once('local'));
     swarm.push(await once('swarm'));
   }
-  console.log(`one step on 1,000 files: swarm ${median(swarm).toFixed(0)} ms, local ${median(local).toFixed(0)} ms (medians of ${ROUNDS}); ratio ${(median(swarm) / median(local)).toFixed(2)} (aim: <= 3)`);
+  report({
+    bench: 'swarm',
+    against: 'the local engine',
+    aim: '<= 3',
+    ratio: median(swarm) / median(local),
+    detail: `one step on 1,000 files: swarm ${median(swarm).toFixed(0)} ms, local ${median(local).toFixed(0)} ms (medians of ${ROUNDS})`,
+  });
 } finally {
   await f.cleanup();
   if (!wasUp) await run('bash', [LAB, 'down'], { maxBuffer: 1 << 24 });
