@@ -4,7 +4,7 @@
 # Both install what they need on a fresh Debian machine (root, Node 20).
 
 SHELL := /bin/bash
-RUNNER := node dist/src/cli/main.js
+RUNNER := node dist/runner/main.js
 DEMO_HOME := .demo/home
 
 .PHONY: all deps build docker images runner-image compose browser demo demo-agent test test-unit bench clean

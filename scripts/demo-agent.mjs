@@ -55,7 +55,7 @@ await writeFile(file, `# REHEARSAL copy of pipelines/implement-review.yaml, made
 
 say('REHEARSAL: the real Claude Code CLI in its container, against a SCRIPTED model (no API key, no model API).');
 say(`running ${path.relative(root, file)} (pipelines/implement-review.yaml with base_url added)`);
-const child = spawn(process.execPath, [path.join(root, 'dist/src/cli/main.js'), 'exec', file, '--home', path.join(root, '.demo/home')], {
+const child = spawn(process.execPath, [path.join(root, 'dist/runner/main.js'), 'exec', file, '--home', path.join(root, '.demo/home')], {
   stdio: 'inherit',
   env: { ...process.env, ANTHROPIC_API_KEY: 'sk-ant-rehearsal-not-a-real-key' },
 });

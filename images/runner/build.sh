@@ -9,7 +9,7 @@ set -euo pipefail
 TAG="${1:-runner/runner:latest}"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 
-if [[ ! -f "$ROOT/dist/src/cli/main.js" ]]; then
+if [[ ! -f "$ROOT/dist/runner/main.js" ]]; then
   echo "runner-image: $ROOT/dist is missing: run make build first" >&2
   exit 1
 fi
@@ -25,7 +25,7 @@ cp "$ROOT/images/runner/Dockerfile" "$CTX/"
 cp "$NODE_BIN" "$CTX/node"
 mkdir -p "$CTX/app/dist"
 cp "$ROOT/package.json" "$ROOT/package-lock.json" "$CTX/app/"
-cp -r "$ROOT/dist/src" "$CTX/app/dist/"
+cp -r "$ROOT/dist/src" "$ROOT/dist/runner" "$CTX/app/dist/"
 echo "runner-image: installing production dependencies"
 (cd "$CTX/app" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error) >"$CTX.log" 2>&1 || {
   echo "runner-image: npm ci --omit=dev failed; its output:" >&2

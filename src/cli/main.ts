@@ -30,7 +30,8 @@ async function main(argv: string[]): Promise<number> {
   }
   if (first === '--version' || first === '-v') {
     const { readFile } = await import('node:fs/promises');
-    const pkg = JSON.parse(await readFile(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+    const { packageRoot } = await import('../common/package-root.js');
+    const pkg = JSON.parse(await readFile(`${packageRoot()}/package.json`, 'utf8')) as { version: string };
     process.stdout.write(`runner ${pkg.version}\n`);
     return 0;
   }

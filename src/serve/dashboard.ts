@@ -6,8 +6,9 @@
  * printed is shown as text.
  */
 import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
+import path from 'node:path';
 import { RunnerError } from '../common/errors.js';
+import { packageRoot } from '../common/package-root.js';
 
 export interface Asset {
   type: string;
@@ -35,7 +36,7 @@ const TYPES: Record<string, string> = {
   css: 'text/css; charset=utf-8',
 };
 
-export async function loadDashboard(dir = fileURLToPath(new URL('./dashboard/', import.meta.url))): Promise<Map<string, Asset>> {
+export async function loadDashboard(dir = path.join(packageRoot(), 'dist/src/serve/dashboard/')): Promise<Map<string, Asset>> {
   const assets = new Map<string, Asset>();
   for (const [route, file] of Object.entries(FILES)) {
     const body = await readFile(`${dir}${file}`).catch(() => {

@@ -170,14 +170,14 @@ export async function commitAll(
   await verifyGitLinks(wt);
   const { removed } = await handOver(wt.path, wt.project.uid, wt.project.gid, { recursive: true, skip: ['.git'], forGit: true });
   const call = workCall(wt);
-  const commit = await withRepoLock(wt.project.commonDir, async () => {
-    await git.run(['add', '--all', '--', '.'], call);
-    const staged = await git.run(['diff', '--cached', '--quiet', '--no-ext-diff', '--no-textconv'], { ...call, allowFail: true });
-    if (staged.code === 0) return undefined;
-    await git.run(['commit', '--quiet', '--no-verify', '--file=-'], { ...call, input: message });
-    return git.out(['rev-parse', 'HEAD'], call);
-  });
-  return { commit, removed };
+  // No repository lock: what this writes is the worktree's own (its index, its branch's ref and log) or
+  // shared and safe to write at once (objects, each written whole and renamed into place), so the
+  // commits of runs working at once on one repository do not wait for each other.
+  await git.run(['add', '--all', '--', '.'], call);
+  const staged = await git.run(['diff', '--cached', '--quiet', '--no-ext-diff', '--no-textconv'], { ...call, allowFail: true });
+  if (staged.code === 0) return { commit: undefined, removed };
+  await git.run(['commit', '--quiet', '--no-verify', '--file=-'], { ...call, input: message });
+  return { commit: await git.out(['rev-parse', 'HEAD'], call), removed };
 }
 
 /** Where a step's uncommittable work is kept when its patch cannot carry it: from `<runs>/<runId>/steps/<stepId>.patch`. */
