@@ -12,6 +12,7 @@ import {
   projectsForThisFile,
   runCli,
   pipelineYaml,
+  otherWorktrees,
   writePipeline,
 } from '../fixtures/project.js';
 
@@ -59,7 +60,7 @@ test('happy path: one commit per changing step with trailers, pushed, no worktre
 
   assert.equal(git(f.remote, 'rev-parse', `refs/heads/${s.branch}`), s.headSha, 'the remote has the branch');
   assert.deepEqual(await readdir(path.join(f.home, 'worktrees')), [], 'no worktree left');
-  assert.equal(git(f.project, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).length, 1);
+  assert.deepEqual(otherWorktrees(f), []);
   assert.deepEqual(containersOfRun(s.runId), []);
   assert.equal(git(f.project, 'status', '--porcelain'), '', 'the project checkout is untouched');
 
@@ -104,7 +105,7 @@ test('steps run as the project owner: no file in the worktree or the repository 
   const gc = await runCli(hint[1]!.split(' ').slice(1));
   assert.equal(gc.code, 0, gc.stderr);
   assert.equal(existsSync(wt), false, 'runner gc removed the kept worktree');
-  assert.equal(git(f.project, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).length, 1);
+  assert.deepEqual(otherWorktrees(f), []);
   assert.equal(git(f.project, 'rev-parse', r.json.branch), r.json.headSha, 'the branch stays');
   assert.match((await runCli(['gc', '--home', f.home])).stdout, /no kept worktrees/);
 });

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { CLI, commitsOn, containersOfRun, execPipeline, git, pipelineYaml, projectsForThisFile, runCli, writePipeline } from '../fixtures/project.js';
+import { CLI, commitsOn, containersOfRun, execPipeline, git, pipelineYaml, projectsForThisFile, runCli, writePipeline, otherWorktrees } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 
@@ -52,7 +52,7 @@ test('kill -9 mid-step, then runs ls: no container, run interrupted, partial wor
   assert.equal(listed[0].status, 'interrupted');
   assert.deepEqual(containersOfRun(runId), [], 'no container left');
   assert.equal(existsSync(path.join(f.home, 'worktrees', runId)), false, 'no worktree left');
-  assert.equal(git(f.project, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).length, 1);
+  assert.deepEqual(otherWorktrees(f), []);
 
   const rec = JSON.parse(await readFile(path.join(f.home, 'runs', runId, 'run.json'), 'utf8'));
   assert.equal(rec.status, 'interrupted');
@@ -148,5 +148,5 @@ test('kill -9 during parallel steps: each lane\'s leftovers committed on its bra
     assert.ok(rec.flow.keptBranches.includes(`run/${runId}+${id}`));
     assert.equal(existsSync(path.join(f.home, 'worktrees', `${runId}.${id}`)), false);
   }
-  assert.equal(git(f.project, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).length, 1, 'only the project\'s own checkout is left');
+  assert.deepEqual(otherWorktrees(f), [], 'only the project\'s own checkout (and the pool\'s) is left');
 });

@@ -1,7 +1,7 @@
 /** The canonical project, the host and the runner's git survive a step that attacks the workspace. */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -43,8 +43,14 @@ test('writes to the read-only project fail; its tree and .git are byte-identical
   const after = await snapshot(f.project);
   for (const [rel, hash] of before) assert.equal(after.get(rel), hash, `${rel} is unchanged`);
   const added = [...after.keys()].filter((k) => !before.has(k));
+  // and git's record of the run's worktree, which went back to the pool (its gitdir says where)
+  const admin = `.git/worktrees/${r.json.runId}/`;
   for (const rel of added) {
+    if (rel.startsWith(admin)) continue;
     assert.match(rel, /^\.git\/(objects\/|(logs\/)?refs\/(heads|remotes\/origin)\/run\/)/, `only the run branch was added: ${rel}`);
+  }
+  if (added.some((rel) => rel.startsWith(admin))) {
+    assert.ok(readFileSync(path.join(f.project, admin, 'gitdir'), 'utf8').startsWith(path.join(f.home, 'pool') + path.sep), 'a worktree record left is the pool\'s');
   }
   assert.equal(git(f.project, 'show', `${r.json.branch}:mine.txt`), 'mine');
 });

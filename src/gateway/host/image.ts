@@ -6,8 +6,8 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ContainerError } from '../../common/errors.js';
+import { packageRoot } from '../../common/package-root.js';
 import type { ContainerRuntime } from '../../container/runtime.js';
 
 export const GATEWAY_IMAGE = 'runner/gateway:latest';
@@ -18,7 +18,7 @@ let ours: Promise<string> | undefined;
 /** The hash of this runner's gateway code, as images/build.sh labels the image. */
 export function gatewayVersion(): Promise<string> {
   return (ours ??= (async () => {
-    const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
+    const dir = path.join(packageRoot(), 'dist/src/gateway');
     // byte order, as `LC_ALL=C sort` in the build script
     const names = (await readdir(dir)).filter((n) => n.endsWith('.js')).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     const hash = createHash('sha256');
