@@ -33,10 +33,15 @@ try {
   const script = path.join(f.root, 'baseline.sh');
   await writeFile(script, baselineScript(STEPS), { mode: 0o755 });
   let n = 0;
-  const runners = () => timed(() => Promise.all(Array.from({ length: RUNS }, () => run(process.execPath, [CLI, 'exec', file, '--home', f.home]))));
+  // every one ends before the next batch (or the cleanup) starts; the first failure is then said
+  const all = async (ps: Array<Promise<void>>) => {
+    const failed = (await Promise.allSettled(ps)).find((r) => r.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+  };
+  const runners = () => timed(() => all(Array.from({ length: RUNS }, () => run(process.execPath, [CLI, 'exec', file, '--home', f.home]))));
   const scripts = () =>
     timed(() =>
-      Promise.all(
+      all(
         Array.from({ length: RUNS }, () => {
           const i = n++;
           return run('sh', [script, f.project, path.join(f.root, `wt-${i}`), `bench/${i}`, IMAGE]);

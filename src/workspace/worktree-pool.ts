@@ -84,7 +84,14 @@ export class WorktreePool {
         try {
           await git.run(['worktree', 'repair', target], base);
           const adminDir = await adminDirOf(target, project);
-          await git.run(['checkout', '--quiet', '--force', '-B', branch, baseSha], { ...base, gitDir: adminDir, commonDir: project.commonDir, workTree: target });
+          const inSlot = { ...base, gitDir: adminDir, commonDir: project.commonDir, workTree: target };
+          if ((await readFile(path.join(adminDir, 'HEAD'), 'utf8')).trim() === baseSha) {
+            // already at the base, as it was checked when it came back: a branch, and nothing to write
+            await git.run(['branch', '--no-track', branch, baseSha], base);
+            await git.run(['symbolic-ref', 'HEAD', `refs/heads/${branch}`], inSlot);
+          } else {
+            await git.run(['checkout', '--quiet', '--force', '-B', branch, baseSha], inSlot);
+          }
           return true;
         } catch {
           // not a worktree git still knows: it goes
