@@ -194,14 +194,16 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     }
   } finally {
     // No container of this run may outlive it, whatever happened above.
+    let containersGone = false;
     try {
       await deps.runtime.removeByLabels({ [LABELS.runId]: record.runId, [LABELS.home]: opts.home });
+      containersGone = true;
       // and no step's network (its gateway's)
       await deps.runtime.removeNetworksByLabels({ [LABELS.runId]: record.runId, [LABELS.home]: opts.home });
     } catch (err) {
       deps.reporter.warn(`could not check for leftover containers of run ${record.runId}: ${errorMessage(err)}`);
     }
-    if (ws) await finishWorkspace(opts, deps, ws, hooks, record, store, removeWorkspace);
+    if (ws) await finishWorkspace(opts, deps, ws, hooks, record, store, removeWorkspace, containersGone);
     const finishedAt = deps.clock();
     record.finishedAt = finishedAt.toISOString();
     record.durationMs = finishedAt.getTime() - startedAt.getTime();
@@ -223,6 +225,7 @@ async function finishWorkspace(
   record: RunRecord,
   store: RunStore,
   remove: boolean,
+  containersGone: boolean,
 ): Promise<void> {
   const afterCreateFailed = record.error?.code === 'hook_failed' && record.hooks.some((h) => h.name === 'after_create' && !h.ok);
   if (hooks && !afterCreateFailed) await hooks.run('after_run');
@@ -234,7 +237,8 @@ async function finishWorkspace(
   try {
     if (remove) {
       if (hooks && !afterCreateFailed) await hooks.run('before_remove');
-      await ws.release(true);
+      // a worktree a step could still be writing to is never prepared for another run
+      await ws.release(true, { reuse: containersGone });
       store.event('workspace_removed', { path: ws.path });
     } else {
       await ws.release(false);

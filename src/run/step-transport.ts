@@ -6,7 +6,7 @@
  * does not know which it got.
  */
 import { rm } from 'node:fs/promises';
-import { ContainerError } from '../common/errors.js';
+import { ContainerError, errorMessage } from '../common/errors.js';
 import type { ContainerRuntime, ContainerSpec } from '../container/runtime.js';
 import { serviceName } from '../container/swarm.js';
 import { RELAY_PORT } from '../gateway/config.js';
@@ -98,14 +98,24 @@ export class TarTransport implements StepTransport {
     let to = { host: await this.address(), port: this.server.port };
     let relay: OpenGateway | undefined;
     if (spec.network === 'none') {
-      relay = await openGateway(this.manager, {
-        // its network is an overlay, named as a DNS label (the network adds -net)
-        name: serviceName(`${spec.name}-relay`, 59),
-        labels: spec.labels,
-        egressNetwork: 'bridge',
-        config: { allow: [], prices: {}, relay: { port: RELAY_PORT, to } },
-        onEvent: () => undefined,
-      });
+      const open = () =>
+        openGateway(this.manager, {
+          // its network is an overlay, named as a DNS label (the network adds -net)
+          name: serviceName(`${spec.name}-relay`, 59),
+          labels: spec.labels,
+          egressNetwork: 'bridge',
+          config: { allow: [], prices: {}, relay: { port: RELAY_PORT, to } },
+          onEvent: () => undefined,
+        });
+      // a busy manager can time out attaching a container to a new overlay ("context deadline exceeded"): tried again
+      for (let attempt = 1; !relay; attempt++) {
+        try {
+          relay = await open();
+        } catch (err) {
+          if (attempt >= 3 || !/attaching to network failed|context deadline exceeded/.test(errorMessage(err))) throw err;
+          await new Promise((r) => setTimeout(r, 1000 * attempt));
+        }
+      }
       to = { host: relay.dns[0]!, port: RELAY_PORT };
     }
     const staging: Record<Part, string> = { w: stagingFor(where.workspace, 'w'), io: stagingFor(where.io, 'io') };

@@ -152,10 +152,10 @@ export class GitWorkspace implements Workspace {
     await deleteBranches(this.git, this.wt.project, branches);
   }
 
-  async release(remove: boolean): Promise<void> {
+  async release(remove: boolean, opts: { reuse?: boolean } = {}): Promise<void> {
     try {
       if (remove) {
-        const p = this.o.pool;
+        const p = opts.reuse === false ? undefined : this.o.pool;
         const pooled = p ? await p.pool.give(this.git, this.wt, p.preparedAt).catch(() => false) : false;
         if (!pooled) await removeWorktree(this.git, this.wt);
         await this.o.onRemoved?.();

@@ -10,7 +10,7 @@ import { childPath } from './names.js';
 import { createWorktree } from './git-worktree.js';
 import { GitWorkspace } from './git-workspace.js';
 import type { ProjectFacts } from './project.js';
-import type { WorktreePool } from './worktree-pool.js';
+import { changeTimeNow, type WorktreePool } from './worktree-pool.js';
 
 export function runBranch(runId: string): string {
   return `run/${runId}`;
@@ -28,7 +28,7 @@ export async function openRunWorktree(
   const claimed = await pool?.claim(git, project, await childPath(worktreesRoot, runId, 'workspace name'), runBranch(runId), baseSha);
   const wt = claimed?.wt ?? (await createWorktree(git, project, worktreesRoot, runId, runBranch(runId), { newFrom: baseSha }));
   return new GitWorkspace({
-    ...(pool ? { pool: { pool, preparedAt: claimed?.preparedAt ?? Date.now(), claimed: claimed !== undefined } } : {}),
+    ...(pool ? { pool: { pool, preparedAt: claimed?.preparedAt ?? (await changeTimeNow(worktreesRoot)), claimed: claimed !== undefined } } : {}),
     kind: 'git_worktree',
     wt,
     git,

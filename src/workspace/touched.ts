@@ -1,7 +1,8 @@
 /**
  * What a run touched in a worktree, from the inodes alone: an entry whose
  * change time is after the worktree was handed to the run (its content, mode,
- * owner, links, extended attributes or ACLs changed, or it is new) was
+ * owner, links, extended attributes or ACLs changed, or it is new), or whose
+ * access time is (it was read: a step could mark files that way), was
  * touched; so was one git would not have written (another owner, a second
  * hard link, a FIFO, a socket, a device). A change time cannot be set back by
  * anyone but the kernel's clock, so what is untouched is exactly what the
@@ -13,6 +14,8 @@ export interface EntryFacts {
   rel: string;
   type: 'file' | 'dir' | 'symlink' | 'other';
   ctimeMs: number;
+  /** a read after the last write moves it (relatime): a step could mark files by reading them */
+  atimeMs: number;
   uid: number;
   gid: number;
   nlink: number;
@@ -26,7 +29,10 @@ export interface Cleanup {
 }
 
 export function touchedBy(e: EntryFacts, since: number, owner: { uid: number; gid: number }): boolean {
-  if (e.ctimeMs > since) return true;
+  // `since` is a change time the runner read from the same file system, so equal counts (a coarse clock)
+  if (e.ctimeMs >= since) return true;
+  // (a directory's access time moves with every listing, the runner's own included: no mark a step alone makes)
+  if (e.type !== 'dir' && e.atimeMs >= since) return true;
   if (e.type === 'other') return true;
   if (e.uid !== owner.uid || e.gid !== owner.gid) return true;
   return e.type === 'file' && e.nlink !== 1;
@@ -50,8 +56,11 @@ export function planCleanup(entries: EntryFacts[], since: number, owner: { uid: 
   const removed = new Set<string>();
   for (const e of entries) {
     if (!touched.has(e.rel)) continue;
-    // under a directory that goes whole: it goes with it
-    if (e.rel !== '' && [...ancestors(e.rel)].some((a) => removed.has(a))) continue;
+    // under a directory that goes whole: it goes with it (parents come first, so the parent says)
+    if (e.rel !== '' && removed.has(parentOf(e.rel))) {
+      removed.add(e.rel);
+      continue;
+    }
     // the worktree itself is never removed, only renewed
     if (e.type === 'dir' && (keepsSomething.has(e.rel) || e.rel === '')) renew.push(e.rel);
     else {
@@ -66,13 +75,6 @@ export function planCleanup(entries: EntryFacts[], since: number, owner: { uid: 
 function parentOf(rel: string): string {
   const i = rel.lastIndexOf('/');
   return i < 0 ? '' : rel.slice(0, i);
-}
-
-function* ancestors(rel: string): Generator<string> {
-  for (let d = parentOf(rel); ; d = parentOf(d)) {
-    yield d;
-    if (d === '') return;
-  }
 }
 
 function depth(rel: string): number {

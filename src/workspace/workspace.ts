@@ -62,5 +62,6 @@ export interface Workspace {
   /** True when the run should remove it at the end (only a per-run worktree). */
   readonly disposable: boolean;
   /** Removes a disposable workspace; for the others, releases the run's hold on it. */
-  release(remove: boolean): Promise<void>;
+  /** `reuse: false`: the run's containers may still be alive (the engine did not say they are gone), so nothing of the workspace is kept for another run */
+  release(remove: boolean, opts?: { reuse?: boolean }): Promise<void>;
 }

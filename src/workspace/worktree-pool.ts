@@ -19,13 +19,13 @@
  * is checked out with its filters off.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { lchown, lstat, mkdir, readdir, readFile, rename, rmdir, statfs } from 'node:fs/promises';
+import { lchown, lstat, mkdir, readdir, readFile, rename, rm, rmdir, statfs, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { UsageError } from '../common/errors.js';
 import type { Git, GitCall } from '../git/git.js';
 import { filtersOff } from '../git/git.js';
 import { withRepoLock } from '../git/repo-lock.js';
-import { describeWorktree, verifyGitLinks, type GitWorktree } from './git-worktree.js';
+import { describeWorktree, repositoryFilters, verifyGitLinks, type GitWorktree } from './git-worktree.js';
 import type { ProjectFacts } from './project.js';
 import { removeTree } from './remove-tree.js';
 import { planCleanup, type EntryFacts } from './touched.js';
@@ -40,6 +40,8 @@ export interface PoolSettings {
 }
 
 export const DEFAULT_POOL_SIZE = 2;
+/** past this many entries a worktree is removed rather than cleaned entry by entry */
+const MAX_ENTRIES = 500_000;
 
 /** RUNNER_WORKTREE_POOL: slots per project (0: off). Pure. */
 export function poolSettings(env: NodeJS.ProcessEnv = process.env): PoolSettings {
@@ -64,12 +66,16 @@ export class WorktreePool {
 
   /** Where a project's slots are: keyed by its git directory. */
   dirFor(project: ProjectFacts): string {
-    return path.join(this.root, createHash('sha256').update(project.commonDir).digest('hex').slice(0, 16));
+    // the umask writes the modes: a runner with another one has slots of its own
+    const umask = process.umask();
+    return path.join(this.root, `${createHash('sha256').update(project.commonDir).digest('hex').slice(0, 16)}-${umask.toString(8).padStart(3, '0')}`);
   }
 
   /** A slot moved to `target` and checked out on a new `branch` at `baseSha`; undefined when there is none to take. */
   async claim(git: Git, project: ProjectFacts, target: string, branch: string, baseSha: string): Promise<Claimed | undefined> {
     if (!this.settings.size) return undefined;
+    // filter drivers configured since a slot came back: a fresh checkout would run them
+    if ((await repositoryFilters(git, project)).length) return undefined;
     const dir = this.dirFor(project);
     const slots = (await readdir(dir).catch(() => [] as string[])).filter((n) => !n.startsWith('.')).sort();
     for (const slot of slots) {
@@ -85,24 +91,29 @@ export class WorktreePool {
           await git.run(['worktree', 'repair', target], base);
           const adminDir = await adminDirOf(target, project);
           const inSlot = { ...base, gitDir: adminDir, commonDir: project.commonDir, workTree: target };
-          if ((await readFile(path.join(adminDir, 'HEAD'), 'utf8')).trim() === baseSha) {
+          const at = (await readFile(path.join(adminDir, 'HEAD'), 'utf8')).trim();
+          if (at === baseSha) {
             // already at the base, as it was checked when it came back: a branch, and nothing to write
             await git.run(['branch', '--no-track', branch, baseSha], base);
             await git.run(['symbolic-ref', 'HEAD', `refs/heads/${branch}`], inSlot);
           } else {
+            // a checkout rewrites only files whose content differs: with other attributes (eol, encodings) it would not match a fresh one
+            const attrs = await git.run(['diff', '--quiet', at, baseSha, '--', '.gitattributes', ':(glob)**/.gitattributes'], { ...base, allowFail: true });
+            if (attrs.code !== 0) throw new Error('its .gitattributes differ from the base\'s');
             await git.run(['checkout', '--quiet', '--force', '-B', branch, baseSha], inSlot);
           }
           return true;
         } catch {
-          // not a worktree git still knows: it goes
+          // not a worktree git still knows, or not one to move to this base: it goes
           await removeTree(target).catch(() => undefined);
           await git.run(['worktree', 'prune'], { ...base, allowFail: true });
+          await git.run(['update-ref', '-d', `refs/heads/${branch}`, baseSha], { ...base, allowFail: true });
           return false;
         }
       });
       if (!taken) continue;
       const wt = await describeWorktree(git, project, target, branch, baseSha);
-      return { wt, preparedAt: Date.now() };
+      return { wt, preparedAt: await changeTimeNow(path.dirname(target)) };
     }
     return undefined;
   }
@@ -123,6 +134,9 @@ export class WorktreePool {
     } catch {
       return false;
     }
+    // the link file is git's, not the run's: its mode, owner or attributes changed, the worktree goes
+    const link = await lstat(path.join(wt.path, '.git')).catch(() => undefined);
+    if (!link || link.ctimeMs >= preparedAt || link.nlink !== 1 || link.uid !== wt.project.uid || link.gid !== wt.project.gid) return false;
     const owner = { uid: wt.project.uid, gid: wt.project.gid };
     const entries = await listTree(wt.path);
     if (!entries) return false;
@@ -132,7 +146,7 @@ export class WorktreePool {
     const call: GitCall = { cwd: wt.project.root, gitDir: wt.gitDir, commonDir: wt.project.commonDir, workTree: wt.path };
     const checked: GitCall = { ...call, config: [...filtersOff(wt.filterNames), 'submodule.recurse=false'], isolated: true };
     const clean = await withRepoLock(wt.project.commonDir, async () => {
-      await git.run(['checkout', '--quiet', '--force', '--detach', wt.baseSha], call);
+      await git.run(['checkout', '--quiet', '--force', '--detach', wt.baseSha], { ...call, config: ['submodule.recurse=false'] });
       await git.run(['clean', '-ffdxq'], checked);
       const status = await git.run(['status', '--porcelain=v1', '-z', '--ignored=matching', '--untracked-files=all'], checked);
       const head = await git.out(['rev-parse', 'HEAD'], checked);
@@ -141,6 +155,8 @@ export class WorktreePool {
     if (!clean) return false;
     const slot = path.join(dir, `${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`);
     return withRepoLock(wt.project.commonDir, async () => {
+      // counted again: runs ending at once must not make the pool bigger than its bound
+      if ((await readdir(dir)).filter((n) => !n.startsWith('.')).length >= this.settings.size) return false;
       await rename(wt.path, slot);
       const r = await git.run(['worktree', 'repair', slot], { cwd: wt.project.root, gitDir: wt.project.commonDir, allowFail: true });
       if (r.code === 0) return true;
@@ -166,7 +182,8 @@ async function listTree(root: string): Promise<EntryFacts[] | undefined> {
     const st = await lstat(abs).catch(() => undefined);
     if (!st) return false;
     const type = st.isFile() ? 'file' : st.isDirectory() ? 'dir' : st.isSymbolicLink() ? 'symlink' : 'other';
-    out.push({ rel, type, ctimeMs: st.ctimeMs, uid: st.uid, gid: st.gid, nlink: st.nlink });
+    out.push({ rel, type, ctimeMs: st.ctimeMs, atimeMs: st.atimeMs, uid: st.uid, gid: st.gid, nlink: st.nlink });
+    if (out.length > MAX_ENTRIES) return false;
     if (type !== 'dir') return true;
     const names = await readdir(abs).catch(() => undefined);
     if (!names) return false;
@@ -195,4 +212,19 @@ async function roomOnDisk(dir: string, s: PoolSettings): Promise<boolean> {
   if (!fs) return false;
   const free = fs.bavail * fs.bsize;
   return free >= s.minFreeBytes && free >= s.minFreeRatio * fs.blocks * fs.bsize;
+}
+
+/**
+ * "Now" as the file system's clock says it: the change time of a file written
+ * there. A file changed after this has a change time at or after it, however
+ * coarse the file system's timestamps are.
+ */
+export async function changeTimeNow(dir: string): Promise<number> {
+  const probe = path.join(dir, `.now-${randomBytes(4).toString('hex')}`);
+  await writeFile(probe, '');
+  try {
+    return (await lstat(probe)).ctimeMs;
+  } finally {
+    await rm(probe, { force: true });
+  }
 }

@@ -109,6 +109,8 @@ test('a worktree a hostile run left goes back to the pool; the next run gets a t
 test('a claim at a newer base rewrites only the files that differ', async () => {
   const { git, project, base, root, pool } = await setup();
   const wt = await createWorktree(git, project, root, 'run1', 'run/run1', { newFrom: base });
+  // past the checkout's own change times (a file written in the same tick as the hand-over counts as touched)
+  await new Promise((r) => setTimeout(r, 20));
   const preparedAt = Date.now();
   assert.equal(await pool.give(git, wt, preparedAt), true, 'an untouched worktree goes back as it is');
   const slot = path.join(pool.dirFor(project), (await readdir(pool.dirFor(project)))[0]!);
@@ -136,9 +138,27 @@ test('the pool is bounded, refuses a worktree whose git link a step rewrote, and
   hostGit(project.root, 'worktree', 'prune');
   await writeFile(path.join(three.path, '.git'), `gitdir: ${path.join(project.commonDir, 'worktrees', 'r2')}\n`);
   assert.equal(await pool.give(git, three, Date.now()), false, 'a rewritten .git link is not trusted');
+  const four = await createWorktree(git, project, root, 'r5', 'run/r5', { newFrom: base });
+  const handed = Date.now();
+  await new Promise((r) => setTimeout(r, 20));
+  await chmod(path.join(four.path, '.git'), 0o666);
+  assert.equal(await pool.give(git, four, handed), false, 'a .git link whose mode a step changed is not taken back');
   assert.equal(await new WorktreePool(pool.root, { ...open, size: 0 }).give(git, two, Date.now()), false, 'off');
   assert.equal(await pool.give(git, { ...two, filterNames: ['lfs'] }, Date.now()), false, 'filter drivers: not pooled');
   assert.equal(await pool.claim(git, project, path.join(root, 'r4'), 'run/r4', base), undefined, 'nothing to claim');
+});
+
+test('a slot whose .gitattributes differ from the new base is not claimed (its untouched files would keep the old conversion)', async () => {
+  const { git, project, base, root, pool } = await setup();
+  const wt = await createWorktree(git, project, root, 'run1', 'run/run1', { newFrom: base });
+  assert.equal(await pool.give(git, wt, Date.now()), true);
+  await writeFile(path.join(project.root, '.gitattributes'), '*.txt eol=crlf\n');
+  hostGit(project.root, 'add', '.gitattributes');
+  hostGit(project.root, '-c', 'user.name=t', '-c', 'user.email=t@l', 'commit', '-qm', 'crlf');
+  const newer = hostGit(project.root, 'rev-parse', 'HEAD');
+  assert.equal(await pool.claim(git, project, path.join(root, 'run2'), 'run/run2', newer), undefined);
+  assert.deepEqual(await readdir(pool.dirFor(project)), [], 'the slot went');
+  assert.equal(hostGit(project.root, 'branch', '--list', 'run/run2'), '', 'and no branch was left');
 });
 
 test('RUNNER_WORKTREE_POOL: slots per project, 0 turns the pool off, anything else is refused saying so', () => {
