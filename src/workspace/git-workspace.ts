@@ -32,8 +32,8 @@ export interface GitWorkspaceOptions {
   onRemoved?: () => Promise<void>;
   /** where lanes go: worktrees `<root>/<runId>.<name>` on branches `run/<runId>+<name>` */
   lanes: { root: string; runId: string };
-  /** the pool the worktree goes back to at the end (what changed after preparedAt, the run did); claimed: it came from there */
-  pool?: { pool: WorktreePool; preparedAt: number; claimed: boolean };
+  /** the pool the worktree goes back to at the end (what changed after preparedAt, the run did) */
+  pool?: { pool: WorktreePool; preparedAt: number };
 }
 
 export class GitWorkspace implements Workspace {

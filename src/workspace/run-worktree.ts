@@ -28,7 +28,7 @@ export async function openRunWorktree(
   const claimed = await pool?.claim(git, project, await childPath(worktreesRoot, runId, 'workspace name'), runBranch(runId), baseSha);
   const wt = claimed?.wt ?? (await createWorktree(git, project, worktreesRoot, runId, runBranch(runId), { newFrom: baseSha }));
   return new GitWorkspace({
-    ...(pool ? { pool: { pool, preparedAt: claimed?.preparedAt ?? (await changeTimeNow(worktreesRoot)), claimed: claimed !== undefined } } : {}),
+    ...(pool?.settings.size ? { pool: { pool, preparedAt: claimed?.preparedAt ?? (await changeTimeNow(worktreesRoot)) } } : {}),
     kind: 'git_worktree',
     wt,
     git,

@@ -74,10 +74,10 @@ export class WorktreePool {
   /** A slot moved to `target` and checked out on a new `branch` at `baseSha`; undefined when there is none to take. */
   async claim(git: Git, project: ProjectFacts, target: string, branch: string, baseSha: string): Promise<Claimed | undefined> {
     if (!this.settings.size) return undefined;
-    // filter drivers configured since a slot came back: a fresh checkout would run them
-    if ((await repositoryFilters(git, project)).length) return undefined;
     const dir = this.dirFor(project);
     const slots = (await readdir(dir).catch(() => [] as string[])).filter((n) => !n.startsWith('.')).sort();
+    // filter drivers configured since a slot came back: a fresh checkout would run them
+    if (!slots.length || (await repositoryFilters(git, project)).length) return undefined;
     for (const slot of slots) {
       const from = path.join(dir, slot);
       const base = { cwd: project.root, gitDir: project.commonDir };
