@@ -9,6 +9,7 @@ import { summarize } from '../run/record.js';
 import { readSecretsFile } from '../run/secrets-file.js';
 import { checkTaskId } from '../workspace/task-worktree.js';
 import { parseFlags } from './args.js';
+import { EGRESS_FLAGS, egressOptions } from './egress-options.js';
 import { openHome } from './context.js';
 import { ConsoleReporter } from './console-reporter.js';
 import { exitCodeForRun } from './exit-codes.js';
@@ -26,7 +27,7 @@ export async function execCommand(args: string[]): Promise<number> {
       task: { type: 'string' },
       title: { type: 'string' },
       'no-wait': { type: 'boolean', default: false },
-      'egress-network': { type: 'string' },
+      ...EGRESS_FLAGS,
       engine: { type: 'string' },
     },
     ['FILE'],
@@ -77,7 +78,7 @@ export async function execCommand(args: string[]): Promise<number> {
         secretSource: { ...process.env, ...fromFile },
         noWait: values['no-wait'] === true,
         inputs,
-        egressNetwork: values['egress-network'] || process.env.RUNNER_EGRESS_NETWORK || 'bridge',
+        ...egressOptions(values),
         ...(values.task !== undefined ? { task: { id: values.task, ...(values.title !== undefined ? { title: values.title } : {}) } } : {}),
       },
     ));

@@ -5,7 +5,8 @@ export const HELP = `runner: run a pipeline of steps, each in its own container,
 Usage:
   runner exec FILE [--json] [--home DIR] [--keep-workspace] [--secrets-file F]
                    [--input NAME=VALUE]... [--task ID [--title TEXT]] [--no-wait]
-                   [--egress-network NET] [--engine local|swarm]
+                   [--egress-network NET] [--egress-private CIDR[,CIDR]]
+                   [--engine local|swarm]
       Run the pipeline in FILE. Each run gets branch run/<runId> in the project,
       one commit per step, pushed to the project's remote at the end.
       (A persistent_directory project is worked on in place: no git.)
@@ -26,6 +27,10 @@ Usage:
         --egress-network NET  the docker network steps' gateways reach out on
                            (default: $RUNNER_EGRESS_NETWORK, else bridge);
                            see docs/gateway.md
+        --egress-private CIDR[,CIDR]  private ranges an allowed host may
+                           resolve to (a company mirror); default
+                           $RUNNER_EGRESS_PRIVATE, else none. This machine's
+                           own addresses are refused whatever it says
         --engine swarm     run the steps as jobs on the Docker Swarm that
                            DOCKER_HOST manages (default: $RUNNER_ENGINE, else
                            local); see docs/scale-out.md
@@ -63,7 +68,7 @@ Usage:
       nothing and exits 1.
   runner serve --pipelines DIR [--home DIR] [--max-concurrent N] [--grace 30s]
                [--listen 127.0.0.1:7700] [--secrets-file F] [--egress-network NET]
-               [--engine local|swarm]
+               [--egress-private CIDR[,CIDR]] [--engine local|swarm]
       Run the pipelines in DIR on their schedule: entries (cron, timezone,
       overlap, catchup), reloading DIR when it changes, with a JSON API on
       --listen (a non-loopback address needs RUNNER_TOKEN). SIGTERM: no new

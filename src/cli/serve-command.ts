@@ -10,6 +10,7 @@ import { readSecretsFile, secretsFileModeProblem } from '../run/secrets-file.js'
 import { serve } from '../serve/serve.js';
 import { canonicalHome } from '../workspace/home.js';
 import { parseFlags } from './args.js';
+import { EGRESS_FLAGS, egressOptions } from './egress-options.js';
 import { ConsoleReporter } from './console-reporter.js';
 
 export async function serveCommand(args: string[]): Promise<number> {
@@ -23,7 +24,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       grace: { type: 'string', default: '30s' },
       listen: { type: 'string', default: '127.0.0.1:7700' },
       'secrets-file': { type: 'string' },
-      'egress-network': { type: 'string' },
+      ...EGRESS_FLAGS,
       engine: { type: 'string' },
     },
     [],
@@ -66,7 +67,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       say,
       listen,
       secrets,
-      egressNetwork: values['egress-network'] || process.env.RUNNER_EGRESS_NETWORK || 'bridge',
+      ...egressOptions(values),
       ...(token ? { token } : {}),
       reporterFor: (name) => {
         const prefixed = { write: (s: string) => process.stderr.write(s.replace(/^(?=.)/gm, `[${name}] `)) };

@@ -139,7 +139,10 @@ export class DockerRuntime implements ContainerRuntime {
         AttachStdout: true,
         AttachStderr: true,
         Tty: false,
-        OpenStdin: false,
+        // stdin only to hand something in (ended at once), never a terminal
+        OpenStdin: spec.stdin !== undefined,
+        StdinOnce: spec.stdin !== undefined,
+        AttachStdin: spec.stdin !== undefined,
         NetworkDisabled: spec.network === 'none',
         HostConfig: {
           Binds: spec.mounts.map((m) => `${m.source}:${m.target}:${m.readOnly ? 'ro' : 'rw'}`),
@@ -167,7 +170,7 @@ export class DockerRuntime implements ContainerRuntime {
         },
         ...(spec.networkAliases?.length ? { NetworkingConfig: { EndpointsConfig: { [spec.network]: { Aliases: spec.networkAliases } } } } : {}),
       });
-      return new DockerContainer(c, this.docker);
+      return new DockerContainer(c, this.docker, spec.stdin);
     } catch (err) {
       throw engineError(`creating the container for image ${spec.image}`, err);
     }
@@ -232,6 +235,15 @@ export class DockerRuntime implements ContainerRuntime {
     }
   }
 
+  async networkGateways(): Promise<string[]> {
+    try {
+      const list = await this.docker.listNetworks();
+      return list.flatMap((n) => ((n.IPAM?.Config ?? []) as Array<{ Gateway?: string }>).flatMap((c) => (c.Gateway ? [c.Gateway.replace(/\/\d+$/, '')] : [])));
+    } catch (err) {
+      throw engineError('listing networks', err);
+    }
+  }
+
   async removeNetworksByLabels(labels: Record<string, string>): Promise<number> {
     const list = await this.docker.listNetworks({ filters: { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) } });
     for (const n of list) {
@@ -248,6 +260,8 @@ class DockerContainer implements ContainerHandle {
   constructor(
     private readonly c: Docker.Container,
     private readonly docker: Docker,
+    /** handed to its standard input when attached (the engine holds it until the container starts) */
+    private readonly stdin?: string,
   ) {}
 
   get id(): string {
@@ -255,7 +269,13 @@ class DockerContainer implements ContainerHandle {
   }
 
   async attach(onStdout: OutputHandler, onStderr: OutputHandler): Promise<{ ended: Promise<void>; close: () => void }> {
-    const stream = (await this.c.attach({ stream: true, stdout: true, stderr: true })) as NodeJS.ReadableStream;
+    const withStdin = this.stdin !== undefined;
+    const stream = (await this.c.attach({ stream: true, stdout: true, stderr: true, ...(withStdin ? { stdin: true, hijack: true } : {}) })) as NodeJS.ReadableStream;
+    if (withStdin) {
+      const input = stream as unknown as NodeJS.WritableStream;
+      input.write(this.stdin!);
+      input.end();
+    }
     const out = new PassThrough();
     const err = new PassThrough();
     let waiting = 0;

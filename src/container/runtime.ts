@@ -39,6 +39,12 @@ export interface ContainerSpec {
   sysctls?: Record<string, string>;
   /** files handed in by the engine, not the disk (swarm: secrets and configs); `secret`: only the step's user reads it */
   files?: Array<{ target: string; data: string; secret: boolean }>;
+  /**
+   * Written to the container's standard input as it starts, which then ends:
+   * for what must not be in its environment, command or labels, where anyone
+   * who reads the engine's API sees it (the gateway's config, with its key).
+   */
+  stdin?: string;
   /** swarm: where it may run (`node.labels.gpu == true`) */
   placement?: string[];
   labels: Record<string, string>;
@@ -125,6 +131,8 @@ export interface ContainerRuntime {
   createNetwork(spec: NetworkSpec): Promise<{ subnet: string }>;
   /** Already gone is success. */
   removeNetwork(name: string): Promise<void>;
+  /** The gateway address of each of the engine's networks: addresses of the engine's machine. */
+  networkGateways(): Promise<string[]>;
   /** Removes every network whose labels include all of `labels` (their containers first); returns how many. */
   removeNetworksByLabels(labels: Record<string, string>): Promise<number>;
 }

@@ -1,8 +1,10 @@
 /**
- * What the runner hands a step's gateway (as JSON in RUNNER_GATEWAY_CONFIG,
- * in the gateway's container only), and what the gateway reports back (one
- * JSON object per line on its stdout). Shared by both sides; no imports
- * beyond src/gateway, since the gateway's image carries only this folder.
+ * What the runner hands a step's gateway (as one line of JSON on the
+ * gateway's standard input, so no secret is in its container's environment,
+ * command or labels, where anyone who reads the engine's API would see it),
+ * and what the gateway reports back (one JSON object per line on its stdout).
+ * Shared by both sides; no imports beyond src/gateway, since the gateway's
+ * image carries only this folder.
  */
 import type { ModelApiKind } from './usage-meter.js';
 import type { Price } from './prices.js';
@@ -30,8 +32,12 @@ export interface Allowance {
 }
 
 export interface GatewayConfig {
-  /** hosts the proxy lets through: exact names and `*.` suffixes */
+  /** hosts the proxy lets through: exact names and `*.` suffixes, each with an optional `:port` */
   allow: string[];
+  /** every address of the machine the runner runs on: an allowed name that resolves to one is refused */
+  hostAddresses?: string[];
+  /** private ranges (CIDR) an allowed name may resolve to (--egress-private); any other private address is refused */
+  privateAllowed?: string[];
   model?: ModelRoute;
   /** what the step may still spend; absent: no limit */
   allowance?: Allowance;
@@ -56,10 +62,17 @@ export interface CallEvent {
   durationMs: number;
   /** the upstream's HTTP status, or the gateway's own refusal (400) or failure (502) */
   status: number;
-  /** `budget`: refused for the budget (said for the first such call only; the rest are counted); `path`: not a model call */
+  /** `budget`: refused for the budget (said for the first such call only; the rest are counted); `path`: not a model call (said once per path, the rest counted) */
   refused?: 'budget' | 'path';
   /** METHOD /path of a refused call */
   path?: string;
+  /**
+   * The answer did not report its usage (the step hung up before it came and
+   * the gateway could not read it to the end, or the API sent none): the call
+   * is charged at its worst case, its input as large as its request and its
+   * output as long as it allowed.
+   */
+  worstCase?: true;
 }
 
 export type GatewayEvent =
@@ -67,19 +80,23 @@ export type GatewayEvent =
   | CallEvent
   | { event: 'refused'; host: string; reason: string }
   /** when it stops: refused hosts with their counts, refusals past the bound on hosts, model calls refused for the budget */
-  | { event: 'refusals'; hosts: Record<string, number>; others: number; budget: number }
+  | { event: 'refusals'; hosts: Record<string, number>; others: number; budget: number; paths?: number }
   | { event: 'error'; message: string };
 
 /** The config from its JSON, or a message saying what is wrong with it. */
 export function parseConfig(text: string | undefined): GatewayConfig | string {
-  if (!text) return 'RUNNER_GATEWAY_CONFIG is not set';
+  if (!text) return 'no config on standard input (the runner writes it there as one line of JSON)';
   let c: GatewayConfig;
   try {
     c = JSON.parse(text) as GatewayConfig;
   } catch (err) {
-    return `RUNNER_GATEWAY_CONFIG is not JSON: ${(err as Error).message}`;
+    return `the config on standard input is not JSON: ${(err as Error).message}`;
   }
+  if (typeof c !== 'object' || c === null) return 'the config must be a JSON object';
   if (!Array.isArray(c.allow) || !c.allow.every((h) => typeof h === 'string')) return 'allow must be a list of host names';
+  for (const key of ['hostAddresses', 'privateAllowed'] as const) {
+    if (c[key] !== undefined && !(Array.isArray(c[key]) && c[key].every((a) => typeof a === 'string'))) return `${key} must be a list of strings`;
+  }
   if (typeof c.listenSubnet !== 'string' || !/^\d+\.\d+\.\d+\.\d+\/\d+$/.test(c.listenSubnet)) return 'listenSubnet must be an IPv4 CIDR';
   if (c.model && (typeof c.model.upstream !== 'string' || !/^https?:\/\//.test(c.model.upstream))) return 'model.upstream must be an http(s) URL';
   if (typeof c.prices !== 'object' || c.prices === null) return 'prices must be an object';

@@ -1,9 +1,12 @@
 /**
  * The agent gateway's host allowlist: entries are exact DNS names
  * (`api.anthropic.com`) or a wildcard over the subdomains of a name with at
- * least two labels (`*.github.com`, which does not match `github.com` itself).
- * IP addresses are never allowed, whether as entries or as requested hosts,
- * and neither is anything a URL parser might read in another way. Pure.
+ * least two labels (`*.github.com`, which does not match `github.com` itself),
+ * each with an optional port (`git.example.com:8443`). An entry without a
+ * port allows port 80 for plain HTTP and 443 for a TLS tunnel; one with a
+ * port allows that port. IP addresses are never allowed, whether as entries
+ * or as requested hosts, and neither is anything a URL parser might read in
+ * another way. Pure.
  */
 
 const MAX_NAME = 253;
@@ -30,23 +33,35 @@ function nameProblem(name: string): string | undefined {
   return undefined;
 }
 
-/** `pattern` cleaned of what people paste by habit: scheme, user, path, port, case, trailing dot, spaces. */
-function cleaned(pattern: string): { name: string; why: string[] } {
+/** The default port of each way out: plain HTTP, and a tunnel (which carries TLS only). */
+export const DEFAULT_PORTS = { http: 80, tls: 443 } as const;
+
+/** `pattern` cleaned of what people paste by habit: scheme, user, path, case, trailing dot, spaces; its port apart. */
+function cleaned(pattern: string): { name: string; port: string | undefined; why: string[] } {
   const why: string[] = [];
   let s = pattern.trim();
   if (s !== pattern) why.push('no spaces');
   const lower = s.toLowerCase();
   if (lower !== s) why.push('lowercase');
   s = lower;
-  let stripped = s.replace(/^[a-z][a-z0-9+.-]*:\/\//, '').replace(/[/?#].*$/s, '').replace(/^[^@]*@/, '');
-  if (!stripped.startsWith('[') && (stripped.match(/:/g) ?? []).length === 1) stripped = stripped.replace(/:[0-9]*$/, '');
-  if (stripped !== s) why.push('no scheme, port or path');
+  const stripped = s.replace(/^[a-z][a-z0-9+.-]*:\/\//, '').replace(/[/?#].*$/s, '').replace(/^[^@]*@/, '');
+  if (stripped !== s) why.push('no scheme or path');
   s = stripped;
+  let port: string | undefined;
+  const withPort = s.startsWith('[') ? undefined : /^([^:]*):([^:]*)$/.exec(s);
+  if (withPort) {
+    s = withPort[1]!;
+    port = withPort[2]!;
+  }
   if (s.endsWith('.') && !s.endsWith('..')) {
     s = s.slice(0, -1);
     why.push('no trailing dot');
   }
-  return { name: s, why };
+  return { name: s, port, why };
+}
+
+function portProblem(port: string): string | undefined {
+  return /^[1-9][0-9]{0,4}$/.test(port) && Number(port) <= 65535 ? undefined : 'a port is a number from 1 to 65535';
 }
 
 /**
@@ -55,7 +70,7 @@ function cleaned(pattern: string): { name: string; why: string[] } {
  */
 export function hostPatternProblem(pattern: string): string | undefined {
   const q = JSON.stringify(pattern);
-  const { name, why } = cleaned(pattern);
+  const { name, port, why } = cleaned(pattern);
   if (name.startsWith('[') || /:.*:/.test(name)) {
     return `${q} is an IP address: the allowlist takes host names only, ${EXAMPLE}`;
   }
@@ -72,7 +87,9 @@ export function hostPatternProblem(pattern: string): string | undefined {
     if (wildcard && !base.includes('.')) {
       return `${q} is too broad: a wildcard needs at least two labels after "*.", like *.github.com`;
     }
-    return why.length === 0 ? undefined : `${q} is not a host name: write ${name} (${why.join('; ')})`;
+    if (port !== undefined && portProblem(port)) return `${q} is not a host name with a port: ${portProblem(port)}, like git.example.com:8443`;
+    const entry = port === undefined ? name : `${name}:${port}`;
+    return why.length === 0 ? undefined : `${q} is not a host name: write ${entry} (${why.join('; ')})`;
   }
   if (problem.includes('IP address')) return `${q} ${problem}: the allowlist takes host names only, ${EXAMPLE}`;
   if (why.length > 0) return `${q} is not a host name: write a name ${EXAMPLE} (${why.join('; ')})`;
@@ -86,17 +103,31 @@ export function hostPatternProblem(pattern: string): string | undefined {
  * or a host with characters outside [a-z0-9.-].
  */
 export function allows(patterns: readonly string[], host: string): boolean {
+  return portsFor(patterns, host) !== undefined;
+}
+
+/**
+ * The ports `host` may be reached on, by way (plain HTTP, a TLS tunnel), or
+ * undefined when no entry names it.
+ */
+export function portsFor(patterns: readonly string[], host: string): { http: Set<number>; tls: Set<number> } | undefined {
   let h = host.toLowerCase();
   if (h.endsWith('.')) h = h.slice(0, -1);
-  if (nameProblem(h) !== undefined) return false;
+  if (nameProblem(h) !== undefined) return undefined;
+  let ports: { http: Set<number>; tls: Set<number> } | undefined;
   for (const raw of patterns) {
-    const p = raw.toLowerCase();
-    if (hostPatternProblem(p) !== undefined) continue;
-    if (p.startsWith('*.')) {
-      if (h.endsWith(p.slice(1))) return true; // h is a valid name: something non-empty precedes the dot
-    } else if (h === p) {
-      return true;
+    if (hostPatternProblem(raw.toLowerCase()) !== undefined) continue;
+    const { name: p, port } = cleaned(raw.toLowerCase());
+    const match = p.startsWith('*.') ? h.endsWith(p.slice(1)) : h === p; // h is a valid name: something non-empty precedes a wildcard's dot
+    if (!match) continue;
+    ports ??= { http: new Set(), tls: new Set() };
+    if (port === undefined) {
+      ports.http.add(DEFAULT_PORTS.http);
+      ports.tls.add(DEFAULT_PORTS.tls);
+    } else {
+      ports.http.add(Number(port));
+      ports.tls.add(Number(port));
     }
   }
-  return false;
+  return ports;
 }

@@ -1,29 +1,57 @@
 /**
  * A step's gateway, in its own container: the step's only way out. Reads its
- * config from RUNNER_GATEWAY_CONFIG, listens on the step's network only
- * (HTTP proxy and model API on 3128, a name server on 53, a relay on
- * RELAY_PORT when asked), prints one JSON event per line, and on SIGTERM
- * prints what it refused and exits.
+ * config from standard input (one line of JSON: it holds the model's key,
+ * which must not be in the container's environment for `docker inspect` to
+ * show), listens on the step's network only (HTTP proxy and model API on
+ * 3128, a name server on 53, a relay on RELAY_PORT when asked), prints one
+ * JSON event per line, and on SIGTERM charges the calls still open at their
+ * worst case, prints what it refused and exits.
  */
 import { GATEWAY_PORT, parseConfig, type GatewayEvent } from './config.js';
 import { addressIn } from './address.js';
 import { startDns } from './dns.js';
 import { Refusals } from './egress.js';
 import { Ledger } from './ledger.js';
+import { ModelCalls } from './model-calls.js';
 import { startRelay } from './relay.js';
 import { gatewayServer } from './server.js';
 
 const emit = (e: GatewayEvent) => process.stdout.write(`${JSON.stringify(e)}\n`);
+/** the config is small; a runner that sends nothing is not waited for long */
+const MAX_CONFIG = 4 * 1024 * 1024;
+const CONFIG_MS = 15_000;
+
+/** The first line on standard input (the runner closes it after). */
+function readConfigLine(): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const timer = setTimeout(() => reject(new Error(`no config on standard input within ${CONFIG_MS / 1000} s`)), CONFIG_MS);
+    const done = () => {
+      clearTimeout(timer);
+      process.stdin.pause();
+      resolve(text.split('\n')[0] ?? '');
+    };
+    process.stdin.setEncoding('utf8');
+    process.stdin.on('data', (chunk: string) => {
+      text += chunk;
+      if (text.includes('\n')) done();
+      else if (text.length > MAX_CONFIG) reject(new Error('the config on standard input is too large'));
+    });
+    process.stdin.on('end', done);
+    process.stdin.on('error', reject);
+  });
+}
 
 async function main(): Promise<void> {
-  const config = parseConfig(process.env.RUNNER_GATEWAY_CONFIG);
-  delete process.env.RUNNER_GATEWAY_CONFIG;
+  const config = parseConfig(await readConfigLine());
   if (typeof config === 'string') throw new Error(config);
   const address = addressIn(config.listenSubnet);
   if (!address) throw new Error(`no address in ${config.listenSubnet}: the gateway is not on the step's network`);
   const refusals = new Refusals((host, reason) => emit({ event: 'refused', host, reason }));
   const budgetRefusals = { count: 0 };
-  const server = gatewayServer(config, new Ledger(config.allowance), { allow: config.allow, refusals }, emit, budgetRefusals);
+  const calls = config.model ? new ModelCalls(config.model, new Ledger(config.allowance), config.prices, emit, budgetRefusals) : undefined;
+  const policy = { hostAddresses: config.hostAddresses ?? [], privateAllowed: config.privateAllowed ?? [] };
+  const server = gatewayServer(config, calls, { allow: config.allow, refusals, policy });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(GATEWAY_PORT, address, resolve);
@@ -32,7 +60,9 @@ async function main(): Promise<void> {
   const relay = config.relay && (await startRelay(address, config.relay.port, config.listenSubnet, config.relay.to, (message) => emit({ event: 'error', message })));
   emit({ event: 'ready', address });
   const stop = () => {
-    emit({ event: 'refusals', hosts: Object.fromEntries(refusals.hosts), others: refusals.others, budget: budgetRefusals.count });
+    // what was sent and not yet answered is owed all the same
+    calls?.abandonAll();
+    emit({ event: 'refusals', hosts: Object.fromEntries(refusals.hosts), others: refusals.others, budget: budgetRefusals.count, paths: calls?.pathRefusals.count ?? 0 });
     dns.close();
     relay?.close();
     server.closeAllConnections();

@@ -2,30 +2,44 @@
  * A step's model calls: forwarded to the model's real endpoint with the real
  * credential added (whatever the step sent is dropped), each answer streamed
  * back as it comes while its usage is read, and one `call` event per call.
- * Only the API's model calls go (a step may not spend the key on batches or
- * files, which the gateway could not meter). Past the step's budget a call is
- * refused in the API's own error format, so the CLI reports it and does not
- * retry; with a budget, calls go one at a time, so none passes it by being in
- * flight while another spends it.
+ * Only the API's model calls go, judged on the path as it goes out (a step
+ * may not spend the key on batches or files, which the gateway could not
+ * meter). Past the step's budget a call is refused in the API's own error
+ * format, so the CLI reports it and does not retry; with a budget, calls go
+ * one at a time, so none passes it by being in flight while another spends it.
+ *
+ * Whatever the gateway forwards, it counts: a streamed chat request is made
+ * to ask for its usage; an answer whose step hung up is read on (bounded in
+ * time and bytes) until its usage comes; and an answer that ends without
+ * usage, or is still open when the gateway stops, is charged its worst case
+ * (call-request.ts).
  */
 import http from 'node:http';
 import https from 'node:https';
 import type { CallEvent, GatewayEvent, ModelRoute } from './config.js';
+import { readCallRequest, worstCaseTokens, type CallRequest } from './call-request.js';
 import type { Ledger } from './ledger.js';
 import { costOf, priceFor, type Price } from './prices.js';
 import { UsageMeter } from './usage-meter.js';
 
 /** Headers that belong to one hop, or carry a credential the step made up: never forwarded. */
-const DROPPED = new Set(['host', 'connection', 'keep-alive', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'x-api-key', 'authorization', 'accept-encoding']);
+const DROPPED = new Set(['host', 'connection', 'keep-alive', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'x-api-key', 'authorization', 'accept-encoding', 'content-length']);
 
 /** The calls an agent CLI makes, per API: anything else is refused. */
 const MODEL_PATHS: Record<ModelRoute['kind'], RegExp> = {
-  anthropic: /^(POST \/v1\/messages(\/count_tokens)?|GET \/v1\/models(\/[A-Za-z0-9._:-]+)?)$/,
-  openai: /^(POST \/v1\/(responses|chat\/completions|completions)|GET \/v1\/models(\/[A-Za-z0-9._:-]+)?)$/,
+  anthropic: /^(POST \/v1\/messages(\/count_tokens)?|GET \/v1\/models(\/[A-Za-z0-9_:-][A-Za-z0-9._:-]*)?)$/,
+  openai: /^(POST \/v1\/(responses|chat\/completions|completions)|GET \/v1\/models(\/[A-Za-z0-9_:-][A-Za-z0-9._:-]*)?)$/,
 };
 
 /** At most this many calls at once without a budget (one at a time with one). */
 const MAX_IN_FLIGHT = 16;
+/** The largest request a step may send (Anthropic's own limit is 32 MB). */
+export const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
+/** Once its step hung up, an answer is read on for its usage this long and this much at most; then charged its worst case. */
+export const DRAIN_MS = 5 * 60_000;
+export const DRAIN_BYTES = 64 * 1024 * 1024;
+/** Distinct refused paths said one by one; past them refusals are only counted. */
+const MAX_PATHS_SAID = 20;
 
 /** The API's root without a trailing /v1: the CLIs add /v1/... themselves. */
 export function upstreamUrl(upstream: string, pathAndQuery: string): URL {
@@ -39,17 +53,37 @@ export function refusalBody(kind: ModelRoute['kind'], message: string, code = 'b
     : JSON.stringify({ error: { message, type: 'invalid_request_error', code } });
 }
 
-/** Whether `METHOD /path` is a model call of this API. Pure. */
+/** Whether `METHOD /path` is a model call of this API, as the path is written (no dot segments, escapes or doubled slashes). Pure. */
 export function isModelCall(kind: ModelRoute['kind'], method: string, pathAndQuery: string): boolean {
-  const p = pathAndQuery.split('?')[0]!.replace(/\/+$/, '');
-  return MODEL_PATHS[kind].test(`${method} ${p}`);
+  const p = pathAndQuery.split('?')[0]!;
+  if (/[%\\]|\/\/|\/\.\.?(\/|$)/.test(p)) return false;
+  return MODEL_PATHS[kind].test(`${method} ${p.replace(/\/+$/, '')}`);
+}
+
+/**
+ * The URL a call goes out to, when the path it will have there is a model
+ * call: undefined when it is not, or when the URL parser would make another
+ * path of it (`/v1/models/..` is `/v1/`). Pure.
+ */
+export function modelCallUrl(route: Pick<ModelRoute, 'kind' | 'upstream'>, method: string, pathAndQuery: string): { url: URL; path: string } | undefined {
+  if (!pathAndQuery.startsWith('/') || !isModelCall(route.kind, method, pathAndQuery)) return undefined;
+  const url = upstreamUrl(route.upstream, pathAndQuery);
+  const root = upstreamUrl(route.upstream, '/').pathname.replace(/\/$/, '');
+  const path = pathAndQuery.split('?')[0]!.replace(/\/+$/, '');
+  // checked on the way out: the path the model's host will see is the one judged
+  if (url.pathname.replace(/\/+$/, '') !== root + path || !isModelCall(route.kind, method, url.pathname.slice(root.length))) return undefined;
+  return { url, path };
 }
 
 export class ModelCalls {
   private inFlight = 0;
   private readonly waiting: Array<() => void> = [];
+  /** calls sent and not yet settled: charged their worst case if the gateway stops first */
+  private readonly open = new Set<() => void>();
   /** a USD budget cannot see an unpriced model's cost: it is charged at the dearest price known */
   private readonly dearest: Price | undefined;
+  /** refused paths: said once each (a bounded number), then counted */
+  readonly pathRefusals = { count: 0, said: new Set<string>() };
 
   constructor(
     private readonly route: ModelRoute,
@@ -64,72 +98,139 @@ export class ModelCalls {
 
   forward(req: http.IncomingMessage, res: http.ServerResponse, pathAndQuery: string): void {
     const method = req.method ?? 'GET';
-    if (!isModelCall(this.route.kind, method, pathAndQuery)) {
-      const body = refusalBody(this.route.kind, `runner gateway: ${method} ${pathAndQuery.slice(0, 200)} is not a model call; the gateway passes model calls only`, 'not_a_model_call');
-      res.writeHead(403, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-      res.end(body);
-      req.resume();
-      this.emit({ ...zero(403, Date.now()), refused: 'path', path: `${method} ${pathAndQuery.slice(0, 200)}` });
-      return;
-    }
-    const limit = this.ledger.limited ? 1 : MAX_IN_FLIGHT;
-    const go = () => {
-      this.inFlight++;
-      this.call(req, res, pathAndQuery, () => {
-        this.inFlight--;
-        this.waiting.shift()?.();
-      });
-    };
-    if (this.inFlight < limit) go();
-    else this.waiting.push(go);
+    const target = modelCallUrl(this.route, method, pathAndQuery);
+    if (!target) return this.refusePath(req, res, `${method} ${pathAndQuery.slice(0, 200)}`);
+    readBody(req, MAX_REQUEST_BYTES, (body) => {
+      if (!body) {
+        const message = `runner gateway: a request larger than ${MAX_REQUEST_BYTES / 1024 / 1024} MiB, or one cut short, is not sent`;
+        const text = refusalBody(this.route.kind, message, 'request_too_large');
+        if (!res.headersSent && !res.destroyed) res.writeHead(413, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), connection: 'close' }).end(text);
+        req.destroy();
+        return;
+      }
+      const call = readCallRequest(method, target.path, body);
+      const limit = this.ledger.limited ? 1 : MAX_IN_FLIGHT;
+      const go = () => {
+        this.inFlight++;
+        this.call(req, res, target.url, call, body.length, () => {
+          this.inFlight--;
+          this.waiting.shift()?.();
+        });
+      };
+      if (this.inFlight < limit) go();
+      else this.waiting.push(go);
+    });
   }
 
-  private call(req: http.IncomingMessage, res: http.ServerResponse, pathAndQuery: string, done: () => void): void {
+  /** The gateway stops: nothing more is sent, and every call still open is charged now, at its worst case. */
+  abandonAll(): void {
+    this.stopped = true;
+    this.waiting.length = 0;
+    for (const abandon of [...this.open]) abandon();
+  }
+
+  private stopped = false;
+
+  private refusePath(req: http.IncomingMessage, res: http.ServerResponse, what: string): void {
+    const body = refusalBody(this.route.kind, `runner gateway: ${what} is not a model call; the gateway passes model calls only`, 'not_a_model_call');
+    res.writeHead(403, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+    req.resume();
+    this.pathRefusals.count++;
+    // said once per path, for a bounded number of paths: a flood of refusals is a count, not a log
+    if (!this.pathRefusals.said.has(what) && this.pathRefusals.said.size < MAX_PATHS_SAID) {
+      this.pathRefusals.said.add(what);
+      this.emit({ ...zero(403, Date.now()), refused: 'path', path: what });
+    }
+  }
+
+  private call(req: http.IncomingMessage, res: http.ServerResponse, url: URL, call: CallRequest, requestBytes: number, done: () => void): void {
     const started = Date.now();
+    // a step that hung up while its call waited, or a gateway stopping: nothing was sent, nothing is owed
+    if (res.destroyed || res.writableEnded || this.stopped) {
+      res.destroy();
+      return done();
+    }
     const refusal = this.ledger.refusal();
     if (refusal) {
       const body = refusalBody(this.route.kind, `runner gateway: ${refusal}`);
       res.writeHead(400, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
       res.end(body);
-      req.resume();
       // said once; a step that keeps asking is counted, not logged a line a call
       if (this.budgetRefusals.count++ === 0) this.emit({ ...zero(400, started), refused: 'budget' });
       done();
       return;
     }
-    const url = upstreamUrl(this.route.upstream, pathAndQuery);
     const headers: http.OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(req.headers)) if (!DROPPED.has(k) && v !== undefined) headers[k] = v;
     // usage is read from the answer: it must come uncompressed
     headers['accept-encoding'] = 'identity';
+    if (call.body.length || req.method !== 'GET') headers['content-length'] = call.body.length;
     if (this.route.auth) headers[this.route.auth.header] = this.route.auth.value;
     const send = url.protocol === 'https:' ? https.request : http.request;
+    let meter: UsageMeter | undefined;
+    let answerStream: http.IncomingMessage | undefined;
+    let clientGone = false;
+    let status: number | undefined;
     let settled = false;
-    const settle = (e: CallEvent) => {
+    let drainTimer: NodeJS.Timeout | undefined;
+    const settle = (how: 'answered' | 'cut' | 'failed') => {
       if (settled) return;
       settled = true;
-      const tokens = e.inputTokens + e.outputTokens + e.cacheReadTokens + e.cacheWriteTokens;
-      this.ledger.add(tokens, e.costUsd ?? (this.ledger.limitedUsd ? costOf(e, this.dearest) : null));
+      clearTimeout(drainTimer);
+      this.open.delete(abandon);
+      const u = meter?.end() ?? { model: null, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
+      const model = u.model ?? call.model;
+      // a generating call that was sent and answered 2xx (or not yet) without its final usage: its worst case
+      const worst = call.generates && how !== 'failed' && (status === undefined || status < 300) && !(how === 'answered' && meter?.complete);
+      const tokens = worst ? worstCaseTokens(call, requestBytes, u) : u;
+      const price = priceFor(model, this.prices);
+      const cost = costOf(tokens, price);
+      const e: CallEvent = {
+        event: 'call',
+        model,
+        inputTokens: tokens.inputTokens,
+        outputTokens: tokens.outputTokens,
+        cacheReadTokens: tokens.cacheReadTokens,
+        cacheWriteTokens: tokens.cacheWriteTokens,
+        costUsd: cost,
+        durationMs: Date.now() - started,
+        status: status ?? 0,
+        ...(worst ? { worstCase: true as const } : {}),
+      };
+      const all = e.inputTokens + e.outputTokens + e.cacheReadTokens + e.cacheWriteTokens;
+      // an unpriced call against a USD budget: the dearest price known (its record still says unpriced)
+      this.ledger.add(all, cost ?? (this.ledger.limitedUsd || worst ? costOf(tokens, this.dearest) : null));
       this.emit(e);
       done();
     };
+    const abandon = () => {
+      up.destroy();
+      settle('cut');
+    };
+    this.open.add(abandon);
     const up = send(url, { method: req.method ?? 'POST', headers }, (answer) => {
-      const meter = new UsageMeter(this.route.kind, answer.headers['content-type']);
+      status = answer.statusCode ?? 502;
+      meter = new UsageMeter(this.route.kind, answer.headers['content-type']);
       const back: http.OutgoingHttpHeaders = {};
       for (const [k, v] of Object.entries(answer.headers)) if (!DROPPED.has(k) && v !== undefined) back[k] = v;
-      res.writeHead(answer.statusCode ?? 502, back);
+      if (!clientGone) res.writeHead(status, back);
+      let readAfter = 0;
       answer.on('data', (chunk: Buffer) => {
-        meter.push(chunk);
+        meter!.push(chunk);
+        if (clientGone) {
+          readAfter += chunk.length;
+          if (readAfter > DRAIN_BYTES) abandon();
+          return;
+        }
         if (!res.write(chunk)) {
           answer.pause();
           res.once('drain', () => answer.resume());
         }
       });
       const finish = () => {
-        res.end();
-        const u = meter.end();
-        const cost = costOf(u, priceFor(u.model, this.prices));
-        settle({ event: 'call', model: u.model, inputTokens: u.inputTokens, outputTokens: u.outputTokens, cacheReadTokens: u.cacheReadTokens, cacheWriteTokens: u.cacheWriteTokens, costUsd: cost, durationMs: Date.now() - started, status: answer.statusCode ?? 0 });
+        if (!clientGone) res.end();
+        settle(answer.complete ? 'answered' : 'cut');
       };
       answer.on('end', finish);
       answer.on('close', finish);
@@ -137,22 +238,52 @@ export class ModelCalls {
         finish();
         res.destroy();
       });
+      answerStream = answer;
     });
     up.on('error', (err) => {
-      if (!res.headersSent) {
+      if (!clientGone && !res.headersSent) {
         const body = JSON.stringify({ type: 'error', error: { type: 'api_error', message: `runner gateway: the model API at ${url.origin} did not answer (${err.message})` } });
         res.writeHead(502, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
         res.end(body);
-      } else res.destroy();
-      settle(zero(502, started));
+      } else if (!clientGone) res.destroy();
+      // no answer at all: the model did not work for it; an answer cut midway is charged by finish()
+      settle(status === undefined ? 'failed' : 'cut');
     });
-    // the step hung up: so does the call
+    // The step hung up: the call goes on, unseen, until its usage is read (within DRAIN_MS and DRAIN_BYTES).
     res.on('close', () => {
-      if (!res.writableFinished) up.destroy();
+      if (res.writableFinished || settled) return;
+      clientGone = true;
+      answerStream?.resume();
+      drainTimer = setTimeout(abandon, DRAIN_MS);
+      drainTimer.unref();
     });
-    req.on('error', () => up.destroy());
-    req.pipe(up);
+    up.end(call.body);
   }
+}
+
+/** The request's body, whole, or undefined when it is larger than `max` or cut short. */
+function readBody(req: http.IncomingMessage, max: number, done: (body: Buffer | undefined) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let finished = false;
+  const finish = (body: Buffer | undefined) => {
+    if (finished) return;
+    finished = true;
+    done(body);
+  };
+  req.on('data', (chunk: Buffer) => {
+    if (finished) return;
+    size += chunk.length;
+    if (size > max) {
+      chunks.length = 0;
+      req.pause();
+      return finish(undefined);
+    }
+    chunks.push(chunk);
+  });
+  req.on('end', () => finish(Buffer.concat(chunks)));
+  req.on('aborted', () => finish(undefined));
+  req.on('error', () => finish(undefined));
 }
 
 function zero(status: number, started: number): CallEvent {

@@ -4,14 +4,12 @@
  * request or CONNECT is the step's way out.
  */
 import http from 'node:http';
-import { GATEWAY_HOST, type GatewayConfig, type GatewayEvent } from './config.js';
+import { GATEWAY_HOST, type GatewayConfig } from './config.js';
 import { forwardHttp, tunnel, type Egress } from './egress.js';
 import { inSubnet } from './address.js';
-import type { Ledger } from './ledger.js';
-import { ModelCalls } from './model-calls.js';
+import type { ModelCalls } from './model-calls.js';
 
-export function gatewayServer(c: GatewayConfig, ledger: Ledger, egress: Egress, emit: (e: GatewayEvent) => void, budgetRefusals: { count: number }): http.Server {
-  const calls = c.model ? new ModelCalls(c.model, ledger, c.prices, emit, budgetRefusals) : undefined;
+export function gatewayServer(c: GatewayConfig, calls: ModelCalls | undefined, egress: Egress): http.Server {
   const server = http.createServer((req, res) => {
     const target = req.url ?? '/';
     let url: URL | undefined;

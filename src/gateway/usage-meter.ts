@@ -59,6 +59,8 @@ export class UsageMeter {
   private dataSize = 0;
   private eventBroken = false;
   private done = false;
+  /** the answer's final usage was read (Anthropic's message_delta or body, OpenAI's last event or body) */
+  private final = false;
 
   /** `contentType` picks the format; when absent it is sniffed from the first byte that is not white space. */
   constructor(
@@ -81,6 +83,11 @@ export class UsageMeter {
     }
     if (this.mode === 'json') this.pushJson(chunk);
     else this.pushSse(chunk);
+  }
+
+  /** Whether the answer reported its final usage: else it ended early, or never said what it cost. */
+  get complete(): boolean {
+    return this.final;
   }
 
   /** The call's usage; zeros for what was not reported. Later calls return the same. */
@@ -205,9 +212,9 @@ export class UsageMeter {
   private onObject(event: string | null, o: Obj): void {
     const type = typeof o.type === 'string' ? o.type : (event ?? '');
     if (this.kind === 'anthropic') {
-      if (event === null) this.anthropicMessage(o);
-      else if (type === 'message_start') this.anthropicMessage(asObj(o.message));
-      else if (type === 'message_delta') this.anthropicUsage(asObj(o.usage));
+      if (event === null) this.anthropicMessage(o, true);
+      else if (type === 'message_start') this.anthropicMessage(asObj(o.message), false);
+      else if (type === 'message_delta') this.anthropicUsage(asObj(o.usage), true);
       return;
     }
     if (type.startsWith('response.')) {
@@ -226,15 +233,16 @@ export class UsageMeter {
     this.usage.model = v.length <= MAX_MODEL ? v : v.slice(0, MAX_MODEL).replace(/[\uD800-\uDBFF]$/, '');
   }
 
-  private anthropicMessage(m: Obj | undefined): void {
+  private anthropicMessage(m: Obj | undefined, final: boolean): void {
     if (m === undefined) return;
     this.setModel(m.model);
-    this.anthropicUsage(asObj(m.usage));
+    this.anthropicUsage(asObj(m.usage), final);
   }
 
   /** Anthropic counts are cumulative: each one reported replaces the last (null means not reported). */
-  private anthropicUsage(u: Obj | undefined): void {
+  private anthropicUsage(u: Obj | undefined, final: boolean): void {
     if (u === undefined) return;
+    if (final) this.final = true;
     const u2 = this.usage;
     if (u.input_tokens != null) u2.inputTokens = count(u.input_tokens);
     if (u.output_tokens != null) u2.outputTokens = count(u.output_tokens);
@@ -245,6 +253,7 @@ export class UsageMeter {
   /** OpenAI input counts include the cached tokens: split them out. */
   private openaiUsage(u: Obj | undefined): void {
     if (u === undefined) return;
+    this.final = true;
     const responses = u.input_tokens != null || u.output_tokens != null;
     const input = count(responses ? u.input_tokens : u.prompt_tokens);
     const details = asObj(responses ? u.input_tokens_details : u.prompt_tokens_details);

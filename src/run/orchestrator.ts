@@ -66,6 +66,10 @@ export interface ExecOptions {
   inputs?: Record<string, string>;
   /** the network steps' gateways reach out on (default: RUNNER_EGRESS_NETWORK, else bridge) */
   egressNetwork?: string;
+  /** private ranges gateways may reach (--egress-private); none by default */
+  egressPrivate?: string[];
+  /** name servers gateways resolve with (RUNNER_EGRESS_DNS); default the engine's */
+  egressDns?: string[];
   /** under runner serve: the pipeline's budget per day, and what its runs spent today before this one */
   day?: { budget: Budget; spent: Spent };
 }
@@ -173,7 +177,7 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
       throw new RunnerError('hook_failed', `the before_run hook failed: the workspace is kept at ${ws.path}`);
     }
 
-    const spending: RunSpending = { egressNetwork: opts.egressNetwork ?? 'bridge', prices: pipeline.prices, spend: new RunSpend(pipeline.budget, opts.day) };
+    const spending: RunSpending = { egressNetwork: opts.egressNetwork ?? 'bridge', egressPrivate: opts.egressPrivate ?? [], egressDns: opts.egressDns, prices: pipeline.prices, spend: new RunSpend(pipeline.budget, opts.day) };
     await runFlow({ deps, home: opts.home, graceSeconds: opts.graceSeconds ?? 5, pipeline, plans, ws, record, store, masker, secrets, spending });
     record.headSha = await ws.head();
     // The run's whole change, kept after the worktree is gone.

@@ -152,6 +152,7 @@ export async function runStep(c: StepContext): Promise<StepRun> {
         return undefined;
       });
     for (const r of wayReport?.refused ?? []) log.line(`runner gateway: refused ${r.host} ${r.count} time${r.count === 1 ? '' : 's'} in all`);
+    if (wayReport?.pathsRefused) log.line(`runner gateway: refused ${wayReport.pathsRefused} request${wayReport.pathsRefused === 1 ? '' : 's'} that were not model calls`);
     log.close();
   }
 
@@ -295,6 +296,10 @@ function gatewayEvent(c: StepContext, e: GatewayEvent, logLine: (line: string) =
   const name = c.unit.name;
   if (e.event === 'call') {
     c.store.recordCall({ step: name, ...e });
+    if (e.worstCase) {
+      const tokens = e.inputTokens + e.outputTokens + e.cacheReadTokens + e.cacheWriteTokens;
+      logLine(`runner gateway: a model call ended without its usage (the step hung up, or the answer was cut): charged its worst case, ${tokens} tokens${e.costUsd !== null ? `, $${e.costUsd.toFixed(4)}` : ''}`);
+    }
     if (e.refused === 'budget') {
       logLine('runner gateway: model call refused: the budget is spent');
       c.store.event('budget_exhausted', { step: name }, 'warn');

@@ -19,6 +19,10 @@ import type { StepPlan } from '../plan/step-plan.js';
 export interface RunSpending {
   /** the network gateways reach out on (RUNNER_EGRESS_NETWORK, default bridge) */
   egressNetwork: string;
+  /** private ranges an allowed name may lead to (--egress-private, RUNNER_EGRESS_PRIVATE); none by default */
+  egressPrivate?: string[] | undefined;
+  /** name servers the gateways resolve allowed names with (RUNNER_EGRESS_DNS); absent: the engine's */
+  egressDns?: string[] | undefined;
   /** the file's prices over the built-in table */
   prices?: Record<string, Price> | undefined;
   /** what the run's calls spent so far, against the run's and the day's budget */
@@ -34,6 +38,8 @@ export interface StepWayReport {
   died?: string;
   refused: Array<{ host: string; count: number }>;
   refusedOthers: number;
+  /** requests refused for not being model calls */
+  pathsRefused: number;
 }
 
 export interface StepWay {
@@ -59,6 +65,9 @@ export interface WayOptions {
   timeoutMs: number;
 }
 
+/** A step's calls.jsonl lines at most (a line is about 250 bytes); its usage counts every call. */
+export const MAX_CALL_LINES = 10_000;
+
 export async function openStepWay(o: WayOptions): Promise<StepWay> {
   const g = o.plan.gateway;
   if (!g) return { network: o.plan.network, close: async () => undefined };
@@ -70,21 +79,29 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
     ...(key ? { auth: authFor(g.model.credential!, key) } : {}),
   };
   const spend = s.spend;
+  let calls = 0;
   const day = spend.daySpent();
   const limit = allowance({ step: g.budget, run: spend.run ? { budget: spend.run, spent: spend.spent } : undefined, day: spend.day && day ? { budget: spend.day.budget, spent: day } : undefined });
   const gw = await openGateway(o.runtime, {
     name: o.name,
     labels: o.labels,
     egressNetwork: s.egressNetwork,
+    ...(s.egressDns ? { egressDns: s.egressDns } : {}),
     config: {
       allow: g.egress,
+      privateAllowed: s.egressPrivate ?? [],
       ...(model ? { model } : {}),
       ...(limit ? { allowance: limit } : {}),
       prices: { ...DEFAULT_PRICES, ...(s.prices ?? {}) },
       deadlineMs: o.timeoutMs + 60_000,
     },
     onEvent: (e) => {
-      if (e.event === 'call' && !e.refused) spend.add(e.inputTokens + e.outputTokens + e.cacheReadTokens + e.cacheWriteTokens, e.costUsd ?? 0);
+      if (e.event === 'call' && !e.refused) {
+        spend.add(e.inputTokens + e.outputTokens + e.cacheReadTokens + e.cacheWriteTokens, e.costUsd ?? 0);
+        // the call log is bounded; the totals (and the budget) count every call
+        if (++calls === MAX_CALL_LINES + 1) o.onEvent({ event: 'error', message: `more than ${MAX_CALL_LINES} model calls: calls.jsonl lists the first ${MAX_CALL_LINES} of this step, its usage counts them all` });
+        if (calls > MAX_CALL_LINES) return;
+      }
       o.onEvent(e);
     },
   });
@@ -101,6 +118,7 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
         ...(r.died ? { died: r.died } : {}),
         refused: [...r.refused].map(([host, count]) => ({ host: o.masker.mask(host), count })).sort((a, b) => b.count - a.count),
         refusedOthers: r.refusedOthers,
+        pathsRefused: r.pathsRefused,
       };
     },
   };

@@ -48,6 +48,10 @@ export interface ServeOptions {
   secrets?: () => Promise<Readonly<Record<string, string | undefined>>>;
   /** the network steps' gateways reach out on (default bridge) */
   egressNetwork?: string;
+  /** private ranges gateways may reach (--egress-private) */
+  egressPrivate?: string[];
+  /** name servers gateways resolve with (RUNNER_EGRESS_DNS) */
+  egressDns?: string[];
 }
 
 export interface ServeDeps {
@@ -123,7 +127,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
       const day = await dayOf(home.runs, loaded.pipeline, new Date());
       const r = await executeRun(
         { runtime: deps.runtime, ...(deps.transport ? { transport: deps.transport } : {}), makeGit: deps.makeGit, clock: () => new Date(), reporter: o.reporterFor(name), signal, killSignal: new AbortController().signal },
-        { loaded, home: home.root, keepWorkspace: false, secretSource, runId, ...(inputs ? { inputs } : {}), ...(day ? { day } : {}), ...(o.egressNetwork ? { egressNetwork: o.egressNetwork } : {}) },
+        { loaded, home: home.root, keepWorkspace: false, secretSource, runId, ...(inputs ? { inputs } : {}), ...(day ? { day } : {}), ...(o.egressNetwork ? { egressNetwork: o.egressNetwork } : {}), ...(o.egressPrivate ? { egressPrivate: o.egressPrivate } : {}), ...(o.egressDns ? { egressDns: o.egressDns } : {}) },
       );
       o.say(`${name}: run ${r.runId} ${r.status}`);
     } catch (err) {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { allows, hostPatternProblem } from '../../src/gateway/hosts.js';
+import { allows, hostPatternProblem, portsFor } from '../../src/gateway/hosts.js';
 
 test('exact names and two-label wildcards are valid entries', () => {
   for (const p of ['github.com', 'api.anthropic.com', 'localhost', 'a-b.c0.io', 'xn--mnchen-3ya.de', '*.github.com', '*.a.b.example.org']) {
@@ -9,11 +9,11 @@ test('exact names and two-label wildcards are valid entries', () => {
   assert.equal(hostPatternProblem(`${'a'.repeat(63)}.com`), undefined, 'a 63-character label');
 });
 
-test('a pasted URL, port, capital or trailing dot is refused with the entry to write instead', () => {
-  assert.equal(hostPatternProblem('https://github.com'), '"https://github.com" is not a host name: write github.com (no scheme, port or path)');
-  assert.equal(hostPatternProblem('https://x'), '"https://x" is not a host name: write x (no scheme, port or path)');
-  assert.equal(hostPatternProblem('x:443'), '"x:443" is not a host name: write x (no scheme, port or path)');
-  assert.equal(hostPatternProblem('github.com/org/repo'), '"github.com/org/repo" is not a host name: write github.com (no scheme, port or path)');
+test('a pasted URL, capital or trailing dot is refused with the entry to write instead', () => {
+  assert.equal(hostPatternProblem('https://github.com'), '"https://github.com" is not a host name: write github.com (no scheme or path)');
+  assert.equal(hostPatternProblem('https://x'), '"https://x" is not a host name: write x (no scheme or path)');
+  assert.equal(hostPatternProblem('https://git.example.com:8443/x'), '"https://git.example.com:8443/x" is not a host name: write git.example.com:8443 (no scheme or path)');
+  assert.equal(hostPatternProblem('github.com/org/repo'), '"github.com/org/repo" is not a host name: write github.com (no scheme or path)');
   assert.equal(hostPatternProblem('GitHub.com'), '"GitHub.com" is not a host name: write github.com (lowercase)');
   assert.equal(hostPatternProblem('github.com.'), '"github.com." is not a host name: write github.com (no trailing dot)');
   assert.equal(hostPatternProblem(' *.GitHub.com'), '" *.GitHub.com" is not a host name: write *.github.com (no spaces; lowercase)');
@@ -89,4 +89,15 @@ test('invalid entries match nothing; entries compare ignoring case', () => {
   assert.equal(allows(['https://github.com'], 'github.com'), false);
   assert.equal(allows(['GitHub.com'], 'github.com'), true);
   assert.equal(allows(['*.GitHub.com'], 'api.github.com'), true);
+});
+
+test('an entry may name a port; without one, plain HTTP gets 80 and a tunnel 443', () => {
+  for (const p of ['x:443', 'git.example.com:8443', '*.example.com:22']) assert.equal(hostPatternProblem(p), undefined, p);
+  for (const p of ['x:', 'x:0', 'x:65536', 'x:08', 'x:https']) assert.match(hostPatternProblem(p) ?? '', /a port is a number from 1 to 65535/, p);
+  const list = ['cdn-allowed.example', 'git.example.com:8443', '*.pkg.example:8080'];
+  assert.deepEqual(portsFor(list, 'cdn-allowed.example'), { http: new Set([80]), tls: new Set([443]) });
+  assert.deepEqual(portsFor(list, 'git.example.com'), { http: new Set([8443]), tls: new Set([8443]) });
+  assert.deepEqual(portsFor(list, 'a.pkg.example'), { http: new Set([8080]), tls: new Set([8080]) });
+  assert.equal(portsFor(list, 'cdn-evil.example'), undefined);
+  assert.deepEqual(portsFor(['h.example', 'h.example:8443'], 'h.example')?.tls, new Set([443, 8443]));
 });

@@ -8,6 +8,7 @@ import { ContainerError, errorMessage } from '../../common/errors.js';
 import { LineSplitter } from '../../common/line-splitter.js';
 import { LABELS, type ContainerHandle, type ContainerRuntime } from '../../container/runtime.js';
 import { GATEWAY_HOST, type CallEvent, type GatewayConfig, type GatewayEvent } from '../config.js';
+import { thisMachineAddresses } from './host-addresses.js';
 import { GATEWAY_IMAGE } from './image.js';
 
 /** A step's model calls, summed as they come (a step making a million calls costs the runner no memory). */
@@ -28,6 +29,8 @@ export interface GatewayReport {
   totals: CallTotals;
   /** model calls refused for the budget */
   budgetRefused: number;
+  /** requests refused for not being model calls (a path the gateway does not pass) */
+  pathsRefused: number;
   /** host → refused connections */
   refused: Map<string, number>;
   /** refusals of hosts past the gateway's bound on distinct hosts */
@@ -62,7 +65,9 @@ export interface GatewayOptions {
   labels: Record<string, string>;
   /** the network the gateway reaches out on */
   egressNetwork: string;
-  config: Omit<GatewayConfig, 'listenSubnet'>;
+  /** name servers it resolves allowed names with (default: the engine's) */
+  egressDns?: string[];
+  config: Omit<GatewayConfig, 'listenSubnet' | 'hostAddresses'>;
   /** as it happens: a call, a refusal, a problem of the gateway's own */
   onEvent(e: GatewayEvent): void;
 }
@@ -72,11 +77,14 @@ const READY_MS = 20_000;
 export async function openGateway(runtime: ContainerRuntime, o: GatewayOptions): Promise<OpenGateway> {
   const network = `${o.name}-net`;
   const labels = { ...o.labels, [LABELS.role]: 'gateway' };
+  // this machine's addresses, read before the step's network exists (the host has none on it)
+  const hostAddresses = await thisMachineAddresses(runtime);
   const { subnet } = await runtime.createNetwork({ name: network, internal: true, isolated: true, labels });
   let handle: ContainerHandle | undefined;
   const report: GatewayReport = {
     totals: { calls: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, unpriced: false, model: null },
     budgetRefused: 0,
+    pathsRefused: 0,
     refused: new Map(),
     refusedOthers: 0,
   };
@@ -103,6 +111,7 @@ export async function openGateway(runtime: ContainerRuntime, o: GatewayOptions):
       for (const [h, n] of Object.entries(e.hosts)) report.refused.set(h, n);
       report.refusedOthers = e.others;
       report.budgetRefused = Math.max(report.budgetRefused, e.budget ?? 0);
+      report.pathsRefused = e.paths ?? 0;
     }
     o.onEvent(e);
   });
@@ -130,7 +139,9 @@ export async function openGateway(runtime: ContainerRuntime, o: GatewayOptions):
       name: o.name,
       image: GATEWAY_IMAGE,
       cmd: [],
-      env: { RUNNER_GATEWAY_CONFIG: JSON.stringify({ ...o.config, listenSubnet: subnet } satisfies GatewayConfig) },
+      env: {},
+      // its key on standard input, never in its environment: `docker inspect` shows that to anyone with the engine's API
+      stdin: `${JSON.stringify({ ...o.config, hostAddresses, listenSubnet: subnet } satisfies GatewayConfig)}\n`,
       workingDir: '/',
       user: '65532:65532',
       mounts: [],
@@ -142,6 +153,7 @@ export async function openGateway(runtime: ContainerRuntime, o: GatewayOptions):
       readOnlyRoot: true,
       capAdd: [],
       network: o.egressNetwork,
+      ...(o.egressDns ? { dns: o.egressDns } : {}),
       // its name server listens on port 53 without root; it forwards no packet between its networks
       sysctls: { 'net.ipv4.ip_unprivileged_port_start': '0', 'net.ipv4.ip_forward': '0' },
       labels,
