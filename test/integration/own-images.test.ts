@@ -34,12 +34,12 @@ test('a runner/* image no one built: runner exec refuses before anything starts,
   const file = await writePipeline(f, pipelineYaml(`  - id: a\n    image: ${image}\n    run: "true"\n`));
   const from = proxy.requests().length;
   const r = await runCli(['exec', file, '--home', f.home], { env: { DOCKER_HOST: proxy.host } });
+  assert.deepEqual(pulls(from), [], 'no pull was asked of the engine');
   assert.equal(r.code, 3, r.stderr);
   assert.match(r.stderr, new RegExp(`image ${image} is missing, and no recipe of this runner builds it: the runner's own images \\(runner/\\*\\) are built from its recipes and never pulled from a registry`));
   assert.ok(r.stderr.includes(`\`make images\` in ${ROOT} builds runner/base, runner/toolchain`), r.stderr);
   const seen = proxy.requests().slice(from);
   assert.ok(seen.some((q) => q.includes(`/images/${image.replace('/', '%2F')}/json`) || q.includes(`/images/${image}/json`)), `the engine was asked whether it has the image:\n${seen.join('\n')}`);
-  assert.deepEqual(pulls(from), [], 'no pull was asked of the engine');
   assert.equal(existsSync(path.join(f.home, 'runs')), false, 'no run was recorded');
   assert.equal(existsSync(path.join(f.home, 'worktrees')), false, 'no worktree was made');
 });
@@ -50,10 +50,10 @@ test('the same name written as Docker Hub spells it (docker.io/runner/…) is re
   const file = await writePipeline(f, pipelineYaml(`  - id: a\n    image: ${image}\n    run: "true"\n`));
   const from = proxy.requests().length;
   const r = await runCli(['exec', file, '--home', f.home, '--json'], { env: { DOCKER_HOST: proxy.host } });
+  assert.deepEqual(pulls(from), [], 'no pull was asked of the engine');
   assert.equal(r.code, 3, r.stderr);
   assert.equal(r.json.error.code, 'image_missing');
   assert.match(r.json.error.message, /never pulled from a registry/);
-  assert.deepEqual(pulls(from), []);
 });
 
 test('another missing image is still pulled: the pull is said on the console, seen by the engine, and its failure says what to do', async () => {
@@ -102,10 +102,10 @@ test('runner serve: a run on a runner/* image no one built does not start, says 
       const r = (await (await fetch(`${s.base}/api/runs/${runId}`)).json()) as { status: string; error?: { code: string; message: string } };
       return r.status === 'not_started' ? r : undefined;
     });
+    assert.deepEqual(pulls(from), [], 'no pull was asked of the engine');
     assert.equal(rec.error?.code, 'image_missing');
     assert.match(rec.error!.message, /never pulled from a registry.*`make images`/);
     await s.waitFor(new RegExp(`run ${runId} could not start: image ${image} is missing`), 10_000);
-    assert.deepEqual(pulls(from), []);
   } finally {
     s.child.kill('SIGTERM');
     await s.exited;
