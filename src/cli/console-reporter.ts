@@ -27,6 +27,7 @@ export class ConsoleReporter implements Reporter {
   private timer?: NodeJS.Timeout;
   private statusShown = false;
   private lastPull = 0;
+  private lastPullImage = '';
 
   constructor(
     private readonly out: Sink,
@@ -42,10 +43,12 @@ export class ConsoleReporter implements Reporter {
 
   pullProgress(image: string, p: PullProgress): void {
     const now = Date.now();
-    if (now - this.lastPull < 1000 && p.fraction !== 1) return;
+    // at most one line a second per image; each image's first (that a pull begins) always
+    if (image === this.lastPullImage && now - this.lastPull < 1000 && p.fraction !== 1) return;
     this.lastPull = now;
+    this.lastPullImage = image;
     const pct = p.fraction !== undefined ? ` ${Math.round(p.fraction * 100)}%` : '';
-    this.say(`pulling ${image}:${pct} ${p.status}`);
+    this.say(`pulling ${image} from its registry${pct}: ${p.status}`);
   }
 
   stepStarted(s: { id: string; index: number; total: number; image: string }): void {

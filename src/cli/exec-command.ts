@@ -10,6 +10,7 @@ import { readSecretsFile } from '../run/secrets-file.js';
 import { checkTaskId } from '../workspace/task-worktree.js';
 import { parseFlags } from './args.js';
 import { EGRESS_FLAGS, egressOptions } from './egress-options.js';
+import { onClosedPipe } from './closed-pipe.js';
 import { openHome } from './context.js';
 import { ConsoleReporter } from './console-reporter.js';
 import { exitCodeForRun } from './exit-codes.js';
@@ -59,6 +60,8 @@ export async function execCommand(args: string[]): Promise<number> {
   };
   const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
   for (const sig of signals) process.on(sig, onSignal);
+  // its output closed (runner exec p.yaml | head -1): the run is canceled as on SIGPIPE, its work committed
+  const offClosedPipe = onClosedPipe(() => onSignal('SIGPIPE'));
   try {
     const engine = openEngine(values.engine || process.env.RUNNER_ENGINE || 'local');
     const record = await executeRunOrReport(json, () => executeRun(
@@ -88,6 +91,7 @@ export async function execCommand(args: string[]): Promise<number> {
   } finally {
     reporter.close();
     for (const sig of signals) process.off(sig, onSignal);
+    offClosedPipe();
   }
 }
 

@@ -55,7 +55,7 @@ Usage:
   runner logs RUN_ID [--step ID] [--follow] [--raw]
   runner diff RUN_ID [--raw]  the run's whole change against its base
       Step-made text is shown with its control characters made visible
-      (\x1b, \r); --raw prints the bytes as kept (runner diff ID --raw | git apply).
+      (\\x1b, \\r); --raw prints the bytes as kept (runner diff ID --raw | git apply).
   runner gc [RUN_ID...] [--yes]  remove the worktrees ended runs kept (branches stay)
   runner gc --pool [--yes]      remove the prepared worktrees of the pool (RUNNER_WORKTREE_POOL)
   runner push RUN_ID       push a run's branch again
@@ -80,6 +80,8 @@ Exit codes:
   0 success   1 a step failed (or tampered with its worktree)   2 bad input (file, flags)
   3 infrastructure (docker unreachable, git missing, push failed with push: always)
   130 interrupted (Ctrl-C)
+  141 its output was closed early (runner runs ls | head -1): it stops quietly, as
+      git does; a run is canceled then (its work committed), serve stops
   A step's statuses: completed, failed, timed_out, oom, budget_exhausted (its
   gateway refused a model call: a budget: is spent), node_lost (swarm: its node
   went down), canceled, skipped, interrupted.

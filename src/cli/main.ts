@@ -3,6 +3,7 @@
  * argv → a command. The only place that calls process.exit. Commands are
  * imported on demand so `runner --help` loads no docker or logging library.
  */
+import { CLOSED_PIPE_EXIT, pipeClosed, watchOutput } from './closed-pipe.js';
 import { HELP } from './help.js';
 
 type Command = (args: string[]) => Promise<number>;
@@ -45,11 +46,15 @@ async function main(argv: string[]): Promise<number> {
 }
 
 
+// A closed pipe (runner runs ls | head -1) ends any command quietly, exit 141, as git (closed-pipe.ts).
+watchOutput((code) => process.exit(code));
+
 main(process.argv.slice(2)).then(
   (code) => {
-    process.exitCode = code;
+    process.exitCode = pipeClosed() ? CLOSED_PIPE_EXIT : code;
   },
   async (err: unknown) => {
+    if (pipeClosed()) process.exit(CLOSED_PIPE_EXIT);
     const { exitCodeForError } = await import('./exit-codes.js');
     // An error may quote step-made text (a file name, git's words about it): one line, its control characters
     // shown, not sent. Only the problems of a pipeline file or of inputs (the user's own text) keep their lines.

@@ -11,6 +11,7 @@ import { serve } from '../serve/serve.js';
 import { canonicalHome } from '../workspace/home.js';
 import { parseFlags } from './args.js';
 import { EGRESS_FLAGS, egressOptions } from './egress-options.js';
+import { onClosedPipe } from './closed-pipe.js';
 import { ConsoleReporter } from './console-reporter.js';
 
 export async function serveCommand(args: string[]): Promise<number> {
@@ -55,6 +56,8 @@ export async function serveCommand(args: string[]): Promise<number> {
     stop.abort();
   };
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, onSignal);
+  // its console closed (runner serve | head): it stops as on SIGTERM, its runs given their grace
+  onClosedPipe(() => onSignal('SIGPIPE'));
   const loose = secretsFile ? await secretsFileModeProblem(secretsFile, process.env.RUNNER_IN_IMAGE === '1' ? 'the file RUNNER_SECRETS names, on the host' : undefined) : undefined;
   if (loose) say(`warning: ${loose}`);
   await serve(

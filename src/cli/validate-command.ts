@@ -8,7 +8,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { errorMessage } from '../common/errors.js';
 import { visible } from '../common/visible.js';
-import { DockerRuntime } from '../container/docker.js';
+import { DockerRuntime, recipesDir } from '../container/docker.js';
+import { isOwnImage, ownImageMissing } from '../container/own-images.js';
 import { loadPipeline } from '../pipeline/load.js';
 import { openKeyWarnings, planSteps } from '../plan/step-plan.js';
 import { GATEWAY_IMAGE } from '../gateway/host/image.js';
@@ -29,7 +30,14 @@ export async function validateCommand(args: string[]): Promise<number> {
   const runtime = new DockerRuntime();
   try {
     await runtime.ping();
-    for (const image of images) if (!(await runtime.hasImage(image))) warnings.push(`image ${image} is not on this machine's engine (build or pull it before a run here)`);
+    for (const image of images) {
+      if (await runtime.hasImage(image)) continue;
+      warnings.push(
+        isOwnImage(image)
+          ? `${ownImageMissing(image, recipesDir())} (a run here is refused until then)`
+          : `image ${image} is not on this machine's engine (a run here pulls it from its registry; or build it before)`,
+      );
+    }
   } catch (err) {
     warnings.push(`images not checked: ${errorMessage(err)}`);
   }

@@ -1,10 +1,13 @@
 /** The ContainerRuntime on a Docker engine, through dockerode. The only file that imports dockerode. */
 import Docker from 'dockerode';
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { ContainerError, errorMessage } from '../common/errors.js';
+import { packageRoot } from '../common/package-root.js';
 import { hostPathProblem, ownContainerId, type OwnMount } from './host-paths.js';
+import { isOwnImage, ownImageMissing } from './own-images.js';
 import type { ContainerHandle, ContainerRuntime, ContainerSpec, ExitState, NetworkSpec, OutputHandler, PullProgress } from './runtime.js';
 
 interface HttpError {
@@ -71,6 +74,9 @@ export class DockerRuntime implements ContainerRuntime {
     } catch (err) {
       if (status(err) !== 404) throw engineError(`inspecting image ${image}`, err);
     }
+    // One of the runner's own: built here from its recipes, never asked of a registry.
+    if (isOwnImage(image)) throw new ContainerError('image_missing', ownImageMissing(image, recipesDir()));
+    onProgress({ status: 'not on this engine, asking its registry' });
     try {
       const stream = await this.docker.pull(image);
       await new Promise<void>((resolve, reject) => {
@@ -95,12 +101,9 @@ export class DockerRuntime implements ContainerRuntime {
         );
       });
     } catch (err) {
-      const hint = image.startsWith('runner/')
-        ? 'build it with `make images`'
-        : `build it locally (docker build -t ${image} ...) or pull it on a machine that can reach its registry`;
       throw new ContainerError(
         'image_missing',
-        `image ${image} is not present locally and could not be pulled (${firstLine(errorMessage(err))}): ${hint}`,
+        `image ${image} is not present locally and could not be pulled from its registry (${firstLine(errorMessage(err)).trim()}): build it here (docker build -t ${image} ...), or pull it where its registry is reachable and load it here (docker save | docker load)`,
         { cause: err },
       );
     }
@@ -393,6 +396,12 @@ export async function removeSwarmFiles(api: Docker, filters: { label: string[] }
   const secrets = await api.listSecrets({ filters }).catch(() => []);
   const configs = await api.listConfigs({ filters }).catch(() => []);
   await Promise.all([...secrets.map((x) => api.getSecret(x.ID).remove().catch(() => undefined)), ...configs.map((x) => api.getConfig(x.ID).remove().catch(() => undefined))]);
+}
+
+/** The runner's directory when its image recipes are there (a checkout), else undefined (a runner in its own image). */
+export function recipesDir(): string | undefined {
+  const root = packageRoot();
+  return existsSync(path.join(root, 'images/build.sh')) && existsSync(path.join(root, 'Makefile')) ? root : undefined;
 }
 
 function engineError(what: string, err: unknown): ContainerError {

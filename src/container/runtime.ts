@@ -110,7 +110,10 @@ export interface PullProgress {
 export interface ContainerRuntime {
   /** Throws a ContainerError that says how to reach the engine when it does not answer. */
   ping(): Promise<void>;
-  /** Pulls the image when it is not present locally, reporting progress. */
+  /**
+   * Pulls the image when it is not present locally, reporting progress (its first report says a pull begins);
+   * one of the runner's own images (own-images.ts) is never pulled: missing, it is refused with how to build it.
+   */
   ensureImage(image: string, onProgress: (p: PullProgress) => void): Promise<void>;
   /** whether the engine has the image now (never pulls) */
   hasImage(image: string): Promise<boolean>;

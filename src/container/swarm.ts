@@ -9,7 +9,8 @@
 import { createHash } from 'node:crypto';
 import Docker from 'dockerode';
 import { ContainerError, errorMessage } from '../common/errors.js';
-import { DockerRuntime, removeSwarmFiles } from './docker.js';
+import { DockerRuntime, recipesDir, removeSwarmFiles } from './docker.js';
+import { isOwnImage, ownImageMissing } from './own-images.js';
 import type { ContainerHandle, ContainerSpec, ExitState, OutputHandler } from './runtime.js';
 
 /** The attachable overlay network of swarm steps with `network: bridge` (it has a way out, and to the runner's transfer). */
@@ -66,7 +67,22 @@ export class SwarmRuntime extends DockerRuntime {
   override async create(spec: ContainerSpec): Promise<ContainerHandle> {
     if (spec.mounts.length) throw new ContainerError('swarm_mounts', 'a swarm step cannot mount the runner\'s disk: its workspace travels by tar (a bug: the tar transport should have taken the mounts)');
     await this.ensureNetwork();
-    return new SwarmTask(this.api, spec);
+    return new SwarmTask(this.api, { ...spec, image: await this.jobImage(spec.image) }, spec.image);
+  }
+
+  /**
+   * The image a job names. A node pulls a job's image by name before every task, even one it has, and a
+   * newer image found under the name replaces its own; only an image ID is never pulled. So the runner's own
+   * images (own-images.ts) go by the ID this engine has them under: a node runs exactly that image, or
+   * lacks it and rejects the task. Other images go by name, pulled as the file asks.
+   */
+  private async jobImage(image: string): Promise<string> {
+    if (!isOwnImage(image)) return image;
+    try {
+      return (await this.api.getImage(image).inspect()).Id;
+    } catch (err) {
+      throw new ContainerError('image_missing', `${ownImageMissing(image, recipesDir())} (${errorMessage(err).split('\n')[0]})`, { cause: err });
+    }
   }
 
   override async listByLabels(labels: Record<string, string>): Promise<Array<{ id: string; labels: Record<string, string> }>> {
@@ -96,6 +112,8 @@ class SwarmTask implements ContainerHandle {
   constructor(
     private readonly api: Docker,
     private readonly spec: ContainerSpec,
+    /** the image as the pipeline names it (spec.image may be its ID) */
+    private readonly imageName: string,
   ) {
     this.done = new Promise((r) => (this.finish = r));
     this.name = serviceName(spec.name);
@@ -256,7 +274,7 @@ class SwarmTask implements ContainerHandle {
           exitCode: code ?? 1,
           oomKilled: false,
           ...(hostname ? { node: hostname } : {}),
-          ...(state === 'rejected' ? { problem: { status: 'failed', message: `rejected on ${hostname ?? 'a node'}: ${why} (does every node have image ${this.spec.image}? scripts/swarm-lab.sh load, or a registry)` } } : {}),
+          ...(state === 'rejected' ? { problem: { status: 'failed', message: `rejected on ${hostname ?? 'a node'}: ${why} (${this.missingImageHint()})` } } : {}),
         });
       }
       if (task?.NodeID && (state === 'running' || state === 'starting' || state === 'assigned' || state === 'accepted' || state === 'preparing')) {
@@ -269,6 +287,11 @@ class SwarmTask implements ContainerHandle {
         return this.end({ exitCode: 1, oomKilled: false, problem: { status: 'failed', message: `no node took the step in ${PENDING_MS / 1000}s (${task?.Status?.Err ?? task?.Status?.Message ?? 'pending'}): check its placement and that a node has its memory and CPUs free` } });
       }
     }
+  }
+
+  private missingImageHint(): string {
+    if (this.spec.image === this.imageName) return `does every node have image ${this.imageName}? scripts/swarm-lab.sh load, or a registry`;
+    return `does every node have image ${this.imageName} as this engine has it, ${this.spec.image.slice(0, 19)}? It is never pulled: scripts/swarm-lab.sh load ${this.imageName}, or docker save ${this.imageName} | docker load on the node`;
   }
 
   private end(s: ExitState): void {

@@ -7,6 +7,7 @@
 import path from 'node:path';
 import { CanceledError, errorMessage, RunnerError, UsageError } from '../common/errors.js';
 import { Masker } from '../common/mask.js';
+import { isOwnImage } from '../container/own-images.js';
 import { LABELS, type ContainerRuntime } from '../container/runtime.js';
 import type { Git, GitIdentity } from '../git/git.js';
 import { pushLaterHint } from '../git/push.js';
@@ -92,12 +93,14 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
       prepareWorkspace(pipeline, opts.loaded.dir, opts.task, userSettings, deps.makeGit),
       (async () => {
         await deps.runtime.ping();
-        for (const image of new Set(plans.map((s) => s.image))) {
-          await deps.runtime.ensureImage(image, (pr) => deps.reporter.pullProgress(image, pr));
-        }
         const gated = plans.filter((p) => p.gateway);
         if (gated.length && deps.transport?.remote) throw notOnSwarm(`step ${gated[0]!.id} (an agent preset, or egress:, behind a gateway)`);
         if (gated.length) await checkGatewayImage(deps.runtime);
+        // The runner's own images first: one that is missing refuses the run before any pull begins.
+        const images = [...new Set(plans.map((s) => s.image))].sort((a, b) => Number(isOwnImage(b)) - Number(isOwnImage(a)));
+        for (const image of images) {
+          await deps.runtime.ensureImage(image, (pr) => deps.reporter.pullProgress(image, pr));
+        }
       })(),
     ]);
     if (project.status === 'rejected') throw project.reason;

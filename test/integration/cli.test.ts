@@ -13,6 +13,8 @@ test('--help, --version, unknown commands and flags', async () => {
   const help = await runCli(['--help']);
   assert.equal(help.code, 0);
   assert.match(help.stdout, /runner exec FILE \[--json\] \[--home DIR\] \[--keep-workspace\]/);
+  assert.doesNotMatch(help.stdout, /[\x00-\x09\x0b-\x1f\x7f\x9b]/, 'no control character but the line end');
+  assert.ok(help.stdout.includes('(\\x1b, \\r)'), 'the help names the escapes it means, as text');
   const version = await runCli(['--version']);
   assert.equal(version.code, 0);
   assert.match(version.stdout, /^runner \d+\.\d+\.\d+\n$/);
@@ -129,12 +131,12 @@ test('an unreachable engine exits 3 with how to fix it', async () => {
   assert.equal(existsSync(path.join(f.home, 'worktrees')), false, 'nothing was created');
 });
 
-test('an image that is not present and cannot be pulled exits 3, naming the image and how to build it', async () => {
+test('a runner/* image that is not present exits 3, naming the image and how to build it (never pulled: test/integration/own-images.test.ts)', async () => {
   const f = await fixture();
   const file = await writePipeline(f, pipelineYaml('  - id: a\n    image: runner/not-built-here:latest\n    run: "true"\n'));
   const r = await runCli(['exec', file, '--home', f.home]);
   assert.equal(r.code, 3);
-  assert.match(r.stderr, /image runner\/not-built-here:latest is not present locally and could not be pulled .*build it with `make images`/);
+  assert.match(r.stderr, /image runner\/not-built-here:latest is missing, and no recipe of this runner builds it: .*`make images` in \S+ builds runner\/base/);
 });
 
 test('validate warns about what this machine lacks; a user the engine refuses is told about the docker group', async () => {
@@ -142,7 +144,7 @@ test('validate warns about what this machine lacks; a user the engine refuses is
   const file = await writePipeline(f, pipelineYaml('  - id: a\n    run: "true"\n').replace('image: runner/base:latest', 'image: runner/not-built-here:1'));
   const mine = await runCli(['validate', file]);
   assert.equal(mine.code, 0, mine.stderr);
-  assert.match(mine.stderr, /warning: image runner\/not-built-here:1 is not on this machine's engine/);
+  assert.match(mine.stderr, /warning: image runner\/not-built-here:1 is missing, and no recipe of this runner builds it: .*never pulled/);
   const r = spawnSync(process.execPath, [CLI, 'validate', file], { uid: 65534, gid: 65534, encoding: 'utf8', env: { PATH: process.env.PATH } });
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stderr, /images not checked: docker is not reachable at \S+ \(EACCES\): this user \(uid 65534\) may not use the engine's socket: add it to the docker group/);
