@@ -12,7 +12,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { commitsOn, execPipeline, git, pipelineYaml, projectsForThisFile, runCli, writePipeline, type Fixture } from '../fixtures/project.js';
+import { commitsOn, execPipeline, git, pipelineYaml, projectsForThisFile, runCli, serveFolder, writePipeline, type Fixture } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 
@@ -67,7 +67,8 @@ test('a directory the project\'s owner cannot read and the runner cannot change 
     user: "0:0"
     cap_add: [LINUX_IMMUTABLE]
     run: |
-      mkdir locked && echo inside > locked/inside.txt && chmod 700 locked && chattr +i locked
+      L=$(printf 'locked\\377')
+      mkdir "$L" && echo inside > "$L/inside.txt" && chmod 700 "$L" && chattr +i "$L"
       echo ok > ok.txt
 `),
   );
@@ -80,16 +81,16 @@ test('a directory the project\'s owner cannot read and the runner cannot change 
     const step = r.json.steps.lock;
     assert.equal(step.status, 'not_recorded');
     assert.equal(step.exitCode, 0);
-    assert.match(step.message, /its work is not all recorded: locked \(git, as the project's owner, cannot read it, and the runner could not change that\) is on no commit/);
+    assert.match(step.message, /its work is not all recorded: locked\\xff \(git, as the project's owner, cannot read it, and the runner could not change that\) is on no commit/);
     assert.equal(git(f.project, 'show', `${r.json.branch}:ok.txt`), 'ok', 'what could be read is committed');
-    assert.ok(!treeOf(f, r.json.branch).has(hex('locked/inside.txt')));
+    assert.ok(!treeOf(f, r.json.branch).has(hex('locked\xff/inside.txt')));
     assert.equal(r.json.worktree, kept, 'the workspace is kept');
-    assert.ok(existsSync(path.join(kept, 'locked', 'inside.txt')), 'the unread work is still there');
-    assert.deepEqual((await record(f, r.json.runId)).steps[0].notRecorded, { paths: ['locked'], count: 1 });
+    assert.ok(existsSync(Buffer.from(`${kept}/locked\xff/inside.txt`, 'latin1')), 'the unread work is still there');
+    assert.deepEqual((await record(f, r.json.runId)).steps[0].notRecorded, { paths: ['locked\\xff'], count: 1 }, 'its name with the byte that is not UTF-8 made visible');
     assert.match(r.stderr, /✗ step lock work not recorded \(exit 0\)/);
   } finally {
-    const locked = worktree && path.join(worktree, 'locked');
-    if (locked && existsSync(locked)) execFileSync('chattr', ['-i', locked]);
+    // chattr -i on the directory: argv cannot carry its name's byte, a glob in a shell can
+    if (worktree && existsSync(worktree)) execFileSync('sh', ['-c', 'chattr -i "$1"/locked*', 'sh', worktree]);
   }
 });
 
@@ -134,6 +135,19 @@ ${continueOnError ? '    continue_on_error: true\n' : ''}    run: |
     assert.equal(await readFile(path.join(r.json.worktree, '.GIT', 'config'), 'utf8'), '[core]\n\thooksPath = /tmp\n');
     const show = await runCli(['runs', 'show', r.json.runId, '--home', f.home]);
     assert.match(show.stdout, /plant\s+not_recorded\s+/);
+    assert.match(show.stdout, /status\s+failed: its work is not all recorded: \.GIT\/config/);
+    if (!continueOnError) {
+      const s = await serveFolder(f, {}, '127.0.0.1:0');
+      try {
+        const api = (await (await fetch(`${s.base}/api/runs/${r.json.runId}`)).json()) as any;
+        assert.equal(api.steps[0].status, 'not_recorded');
+        assert.deepEqual(api.steps[0].notRecorded, rec.steps[0].notRecorded);
+        assert.equal(api.error.code, 'work_not_recorded');
+      } finally {
+        s.child.kill('SIGTERM');
+        await s.exited;
+      }
+    }
 
     // delivery: refused, the branch is not the whole of the run
     for (const cmd of ['merge', 'apply']) {
