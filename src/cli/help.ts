@@ -64,8 +64,8 @@ Usage:
   runner merge --all RUN_ID... [--into BRANCH] [--squash] [--push]
       Merge run branches in a temporary worktree and move the target branch
       (and the checkout, when it is the target). A refusal (target_dirty,
-      verification_failed, patch_invalid, scope_violation, conflict) changes
-      nothing and exits 1.
+      verification_failed, patch_invalid, scope_violation, conflict,
+      work_not_recorded) changes nothing and exits 1.
   runner serve --pipelines DIR [--home DIR] [--max-concurrent N] [--grace 30s]
                [--listen 127.0.0.1:7700] [--secrets-file F] [--egress-network NET]
                [--egress-private CIDR[,CIDR]] [--engine local|swarm]
@@ -84,7 +84,9 @@ Exit codes:
       git does; a run is canceled then (its work committed), serve stops
   A step's statuses: completed, failed, timed_out, oom, budget_exhausted (its
   gateway refused a model call: a budget: is spent), node_lost (swarm: its node
-  went down), canceled, skipped, interrupted.
+  went down), canceled, skipped, interrupted, not_recorded (some of its work
+  is on no commit nor patch: a name git refuses, what git cannot read; named,
+  kept in the workspace, the run fails).
 
 Docs: README.md; the pipeline format: docs/pipeline-format.md; agents' gateway: docs/gateway.md; swarm: docs/scale-out.md
 `;

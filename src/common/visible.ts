@@ -35,3 +35,43 @@ export function visible(text: string): string {
 export function visibleLines(text: string): string {
   return text.replace(CONTROL_BUT_NEWLINE, show);
 }
+
+/**
+ * A name as bytes (a path a step made need not be UTF-8), as one visible
+ * line: what is valid UTF-8 is shown as text (its control characters made
+ * visible), every byte that is not is shown as `\xHH`, so two different
+ * names never look the same for want of a byte.
+ */
+export function visibleBytes(name: Buffer): string {
+  let out = '';
+  let from = 0;
+  let i = 0;
+  while (i < name.length) {
+    const n = utf8Length(name, i);
+    if (n > 0) {
+      i += n;
+      continue;
+    }
+    out += visible(name.subarray(from, i).toString('utf8')) + `\\x${name[i]!.toString(16).padStart(2, '0')}`;
+    from = ++i;
+  }
+  return out + visible(name.subarray(from).toString('utf8'));
+}
+
+/** The length of the valid UTF-8 sequence at `at`, or 0 when the byte there starts none. */
+function utf8Length(b: Buffer, at: number): number {
+  const c = b[at]!;
+  if (c < 0x80) return 1;
+  const cont = (k: number, lo = 0x80, hi = 0xbf) => at + k < b.length && b[at + k]! >= lo && b[at + k]! <= hi;
+  if (c >= 0xc2 && c <= 0xdf) return cont(1) ? 2 : 0;
+  if (c >= 0xe0 && c <= 0xef) {
+    // no overlong forms (E0 80..9F), no surrogates (ED A0..BF)
+    const ok = cont(1, c === 0xe0 ? 0xa0 : 0x80, c === 0xed ? 0x9f : 0xbf) && cont(2);
+    return ok ? 3 : 0;
+  }
+  if (c >= 0xf0 && c <= 0xf4) {
+    const ok = cont(1, c === 0xf0 ? 0x90 : 0x80, c === 0xf4 ? 0x8f : 0xbf) && cont(2) && cont(3);
+    return ok ? 4 : 0;
+  }
+  return 0;
+}

@@ -11,7 +11,7 @@ import { filtersOff } from '../git/git.js';
 import { visible } from '../common/visible.js';
 import { repositoryFilters } from '../workspace/git-worktree.js';
 import { writeBinaryPatch } from '../workspace/patch-file.js';
-import { changedPaths, checkClean, checkScope, checkVerification } from './guards.js';
+import { changedPaths, checkClean, checkRecorded, checkScope, checkVerification } from './guards.js';
 import { guardSymlinks } from './symlinks.js';
 import { DeliveryRefused } from './refusal.js';
 import type { DeliverySource } from './source.js';
@@ -19,6 +19,7 @@ import type { DeliverySource } from './source.js';
 export async function applyRun(src: DeliverySource, scratchRoot: string): Promise<{ files: string[] }> {
   const { git, project } = src;
   checkVerification(src.rec);
+  checkRecorded(src.rec);
   await checkClean(git, project);
   const files = await changedPaths(git, project, src.base, src.head);
   checkScope(src.rec, files);

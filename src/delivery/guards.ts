@@ -7,6 +7,7 @@ import picomatch from 'picomatch';
 import { visible } from '../common/visible.js';
 import type { Git, GitCall } from '../git/git.js';
 import type { RunRecord } from '../run/record.js';
+import { resultName, workNotRecorded } from '../run/step-result.js';
 import type { ProjectFacts } from '../workspace/project.js';
 import { DeliveryRefused } from './refusal.js';
 
@@ -20,6 +21,22 @@ export function checkVerification(rec: RunRecord): void {
       failed,
     );
   }
+}
+
+/**
+ * The run's branch holds all its steps' work: a step whose work is on no
+ * commit (only in its kept workspace, or saved as a patch) makes the branch a
+ * part of the run, never delivered as if it were the whole. Pure.
+ */
+export function checkRecorded(rec: RunRecord): void {
+  const missing = rec.steps.filter((s) => workNotRecorded(s) || s.patch);
+  if (!missing.length) return;
+  const where = missing.map((s) => `${resultName(s)} (${s.patch ? `saved in ${s.patch}` : `left in the workspace${rec.keptWorkspace && rec.worktree ? ` ${rec.worktree}` : ''}`})`);
+  throw new DeliveryRefused(
+    'work_not_recorded',
+    `run ${rec.runId}'s branch does not hold all its work: not on it is work of step${missing.length > 1 ? 's' : ''} ${where.join(', ')}; bring that work into a run you can deliver, or merge ${rec.branch ?? 'the branch'} with git yourself knowing it is partial`,
+    missing.map((s) => resultName(s)),
+  );
 }
 
 /** Every changed path must match one of delivery.paths, when the pipeline has them. Pure. */

@@ -13,7 +13,7 @@ import { withRepoLock } from '../git/repo-lock.js';
 import { repositoryFilters } from '../workspace/git-worktree.js';
 import type { ProjectFacts } from '../workspace/project.js';
 import { removeTree } from '../workspace/remove-tree.js';
-import { changedPaths, checkClean, checkScope, checkVerification } from './guards.js';
+import { changedPaths, checkClean, checkRecorded, checkScope, checkVerification } from './guards.js';
 import { guardSymlinks } from './symlinks.js';
 import { DeliveryRefused } from './refusal.js';
 import type { DeliverySource } from './source.js';
@@ -56,6 +56,7 @@ export async function mergeRun(src: DeliverySource, o: MergeOptions): Promise<Me
   if (!old) throw new DeliveryRefused('not_deliverable', `there is no branch ${into} in ${project.root}`);
 
   checkVerification(rec);
+  checkRecorded(rec);
   checkScope(rec, await changedPaths(git, project, src.base, src.head));
   await guardSymlinks(git, project, rec, src.base, src.head);
   const movesCheckout = checkedOut === into;

@@ -8,6 +8,7 @@ export type RefusalReason =
   | 'patch_invalid'
   | 'scope_violation'
   | 'conflict'
+  | 'work_not_recorded'
   | 'not_deliverable';
 
 export class DeliveryRefused extends RunnerError {

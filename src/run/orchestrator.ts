@@ -23,6 +23,7 @@ import { runBranch } from '../workspace/run-worktree.js';
 import type { Workspace } from '../workspace/workspace.js';
 import { HookRunner } from './hook-runner.js';
 import { newRecord, type RunRecord } from './record.js';
+import { resultName, workNotRecorded } from './step-result.js';
 import type { Reporter } from './reporter.js';
 import { holdOwnerLock } from './owner-lock.js';
 import { removeOrphanContainers } from './reconcile.js';
@@ -236,10 +237,10 @@ async function finishWorkspace(
 ): Promise<void> {
   const afterCreateFailed = record.error?.code === 'hook_failed' && record.hooks.some((h) => h.name === 'after_create' && !h.ok);
   if (hooks && !afterCreateFailed) await hooks.run('after_run');
-  const unsaved = record.steps.find((s) => s.unsaved);
+  const unsaved = record.steps.find((s) => workNotRecorded(s));
   if (unsaved) {
     remove = false;
-    deps.reporter.warn(`step ${unsaved.id}'s work could not be committed nor saved as a patch: the workspace is kept at ${ws.path}`);
+    deps.reporter.warn(`step ${resultName(unsaved)}'s work is not all recorded (on no commit nor patch): the workspace is kept at ${ws.path}`);
   }
   try {
     if (remove) {

@@ -9,6 +9,7 @@
  * A live run of another process is never touched.
  */
 import path from 'node:path';
+import { visibleBytes } from '../common/visible.js';
 import { errorMessage } from '../common/errors.js';
 import { LABELS, type ContainerRuntime } from '../container/runtime.js';
 import type { Git, GitIdentity } from '../git/git.js';
@@ -118,10 +119,12 @@ async function recoverRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord)
       const project = await inspectProject(deps.makeGit, rec.project);
       const git = deps.makeGit({ uid: project.uid, gid: project.gid });
       const wt: GitWorktree = { name: path.basename(lane.worktree), path: lane.worktree, branch: lane.branch, baseSha: '', ...lane.recovery, filterNames: await repositoryFilters(git, project), project };
-      const { commit } = await commitAll(git, wt, commitMessage({ runId: rec.runId, stepId: r.name, actor: 'runner', status: 'interrupted', exitCode: null }));
+      const { commit, notAdded } = await commitAll(git, wt, commitMessage({ runId: rec.runId, stepId: r.name, actor: 'runner', status: 'interrupted', exitCode: null }));
       const entry = rec.steps.find((s) => s.status === 'interrupted' && (s.name ?? s.id) === r.name);
       if (entry) entry.commit = commit ?? null;
-      await removeWorktree(git, wt);
+      // what git refused or could not read stays where it is, said
+      if (notAdded.length) notes.push(`${notAdded.length} path(s) of the leftovers of ${r.name} are on no commit (${notAdded.slice(0, 3).map(visibleBytes).join(', ')}): its worktree is kept at ${lane.worktree}`);
+      else await removeWorktree(git, wt);
     } catch (err) {
       notes.push(`the leftovers of ${r.name} (${lane.worktree}) could not be recovered: ${errorMessage(err)}`);
     }
@@ -148,12 +151,17 @@ async function recoverRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord)
       if (rec.taskId && !taskLock) {
         notes.push(`task ${rec.taskId} is in use by another run: nothing was committed for this one`);
       } else try {
-        const { commit } = await commitAll(
+        const { commit, notAdded } = await commitAll(
           git,
           wt,
           commitMessage({ runId: rec.runId, stepId: mainStep?.name ?? 'recovery', actor: 'runner', status: 'interrupted', exitCode: null }),
         );
         if (result) result.commit = commit ?? null;
+        if (notAdded.length) {
+          // what git refused or could not read stays where it is, said
+          rec.keptWorkspace = true;
+          notes.push(`${notAdded.length} path(s) of its leftovers are on no commit (${notAdded.slice(0, 3).map(visibleBytes).join(', ')}): the worktree is kept at ${rec.worktree}`);
+        }
       } catch (err) {
         const patch = path.join(home.runs, rec.runId, 'steps', `${mainStep?.name ?? 'recovery'}.patch`);
         const saved = await savePatch(git, wt, patch).catch(() => undefined);

@@ -20,7 +20,7 @@ import { HookRunner } from './hook-runner.js';
 import type { ExecDeps } from './orchestrator.js';
 import type { RunningStep, RunRecord } from './record.js';
 import { refuseStep, runStep, unitFields } from './run-step.js';
-import { describeStatus, type StepResult } from './step-result.js';
+import { describeStatus, workNotRecorded, type StepResult } from './step-result.js';
 import type { RunStore } from './store.js';
 import type { Masker } from '../common/mask.js';
 import type { RunSpending } from './step-network.js';
@@ -195,10 +195,10 @@ export async function runFlow(c: FlowContext): Promise<void> {
     lanes.delete(key);
     if (!lane || lane === ws) return;
     noteLanes();
-    const unsaved = record.steps.some((s) => s.unsaved && s.lane?.branch === lane.branch);
+    const unsaved = record.steps.some((s) => workNotRecorded(s) && s.lane?.branch === lane.branch);
     try {
       await lane.release(!unsaved);
-      if (unsaved) deps.reporter.warn(`a lane's work could not be committed nor saved: its worktree is kept at ${lane.path}`);
+      if (unsaved) deps.reporter.warn(`a lane's work is not all recorded (on no commit nor patch): its worktree is kept at ${lane.path}`);
       else store.event('lane_removed', { step: key, worktree: lane.path });
     } catch (err) {
       deps.reporter.warn(`could not remove the lane worktree ${lane.path}: ${errorMessage(err)}`);

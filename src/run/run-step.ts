@@ -227,6 +227,9 @@ export async function runStep(c: StepContext): Promise<StepRun> {
   }
   if (work.patch) result.patch = work.patch;
   if (work.unsaved) result.unsaved = true;
+  if (work.notRecorded) result.notRecorded = work.notRecorded;
+  // Work on no commit nor patch is what the step's status says first, whatever its exit (continue_on_error does not hide it).
+  if (work.unsaved || work.notRecorded) result.status = 'not_recorded';
   if (work.message) messages.unshift(work.message);
 
   if (messages.length) result.message = masker.mask(messages.join('; '));

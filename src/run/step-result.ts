@@ -2,7 +2,8 @@
 import type { AgentUsage } from '../agents/preset.js';
 import type { ChangeList } from '../workspace/snapshot.js';
 
-export type StepStatus = 'completed' | 'failed' | 'timed_out' | 'oom' | 'budget_exhausted' | 'node_lost' | 'canceled' | 'skipped' | 'interrupted';
+/** not_recorded: whatever the step did, some of its work is on no commit nor patch (`notRecorded`, or `unsaved`); its exit is in exitCode and limits */
+export type StepStatus = 'completed' | 'failed' | 'timed_out' | 'oom' | 'budget_exhausted' | 'node_lost' | 'canceled' | 'skipped' | 'interrupted' | 'not_recorded';
 
 export interface StepResult {
   id: string;
@@ -23,6 +24,8 @@ export interface StepResult {
   patch?: string;
   /** the work could be neither committed nor saved as a patch (the workspace is kept) */
   unsaved?: boolean;
+  /** paths of its work on no commit nor patch (the first 20, made visible; `count` of all): they stay in the workspace, which is kept */
+  notRecorded?: { paths: string[]; count: number };
   /** persistent_directory: what the step added, modified and deleted */
   changes?: ChangeList;
   /** what a person should know: the limit that fired, an outputs problem */
@@ -51,6 +54,11 @@ export interface StepResult {
 /** The name a step's run goes by in logs, commits and lists: `implement#2`, `build[0]`, or the id. */
 export function resultName(r: Pick<StepResult, 'id' | 'name'>): string {
   return r.name ?? r.id;
+}
+
+/** Some of the step's work is on no commit nor patch: it is only in the workspace, which must be kept. Pure. */
+export function workNotRecorded(r: Pick<StepResult, 'status' | 'unsaved'>): boolean {
+  return r.status === 'not_recorded' || r.unsaved === true;
 }
 
 export type LimitHit = 'memory' | 'timeout' | 'pids' | 'file_size';
@@ -87,6 +95,8 @@ export function describeStatus(status: StepStatus, exitCode: number | null): str
       return 'budget exhausted';
     case 'node_lost':
       return 'node lost';
+    case 'not_recorded':
+      return exitCode === null ? 'work not recorded' : `work not recorded (exit ${exitCode})`;
     default:
       return status;
   }

@@ -4,7 +4,8 @@
  */
 import path from 'node:path';
 import { errorMessage, WorkspaceError } from '../common/errors.js';
-import { visible } from '../common/visible.js';
+import { visible, visibleBytes } from '../common/visible.js';
+import { refusedByGit } from '../git/refused-names.js';
 import type { Mount } from '../container/runtime.js';
 import type { Git } from '../git/git.js';
 import { pushBranch, type PushOutcome, type PushPolicy } from '../git/push.js';
@@ -95,9 +96,12 @@ export class GitWorkspace implements Workspace {
 
   async recordStep(message: string, patchFile: string): Promise<StepWork> {
     try {
-      const { commit, removed } = await commitAll(this.git, this.wt, message);
+      const { commit, removed, notAdded } = await commitAll(this.git, this.wt, message);
       const work: StepWork = { commit: commit ?? null };
-      if (removed.length) work.message = `not committed (git must not read them): ${describeRemoved(removed)}`;
+      const said: string[] = [];
+      if (notAdded.length) said.push(this.notRecorded(work, notAdded));
+      if (removed.length) said.push(`not committed (git must not read them): ${describePaths(removed)}`);
+      if (said.length) work.message = said.join('; ');
       return work;
     } catch (e) {
       // The step's work could not be committed: it is saved as a patch, never lost.
@@ -112,8 +116,9 @@ export class GitWorkspace implements Workspace {
         if (saved.saved) {
           work.patch = patchFile;
           work.message += `; its work is saved in ${patchFile}`;
-          if (saved.keptAt) work.message += ` (files over 16 MiB, ${saved.big.slice(0, 3).join(', ')}${saved.big.length > 3 ? ', …' : ''}, are named there; all of it is in ${saved.keptAt} of ${this.wt.project.root})`;
+          if (saved.keptAt) work.message += ` (files over 16 MiB, ${saved.big.slice(0, 3).map(visible).join(', ')}${saved.big.length > 3 ? ', …' : ''}, are named there; all of it is in ${saved.keptAt} of ${this.wt.project.root})`;
         }
+        if (saved.notAdded.length) work.message += `; ${this.notRecorded(work, saved.notAdded)}`;
       } catch (pe) {
         work.unsaved = true;
         work.message += `; its work could not be saved as a patch: ${errorMessage(pe)}`;
@@ -122,6 +127,18 @@ export class GitWorkspace implements Workspace {
     }
   }
 
+  /** Marks `work` as not wholly recorded, and says what is missing and where it stays. */
+  private notRecorded(work: StepWork, paths: Buffer[]): string {
+    work.error ??= 'work_not_recorded';
+    work.notRecorded = { paths: paths.slice(0, MAX_NAMED).map(visibleBytes), count: paths.length };
+    const refused = paths.filter((p) => refusedByGit(p));
+    const unreadable = paths.filter((p) => !refusedByGit(p));
+    const groups = [
+      ...(refused.length ? [`${describePaths(refused)} (${refused.length === 1 ? 'a name' : 'names'} git refuses to store)`] : []),
+      ...(unreadable.length ? [`${describePaths(unreadable)} (git, as the project's owner, cannot read ${unreadable.length === 1 ? 'it' : 'them'}, and the runner could not change that)`] : []),
+    ];
+    return `its work is not all recorded: ${groups.join(', ')} ${paths.length === 1 ? 'is' : 'are'} on no commit and stay${paths.length === 1 ? 's' : ''} in the worktree ${this.wt.path}`;
+  }
   /** The run's whole change, base to head, as a patch in `file`; returns the files over 16 MiB it names without their content. */
   async saveDiff(file: string): Promise<string[]> {
     return diffToFile(this.git, this.wt.project, this.wt.baseSha, await this.head(), file);
@@ -166,7 +183,10 @@ export class GitWorkspace implements Workspace {
   }
 }
 
-function describeRemoved(paths: string[]): string {
-  const shown = paths.slice(0, 5).map(visible).join(', ');
+/** How many of a step's paths a record keeps by name. */
+const MAX_NAMED = 20;
+
+function describePaths(paths: Buffer[]): string {
+  const shown = paths.slice(0, 5).map(visibleBytes).join(', ');
   return paths.length > 5 ? `${shown} and ${paths.length - 5} more` : shown;
 }

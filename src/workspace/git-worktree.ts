@@ -7,7 +7,7 @@
  */
 import { chmod, chown, lstat, mkdir, mkdtemp, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { WorkspaceError } from '../common/errors.js';
+import { GitError, WorkspaceError } from '../common/errors.js';
 import { filtersOff, type Git, type GitCall } from '../git/git.js';
 import { withRepoLock } from '../git/repo-lock.js';
 import { childPath } from './names.js';
@@ -161,23 +161,70 @@ export async function verifyWorktreeDir(wt: GitWorktree): Promise<void> {
   }
 }
 
-/** `git add -A` and a commit with `message` (sent on stdin). Returns the commit, or undefined when nothing changed. */
+/** What a commit of a step's work left out: named, never passed over. */
+export interface LeftOut {
+  /** removed before git read the tree (nested `.git`, FIFOs, sockets, devices): git must not meet them */
+  removed: Buffer[];
+  /** still in the worktree and on no commit: names git refuses to store (`.GIT/config`), what git's user cannot read */
+  notAdded: Buffer[];
+}
+
+/**
+ * `git add -A` and a commit with `message` (sent on stdin). Returns the
+ * commit, or undefined when nothing changed, and what was left out: what git
+ * refuses or cannot read does not stop the rest from being committed, and is
+ * named (a trailer counts it in the commit too).
+ */
 export async function commitAll(
   git: Git,
   wt: GitWorktree,
   message: string,
-): Promise<{ commit: string | undefined; removed: string[] }> {
+): Promise<{ commit: string | undefined } & LeftOut> {
   await verifyGitLinks(wt);
-  const { removed } = await handOver(wt.path, wt.project.uid, wt.project.gid, { recursive: true, skip: ['.git'], forGit: true });
+  const { removed, unreadable } = await handOver(wt.path, wt.project.uid, wt.project.gid, { recursive: true, skip: ['.git'], forGit: true });
   const call = workCall(wt);
   // No repository lock: what this writes is the worktree's own (its index, its branch's ref and log) or
   // shared and safe to write at once (objects, each written whole and renamed into place), so the
   // commits of runs working at once on one repository do not wait for each other.
-  await git.run(['add', '--all', '--', '.'], call);
+  const notAdded = await addAll(git, call, unreadable);
   const staged = await git.run(['diff', '--cached', '--quiet', '--no-ext-diff', '--no-textconv'], { ...call, allowFail: true });
-  if (staged.code === 0) return { commit: undefined, removed };
-  await git.run(['commit', '--quiet', '--no-verify', '--file=-'], { ...call, input: message });
-  return { commit: await git.out(['rev-parse', 'HEAD'], call), removed };
+  if (staged.code === 0) return { commit: undefined, removed, notAdded };
+  const trailer = notAdded.length ? `Runner-Not-Committed: ${notAdded.length} path${notAdded.length === 1 ? '' : 's'} (see the run's record)\n` : '';
+  await git.run(['commit', '--quiet', '--no-verify', '--file=-'], { ...call, input: message + trailer });
+  return { commit: await git.out(['rev-parse', 'HEAD'], call), removed, notAdded };
+}
+
+/**
+ * `git add --all` of everything git can take: a name git refuses or a file it
+ * cannot read is left out rather than stop the rest (--ignore-errors). Returns
+ * what is left out: what git names as still untracked (bytes), and what the
+ * hand-over found git's user cannot read. Throws when git failed for another
+ * reason (nothing left out accounts for its exit).
+ */
+async function addAll(git: Git, call: GitCall, unreadable: Buffer[]): Promise<Buffer[]> {
+  const r = await git.run(['add', '--all', '--ignore-errors', '--', '.'], { ...call, allowFail: true });
+  if (r.code === 0) return merge(unreadable, []);
+  const untracked = splitNul((await git.run(['ls-files', '-z', '--others', '--exclude-standard'], call)).stdoutBytes);
+  const left = merge(unreadable, untracked);
+  if (left.length === 0) throw new GitError('git_failed', `git add --all failed in ${call.cwd} (exit ${r.code}): ${r.stderr.trim().slice(0, 2000)}`);
+  return left;
+}
+
+function splitNul(out: Buffer): Buffer[] {
+  const parts: Buffer[] = [];
+  for (let at = 0; at < out.length; ) {
+    const end = out.indexOf(0, at);
+    parts.push(Buffer.from(out.subarray(at, end < 0 ? out.length : end)));
+    at = end < 0 ? out.length : end + 1;
+  }
+  return parts.filter((p) => p.length > 0);
+}
+
+/** Both lists, each path once, in byte order. */
+function merge(a: Buffer[], b: Buffer[]): Buffer[] {
+  const seen = new Map<string, Buffer>();
+  for (const p of [...a, ...b]) seen.set(p.toString('hex'), p);
+  return [...seen.values()].sort(Buffer.compare);
 }
 
 /** Where a step's uncommittable work is kept when its patch cannot carry it: from `<runs>/<runId>/steps/<stepId>.patch`. */
@@ -186,7 +233,7 @@ function keepRefFor(patchFile: string): string {
   return `refs/runner/saved/${runId}/${path.basename(patchFile, '.patch')}`;
 }
 
-export interface SavedPatch {
+export interface SavedPatch extends LeftOut {
   /** false when nothing changed */
   saved: boolean;
   /** files over 16 MiB the patch names without their content */
@@ -207,21 +254,22 @@ export interface SavedPatch {
  */
 export async function savePatch(git: Git, wt: GitWorktree, file: string): Promise<SavedPatch> {
   await verifyWorktreeDir(wt);
-  await handOver(wt.path, wt.project.uid, wt.project.gid, { recursive: true, skip: ['.git'], forGit: true });
+  const { removed, unreadable } = await handOver(wt.path, wt.project.uid, wt.project.gid, { recursive: true, skip: ['.git'], forGit: true });
   return withScratch(file, wt.project, async (scratch) => {
     const call = { ...workCall(wt), indexFile: path.join(scratch, 'index') };
     const head = await git.out(['rev-parse', `refs/heads/${wt.branch}`], call);
     await git.run(['read-tree', head], call);
-    await git.run(['add', '--all', '--', '.'], call);
+    const notAdded = await addAll(git, call, unreadable);
+    const left = { removed, notAdded };
     const out = path.join(scratch, 'patch');
     const patch = await writeBinaryPatch(git, call, ['--cached', head], out);
-    if ((await stat(out)).size === 0) return { saved: false, big: [] };
+    if ((await stat(out)).size === 0) return { saved: false, big: [], ...left };
     await keep(out, file);
-    if (!patch.tree) return { saved: true, big: patch.big };
+    if (!patch.tree) return { saved: true, big: patch.big, ...left };
     const commit = await git.out(['commit-tree', patch.tree, '-p', head], { ...call, input: `work that could not be committed on ${wt.branch}, kept by the runner\n` });
     const keepRef = keepRefFor(file);
     await git.run(['update-ref', keepRef, commit], call);
-    return { saved: true, big: patch.big, keptAt: keepRef };
+    return { saved: true, big: patch.big, keptAt: keepRef, ...left };
   });
 }
 

@@ -14,49 +14,77 @@
  * repository it points to; its files are then committed as plain files).
  */
 import { chmod, lchown, lstat, readdir } from 'node:fs/promises';
-import path from 'node:path';
+import type { Stats } from 'node:fs';
 import { removeTree } from './remove-tree.js';
 
 export interface HandOverReport {
-  /** relative paths removed because git must not meet them */
-  removed: string[];
+  /** relative paths removed because git must not meet them (bytes: a step's names need not be UTF-8) */
+  removed: Buffer[];
+  /** relative paths `uid` still cannot read (a directory it cannot open, a file it cannot read): the hand-over could not change them */
+  unreadable: Buffer[];
 }
 
 const isRoot = () => process.getuid?.() === 0;
+const SLASH = Buffer.from('/');
+const DOT_GIT = Buffer.from('.git');
 
+/**
+ * Names are read as bytes and paths joined as bytes: a name that is not
+ * UTF-8 (`d\xff`) decoded to a string would name nothing, and the entry
+ * (and all under it) would be passed over, left unreadable to git.
+ */
 export async function handOver(
   root: string,
   uid: number,
   gid: number,
   opts: { recursive: boolean; skip?: string[]; forGit?: boolean },
 ): Promise<HandOverReport> {
-  const skip = new Set(opts.skip ?? []);
-  const report: HandOverReport = { removed: [] };
-  const visit = async (p: string, depth: number): Promise<void> => {
+  const skip = (opts.skip ?? []).map((n) => Buffer.from(n));
+  const report: HandOverReport = { removed: [], unreadable: [] };
+  const rootBytes = Buffer.from(root);
+  const visit = async (p: Buffer, rel: Buffer, depth: number): Promise<void> => {
     const st = await lstat(p).catch(() => undefined);
     if (!st) return;
-    const rel = path.relative(root, p);
     if (opts.forGit && depth > 0) {
       const special = !st.isFile() && !st.isDirectory() && !st.isSymbolicLink();
-      if (special || path.basename(p) === '.git') {
+      if (special || baseName(rel).equals(DOT_GIT)) {
         await removeTree(p).catch(() => undefined);
         report.removed.push(rel);
         return;
       }
     }
-    if ((st.uid !== uid || st.gid !== gid) && isRoot()) await lchown(p, uid, gid).catch(() => undefined);
+    // what the entry is once handed over: its owner and mode as given, or as they were where that failed
+    let owner = { uid: st.uid, gid: st.gid };
+    let modeNow = st.mode;
+    if ((st.uid !== uid || st.gid !== gid) && isRoot()) await lchown(p, uid, gid).then(() => (owner = { uid, gid }), () => undefined);
     if (st.isSymbolicLink()) return;
     const want = st.isDirectory() ? 0o700 : st.isFile() ? 0o600 : 0;
     const mode = (st.mode & 0o777) | want;
     if (mode !== (st.mode & 0o7777) && (st.uid === process.getuid?.() || isRoot())) {
-      await chmod(p, mode).catch(() => undefined);
+      await chmod(p, mode).then(() => (modeNow = (st.mode & ~0o7777) | mode), () => undefined);
+    }
+    // What git's user still cannot read (the hand-over was refused: an immutable entry, another owner's) is said, never passed over.
+    if (opts.forGit && depth > 0 && !permits({ mode: modeNow, ...owner, isDirectory: () => st.isDirectory() }, uid, gid)) {
+      report.unreadable.push(rel);
+      return;
     }
     if (!st.isDirectory() || !opts.recursive) return;
-    for (const name of await readdir(p).catch(() => [] as string[])) {
-      if (depth === 0 && skip.has(name)) continue;
-      await visit(path.join(p, name), depth + 1);
+    for (const name of await readdir(p, { encoding: 'buffer' }).catch(() => [] as Buffer[])) {
+      if (depth === 0 && skip.some((s) => s.equals(name))) continue;
+      await visit(Buffer.concat([p, SLASH, name]), depth === 0 ? name : Buffer.concat([rel, SLASH, name]), depth + 1);
     }
   };
-  await visit(root, 0);
+  await visit(rootBytes, Buffer.alloc(0), 0);
   return report;
+}
+
+function baseName(rel: Buffer): Buffer {
+  return rel.subarray(rel.lastIndexOf(0x2f) + 1);
+}
+
+/** Whether uid:gid may read the entry (and, a directory, list and enter it), by its mode bits. Pure. */
+export function permits(st: Pick<Stats, 'mode' | 'uid' | 'gid' | 'isDirectory'>, uid: number, gid: number): boolean {
+  if (uid === 0) return true;
+  const bits = st.uid === uid ? (st.mode >> 6) & 7 : st.gid === gid ? (st.mode >> 3) & 7 : st.mode & 7;
+  return st.isDirectory() ? (bits & 5) === 5 : (bits & 4) === 4;
 }

@@ -8,7 +8,7 @@
  * way and ignores symlinks met on the way.
  */
 import { execFile } from 'node:child_process';
-import { lstat, unlink } from 'node:fs/promises';
+import { lstat, rm, unlink } from 'node:fs/promises';
 import { WorkspaceError } from '../common/errors.js';
 
 const TIMEOUT_MS = 10 * 60_000;
@@ -22,7 +22,16 @@ function run(cmd: string, args: string[]): Promise<{ code: number; stderr: strin
   });
 }
 
-export async function removeTree(dir: string): Promise<void> {
+/** `dir` as bytes when a step named it with bytes that are not UTF-8 (no argv carries those: Node's own rm then). */
+export async function removeTree(dir: string | Buffer): Promise<void> {
+  if (Buffer.isBuffer(dir)) {
+    const text = dir.toString('utf8');
+    if (Buffer.from(text).equals(dir)) return removeTree(text);
+    await rm(dir, { recursive: true, force: true }).catch((err: NodeJS.ErrnoException) => {
+      throw new WorkspaceError('remove_failed', `could not remove ${JSON.stringify(text)} (${err.code}): remove it by hand`);
+    });
+    return;
+  }
   // What is not a directory (a symlink named .git, say) is unlinked, never handed to chmod, which would follow it.
   const st = await lstat(dir).catch(() => undefined);
   if (!st) return;

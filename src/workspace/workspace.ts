@@ -15,13 +15,15 @@ export interface StepWork {
   commit: string | null;
   /** persistent_directory: files added, modified and deleted */
   changes?: ChangeList;
-  /** the runner refused or could not record the work */
-  error?: 'workspace_tampered' | 'commit_failed';
+  /** the runner refused or could not record the work (all of it, or `notRecorded`) */
+  error?: 'workspace_tampered' | 'commit_failed' | 'work_not_recorded';
   message?: string;
   /** where the work was saved when it could not be committed */
   patch?: string;
   /** the work could be neither committed nor saved: the workspace must be kept */
   unsaved?: boolean;
+  /** paths of the step's work on no commit nor patch (names git refuses, what it cannot read), shown visibly: the workspace must be kept */
+  notRecorded?: { paths: string[]; count: number };
 }
 
 /** A lane brought back: the merge commit (null when it changed nothing), or the files both sides changed. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { visible, visibleLines } from '../../src/common/visible.js';
+import { visible, visibleBytes, visibleLines } from '../../src/common/visible.js';
 
 test('escape sequences, carriage returns and bidi overrides are shown, not sent', () => {
   const cases: Array<[string, string]> = [
@@ -21,4 +21,18 @@ test('escape sequences, carriage returns and bidi overrides are shown, not sent'
 test('visibleLines keeps line ends and shows everything else', () => {
   assert.equal(visibleLines('a\x1b[31m\r\nb\n'), 'a\\x1b[31m\\r\nb\n');
   assert.equal(visible('plain text\twith a tab'), 'plain text\twith a tab');
+});
+
+test('a name that is not UTF-8 keeps its bytes visible; what is UTF-8 stays text', () => {
+  const cases: Array<[Buffer, string]> = [
+    [Buffer.from('d\xff/evil', 'latin1'), 'd\\xff/evil'],
+    [Buffer.from('plain/ünï.txt'), 'plain/ünï.txt'],
+    [Buffer.from([0x61, 0xc3]), 'a\\xc3'], // a sequence cut short
+    [Buffer.from([0xc0, 0xaf]), '\\xc0\\xaf'], // an overlong '/'
+    [Buffer.from([0xed, 0xa0, 0x80]), '\\xed\\xa0\\x80'], // a surrogate
+    [Buffer.from([0xf0, 0x9f, 0x98, 0x80, 0xfe]), '😀\\xfe'],
+    [Buffer.from('a\x1b]0;x\x07\xfe', 'latin1'), 'a\\x1b]0;x\\x07\\xfe'],
+  ];
+  for (const [input, want] of cases) assert.equal(visibleBytes(input), want, input.toString('hex'));
+  assert.notEqual(visibleBytes(Buffer.from([0x64, 0xff])), visibleBytes(Buffer.from([0x64, 0xfe])), 'two names, two texts');
 });

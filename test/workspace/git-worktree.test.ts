@@ -66,7 +66,10 @@ test('commits go to the run branch; a rewritten .git is detected and the work sa
   await assert.rejects(verifyGitLinks(wt), (e: unknown) => e instanceof WorkspaceError && e.code === 'workspace_tampered');
   await assert.rejects(commitAll(git, wt, 'tampered\n'), /no longer the file git wrote/);
   const patch = path.join(root, '..', 'b.patch');
-  assert.deepEqual(await savePatch(git, wt, patch), { saved: true, big: [] });
+  // a name git refuses does not cost the patch the rest of the work: it is named
+  await mkdir(path.join(wt.path, '.Git'));
+  await writeFile(path.join(wt.path, '.Git', 'config'), '[core]\n');
+  assert.deepEqual(await savePatch(git, wt, patch), { saved: true, big: [], removed: [], notAdded: [Buffer.from('.Git/config')] });
   assert.match(await readFile(patch, 'utf8'), /\+\+\+ b\/b\.txt/);
   assert.equal(hostGit(project.root, 'rev-parse', 'run/run3'), sha, 'the tampered work was not committed');
   assert.equal(hostGit(project.root, 'status', '--porcelain'), '', 'the main checkout is untouched');
