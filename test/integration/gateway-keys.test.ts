@@ -5,6 +5,7 @@
  * call is in calls.jsonl, and the step's usage is their sum.
  */
 import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
@@ -119,4 +120,52 @@ steps:
     assert.ok(Math.abs(c.costUsd - (c.inputTokens * 2 + c.outputTokens * 100000) / 1e6) < 1e-6, JSON.stringify(c));
   }
   assert.equal(r.json.steps.implement.usage.unpriced, undefined);
+});
+
+// Whoever reads the engine's API (the docker group, a monitoring agent, a dashboard with the socket) reads every
+// container's env, command, labels and mounts: the key must be in none of them, nor in any network the run makes.
+test("the real key is in no container's or network's inspect output, while the step runs", { timeout: 180_000 }, async () => {
+  const f = await fixture({ owner: 1000 });
+  const server = await ModelServer.start({ turns: [{ text: 'ok' }], usage: { input: 10, output: 2 } });
+  servers.push(server);
+  const file = await writePipeline(f, `version: 1
+name: inspect
+project: { path: project, push: never }
+secrets: [ANTHROPIC_API_KEY]
+agents:
+  coder:
+    use: claude-code
+    base_url: ${server.url}
+    egress: [allowed.example]
+steps:
+  - id: implement
+    agent: coder
+    timeout: 1m
+    run: ${JSON.stringify(`curl -s -o /dev/null -H 'content-type: application/json' -d '{"model":"claude-sonnet-4-5","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}' "$ANTHROPIC_BASE_URL/v1/messages"; sleep 4`)}
+`);
+  const seen = new Map<string, string>();
+  const found: string[] = [];
+  let polling = true;
+  const poll = (async () => {
+    const label = `label=dev.runner.home=${f.home}`;
+    while (polling) {
+      const ids = (what: string[]) => execFileSync('docker', [...what, '-q', '--filter', label], { encoding: 'utf8' }).split('\n').filter(Boolean);
+      for (const [kind, list] of [['container', ids(['ps', '-a'])], ['network', ids(['network', 'ls'])], ['volume', ids(['volume', 'ls'])]] as const) {
+        for (const id of list) {
+          const json = spawnSync('docker', [kind, 'inspect', id], { encoding: 'utf8' }).stdout;
+          if (!json) continue;
+          if (kind === 'container') seen.set(id, JSON.parse(json)[0]?.Config?.Labels?.['dev.runner.role'] ?? 'step');
+          if (json.includes(KEY) || json.includes(KEY.slice(12, 40))) found.push(`${kind} ${id}`);
+        }
+      }
+      await new Promise((r) => setTimeout(r, 150));
+    }
+  })();
+  const r = await execPipeline(f, file, [], { env: { ANTHROPIC_API_KEY: KEY } });
+  polling = false;
+  await poll;
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual([...new Set(seen.values())].sort(), ['gateway', 'step'], 'both the gateway and the step were inspected while they ran');
+  assert.deepEqual(found, [], 'no inspect output holds the key');
+  assert.equal(server.requests[0]!.headers['x-api-key'], KEY, 'and the model got it from the gateway');
 });
