@@ -268,3 +268,48 @@ test('a run directory without its record: kept while a live process makes it, re
   assert.equal(existsSync(path.join(runs, liveId)), false, 'once its maker is killed, it goes too');
   assert.deepEqual(await readdir(runs), []);
 });
+
+test('kill -9 while a merged lane\'s worktree is being removed: nothing of it committed, no branch made again, the worktree gone', { timeout: 600_000 }, async (t) => {
+  const steps = `  - id: one
+    needs: []
+    run: |
+      echo one > RESULT-one.md
+      for d in $(seq 1 30); do mkdir -p many/$d && (cd many/$d && seq 1 1000 | xargs touch); done
+      echo "one made its files"
+  - id: two
+    needs: []
+    run: echo two > two.txt
+`;
+  const tries = 3;
+  for (let attempt = 1; attempt <= tries; attempt++) {
+    const f = await fixture();
+    const { child, runId, done } = await startRun(await writePipeline(f, pipelineYaml(steps)), f.home, '[one] one made its files');
+    const lane = path.join(f.home, 'worktrees', `${runId}.one`);
+    const sentinels = ['RESULT-one.md', 'many/1/1', 'many/15/1', 'many/30/1000'].map((p) => path.join(lane, p));
+    let hit = false;
+    for (const end = Date.now() + 300_000; Date.now() < end && child.exitCode === null; pause(1)) {
+      if (existsSync(lane) && sentinels.some((p) => !existsSync(p))) {
+        child.kill('SIGKILL');
+        hit = true;
+        break;
+      }
+    }
+    await done;
+    if (!(hit && existsSync(lane) && sentinels.some((p) => !existsSync(p)))) {
+      if (attempt < tries) continue;
+      assert.fail(`in ${tries} tries the kill never landed while the lane's worktree was being removed: the test proved nothing`);
+    }
+    t.diagnostic(`try ${attempt}: killed with ${sentinels.filter((p) => !existsSync(p)).map((p) => path.relative(lane, p)).join(', ')} gone`);
+    const ls = await runCli(['runs', 'ls', '--home', f.home, '--json']);
+    assert.equal(ls.code, 0, ls.stderr);
+    assert.doesNotMatch(ls.stderr, /leftovers of [^\n]*\bone\b[^\n]* committed/, 'nothing of the lane being removed is committed');
+    const rec = JSON.parse(await readFile(path.join(f.home, 'runs', runId, 'run.json'), 'utf8'));
+    assert.equal(rec.status, 'interrupted', 'the run itself had not ended');
+    assert.equal(git(f.project, 'branch', '--list', `run/${runId}+one`), '', 'the merged lane\'s branch is not made again from a half-removed tree');
+    assert.ok(!rec.flow.keptBranches.includes(`run/${runId}+one`));
+    assert.equal(git(f.project, 'show', `run/${runId}:RESULT-one.md`), 'one', 'its work is on the run\'s branch, merged');
+    assert.equal(existsSync(lane), false, 'the lane worktree is removed');
+    assert.deepEqual(otherWorktrees(f), []);
+    return;
+  }
+});
