@@ -25,7 +25,8 @@ export async function gcCommand(args: string[]): Promise<number> {
   const kept = [];
   for (const r of runs) {
     if (only.size && !only.has(r.runId)) continue;
-    if (!r.keptWorkspace || !r.worktree || r.status === 'running' || r.workspace !== 'git_worktree') continue;
+    // a run still cleaning up (its runner alive: recovery finished the others) is left to it
+    if (!r.keptWorkspace || !r.worktree || r.status === 'running' || r.cleanup || r.workspace !== 'git_worktree') continue;
     // Only a worktree of the home's own, a direct child of worktrees/, is ever removed.
     if (path.dirname(r.worktree) !== home.worktrees) continue;
     if (!(await lstat(r.worktree).catch(() => undefined))?.isDirectory()) continue;

@@ -22,7 +22,7 @@ import { checkHomeReachable } from '../workspace/home-access.js';
 import { runBranch } from '../workspace/run-worktree.js';
 import type { Workspace } from '../workspace/workspace.js';
 import { HookRunner } from './hook-runner.js';
-import { newRecord, type RunRecord } from './record.js';
+import { newRecord, type RunCleanup, type RunRecord } from './record.js';
 import { resultName, workNotRecorded } from './step-result.js';
 import type { Reporter } from './reporter.js';
 import { holdOwnerLock } from './owner-lock.js';
@@ -120,9 +120,16 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
   // A cancel while the workspace and images were being prepared: the run never starts.
   if (deps.signal.aborted) throw new CanceledError('canceled before it started');
   const runId = opts.runId ?? newRunId(deps.clock());
-  const store = await RunStore.create(home.runs, runId, masker);
-  // Held while the run lives: recovery tells a live run from a dead one by it.
+  // Held while the run lives: recovery tells a live run from a dead one by it. Taken before the run's
+  // directory exists, so a directory without its record whose owner is gone is known to be a crash's.
   const owner = await holdOwnerLock(opts.home, runId);
+  let store: RunStore;
+  try {
+    store = await RunStore.create(home.runs, runId, masker);
+  } catch (err) {
+    await owner.release();
+    throw err;
+  }
   const startedAt = deps.clock();
   const record = newRecord({
     runId,
@@ -201,6 +208,17 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
       if (left?.code !== 0) record.branch = null;
     }
   } finally {
+    // What the run's branch records is decided here, once: the outcome goes on disk before anything is
+    // taken apart, so recovery after a crash from here on finishes the cleanup and never commits.
+    const unsaved = record.steps.find((s) => workNotRecorded(s));
+    if (ws && unsaved) deps.reporter.warn(`step ${resultName(unsaved)}'s work is not all recorded (on no commit nor patch): the workspace is kept at ${ws.path}`);
+    let remove = Boolean(ws) && removeWorkspace && !unsaved;
+    const decided = await decideOutcome(deps, store, record, startedAt, ws ? (remove ? 'remove' : 'keep') : 'none');
+    if (ws && remove && !decided) {
+      remove = false;
+      deps.reporter.warn(`the workspace is kept at ${ws.path}: the run's outcome could not be recorded before its cleanup`);
+    }
+    if (ws && !remove && ws.disposable) record.keptWorkspace = true;
     // No container of this run may outlive it, whatever happened above.
     let containersGone = false;
     try {
@@ -211,10 +229,11 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     } catch (err) {
       deps.reporter.warn(`could not check for leftover containers of run ${record.runId}: ${errorMessage(err)}`);
     }
-    if (ws) await finishWorkspace(opts, deps, ws, hooks, record, store, removeWorkspace, containersGone);
+    if (ws) await finishWorkspace(opts, deps, ws, hooks, record, store, remove, containersGone);
     const finishedAt = deps.clock();
     record.finishedAt = finishedAt.toISOString();
     record.durationMs = finishedAt.getTime() - startedAt.getTime();
+    record.cleanup = null;
     await store.writeRecord(record);
     store.event('run_finished', { status: record.status, headSha: record.headSha, pushed: record.pushed });
     await store.close();
@@ -237,11 +256,6 @@ async function finishWorkspace(
 ): Promise<void> {
   const afterCreateFailed = record.error?.code === 'hook_failed' && record.hooks.some((h) => h.name === 'after_create' && !h.ok);
   if (hooks && !afterCreateFailed) await hooks.run('after_run');
-  const unsaved = record.steps.find((s) => workNotRecorded(s));
-  if (unsaved) {
-    remove = false;
-    deps.reporter.warn(`step ${resultName(unsaved)}'s work is not all recorded (on no commit nor patch): the workspace is kept at ${ws.path}`);
-  }
   try {
     if (remove) {
       if (hooks && !afterCreateFailed) await hooks.run('before_remove');
@@ -251,12 +265,32 @@ async function finishWorkspace(
     } else {
       await ws.release(false);
       if (ws.disposable) {
-        record.keptWorkspace = true;
         deps.reporter.info(`workspace kept at ${ws.path} (once you are done with it: runner gc --yes --home ${shellWord(opts.home)} ${record.runId})`);
       }
     }
   } catch (err) {
     deps.reporter.warn(`could not ${remove ? 'remove' : 'release'} the workspace ${ws.path}: ${errorMessage(err)}`);
+  }
+}
+
+/**
+ * Writes the run's final status, with what its cleanup will do, before any of
+ * it starts (atomically, as every record). False when it could not be written:
+ * then nothing may be taken apart, since a crash would leave a record that
+ * still says running over a half-cleaned tree.
+ */
+async function decideOutcome(deps: ExecDeps, store: RunStore, record: RunRecord, startedAt: Date, workspace: RunCleanup['workspace']): Promise<boolean> {
+  const now = deps.clock();
+  record.finishedAt = now.toISOString();
+  record.durationMs = now.getTime() - startedAt.getTime();
+  record.cleanup = { since: record.finishedAt, workspace };
+  try {
+    await store.writeRecord(record);
+    store.event('run_decided', { status: record.status, headSha: record.headSha, workspace });
+    return true;
+  } catch (err) {
+    deps.reporter.warn(`could not record how run ${record.runId} ended before its cleanup: ${errorMessage(err)}`);
+    return false;
   }
 }
 

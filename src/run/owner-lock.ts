@@ -3,7 +3,7 @@
  * run holds a kernel lock named after its runner home and run id, released
  * the moment its process dies (see common/kernel-lock.ts).
  */
-import { isLocked, tryLock, type HeldLock } from '../common/kernel-lock.js';
+import { isLocked, tryLock, waitLock, type HeldLock } from '../common/kernel-lock.js';
 
 const key = (home: string, runId: string) => `${home}\n${runId}`;
 
@@ -22,4 +22,23 @@ export function tryOwnerLock(home: string, runId: string): Promise<HeldLock | un
 /** True while some process holds the run's owner lock. */
 export function ownerAlive(home: string, runId: string): Promise<boolean> {
   return isLocked('run', key(home, runId));
+}
+
+/**
+ * Runs `fn` holding the run's lock: how a run's directory and its first
+ * record are written by anyone but the run itself (runner serve accepting a
+ * trigger), so recovery never takes a directory being made for one left by a crash.
+ */
+export async function withOwnerLock<T>(home: string, runId: string, fn: () => Promise<T>): Promise<T> {
+  const signal = AbortSignal.timeout(10_000);
+  const held = await waitLock('run', key(home, runId), {
+    signal,
+    pollMs: 50,
+    abort: () => new Error(`run ${runId} stayed locked by another process for 10 s: its record was not written`),
+  });
+  try {
+    return await fn();
+  } finally {
+    await held.release();
+  }
 }

@@ -3,7 +3,13 @@
  *  - a run recorded as running whose owner process is gone (owner-lock.ts) is
  *    marked `interrupted`; whatever its last step left is committed as such
  *    (or saved as a patch when its git files were tampered with); a per-run
- *    worktree is then removed and pruned, a task worktree kept;
+ *    worktree is then removed and pruned, a task worktree kept; a lane
+ *    worktree that was being removed is removed, nothing of it committed;
+ *  - a run whose outcome was decided and whose cleanup was cut short
+ *    (record.cleanup) keeps its status; its cleanup is finished
+ *    (cleanup-recovery.ts), nothing committed;
+ *  - a run directory without a record whose owner is gone is removed
+ *    (recordless-dirs.ts);
  *  - every container labelled with this runner home whose run is not live is
  *    removed.
  * A live run of another process is never touched.
@@ -22,6 +28,8 @@ import { commitMessage } from './commit-message.js';
 import type { RunRecord } from './record.js';
 import { listRuns, readRun, writeRun } from './records.js';
 import { ownerAlive, tryOwnerLock } from './owner-lock.js';
+import { finishCleanup, projectGit, removeHalfCleaned } from './cleanup-recovery.js';
+import { removeRecordlessDirs } from './recordless-dirs.js';
 
 export interface ReconcileDeps {
   runtime: ContainerRuntime | undefined;
@@ -32,6 +40,10 @@ export interface ReconcileDeps {
 
 export interface ReconcileReport {
   interrupted: string[];
+  /** runs that had ended when their runner died during cleanup: the cleanup finished, the outcome kept */
+  cleanedUp: string[];
+  /** run directories without a record, removed */
+  dirsRemoved: number;
   containersRemoved: number;
   /** every run record, as it is after recovery, newest first */
   runs: RunRecord[];
@@ -39,23 +51,28 @@ export interface ReconcileReport {
 
 export async function reconcile(deps: ReconcileDeps, home: RunnerHome): Promise<ReconcileReport> {
   const runs = await listRuns(home.runs);
-  const report: ReconcileReport = { interrupted: [], containersRemoved: 0, runs };
+  const report: ReconcileReport = { interrupted: [], cleanedUp: [], dirsRemoved: 0, containersRemoved: 0, runs };
   for (const [i, listed] of runs.entries()) {
-    if (listed.status !== 'running') continue;
+    if (listed.status !== 'running' && !listed.cleanup) continue;
     // Holding the dead run's owner lock while recovering it: a live owner, or
     // another process recovering it at the same moment, makes this one skip it.
     const held = await tryOwnerLock(home.root, listed.runId);
     if (!held) continue;
     try {
       const rec = await readRun(home.runs, listed.runId);
-      if (rec.status !== 'running') continue;
-      await recoverRun(deps, home, rec);
+      if (rec.cleanup) {
+        await finishRun(deps, home, rec);
+        report.cleanedUp.push(rec.runId);
+      } else if (rec.status === 'running') {
+        await recoverRun(deps, home, rec);
+        report.interrupted.push(rec.runId);
+      }
       runs[i] = rec;
-      report.interrupted.push(rec.runId);
     } finally {
       await held.release();
     }
   }
+  report.dirsRemoved = await removeRecordlessDirs(home.root, home.runs, deps.say);
   if (deps.runtime) {
     try {
       report.containersRemoved = await removeOrphanContainers(deps.runtime, home.root);
@@ -78,17 +95,30 @@ export async function removeOrphanContainers(runtime: ContainerRuntime, home: st
   return removed;
 }
 
+/** The containers and networks of a run whose runner is gone. */
+async function removeRunContainers(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord, notes: string[]): Promise<void> {
+  if (!deps.runtime) return;
+  await deps.runtime.removeByLabels({ [LABELS.home]: home.root, [LABELS.runId]: rec.runId }).catch((err) => {
+    notes.push(`its container could not be removed: ${errorMessage(err)}`);
+  });
+  // its steps' gateway networks (their gateways went with the containers above)
+  await deps.runtime.removeNetworksByLabels({ [LABELS.home]: home.root, [LABELS.runId]: rec.runId }).catch((err) => {
+    notes.push(`its steps' networks could not be removed: ${errorMessage(err)}`);
+  });
+}
+
+/** A run that had ended, its cleanup cut short: finished, its status kept, nothing committed. */
+async function finishRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord): Promise<void> {
+  const notes: string[] = [];
+  await removeRunContainers(deps, home, rec, notes);
+  const done = await finishCleanup(deps.makeGit, home, rec, notes);
+  await writeRun(home.runs, rec);
+  deps.say(`run ${rec.runId} had ended (${rec.status}) when its runner stopped during its cleanup: the cleanup is finished, nothing committed${done ? ` (${done})` : ''}`);
+}
+
 async function recoverRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord): Promise<void> {
   const notes: string[] = [];
-  if (deps.runtime) {
-    await deps.runtime.removeByLabels({ [LABELS.home]: home.root, [LABELS.runId]: rec.runId }).catch((err) => {
-      notes.push(`its container could not be removed: ${errorMessage(err)}`);
-    });
-    // its steps' gateway networks (their gateways went with the containers above)
-    await deps.runtime.removeNetworksByLabels({ [LABELS.home]: home.root, [LABELS.runId]: rec.runId }).catch((err) => {
-      notes.push(`its steps' networks could not be removed: ${errorMessage(err)}`);
-    });
-  }
+  await removeRunContainers(deps, home, rec, notes);
   const step = rec.current;
   const now = deps.clock().toISOString();
   // Every step that was running (several when steps ran at once) is marked interrupted.
@@ -115,6 +145,21 @@ async function recoverRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord)
   for (const r of running) if (r.lane && !open.some((o) => o.lane.worktree === r.lane!.worktree)) open.push({ name: r.name, lane: { key: r.name, ...r.lane } });
   for (const r of open) {
     const lane = r.lane;
+    if ('removing' in lane && lane.removing) {
+      // its work was settled (merged, or its branch kept) before its worktree was being taken apart: nothing of it is committed
+      try {
+        const repo = await projectGit(deps.makeGit, rec, notes);
+        await removeHalfCleaned(repo, home.worktrees, lane.worktree);
+        const left = await repo?.git.run(['rev-parse', '--verify', '--quiet', `refs/heads/${lane.branch}`], { cwd: repo.project.root, gitDir: repo.project.commonDir, allowFail: true });
+        if (left?.code === 0) {
+          rec.flow ??= { routes: [], stop: null, keptBranches: [] };
+          if (!rec.flow.keptBranches.includes(lane.branch)) rec.flow.keptBranches.push(lane.branch);
+        }
+      } catch (err) {
+        notes.push(`the lane worktree ${lane.worktree} could not be removed: ${errorMessage(err)}`);
+      }
+      continue;
+    }
     try {
       const project = await inspectProject(deps.makeGit, rec.project);
       const git = deps.makeGit({ uid: project.uid, gid: project.gid });
@@ -187,5 +232,6 @@ async function recoverRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord)
     message: [`the runner (pid ${rec.pid}) stopped during the run; recovered at ${now}`, ...notes].join('; '),
   };
   await writeRun(home.runs, rec);
-  deps.say(`run ${rec.runId} was interrupted (its runner is gone): marked interrupted${running.length || open.length ? `, the leftovers of ${[...new Set([...running.map((r) => r.name), ...open.map((o) => o.name)])].join(', ')} committed` : ''}`);
+  const committed = [...new Set([...running.map((r) => r.name), ...open.filter((o) => !('removing' in o.lane && o.lane.removing)).map((o) => o.name)])];
+  deps.say(`run ${rec.runId} was interrupted (its runner is gone): marked interrupted${committed.length ? `, the leftovers of ${committed.join(', ')} committed` : ''}`);
 }

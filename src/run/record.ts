@@ -37,7 +37,14 @@ export interface RunRecord {
   /** every step running now (steps run at once): recovery commits each lane's leftovers on its branch */
   running?: RunningStep[];
   /** lanes open now (worktrees of steps that run at once): recovery commits their leftovers and removes them */
-  lanes?: Array<{ key: string; worktree: string; branch: string; recovery: NonNullable<RunRecord['recovery']> }>;
+  lanes?: Array<{ key: string; worktree: string; branch: string; recovery: NonNullable<RunRecord['recovery']>; removing?: boolean }>;
+  /**
+   * Written with the run's final status, before anything is cleaned up, and
+   * cleared once cleanup is done: what cleanup does with the workspace (`remove`:
+   * given back to the pool or removed). A runner that dies in between is
+   * recovered by finishing that cleanup, never by committing what it was taking apart.
+   */
+  cleanup?: RunCleanup | null;
   /** flow: the routes taken, what stopped the run, the lane branches kept for the user */
   flow?: { routes: RouteTaken[]; stop: FlowStop | null; keptBranches: string[] };
   /** git kinds: what recovery needs to commit leftovers without trusting the worktree */
@@ -49,6 +56,12 @@ export interface RunRecord {
   hooks: Array<{ name: string; ok: boolean; exitCode: number | null; timedOut: boolean; durationMs: number; outputCut: boolean }>;
   steps: StepResult[];
   error: { code: string; message: string } | null;
+}
+
+export interface RunCleanup {
+  /** when the outcome was decided */
+  since: string;
+  workspace: 'remove' | 'keep' | 'none';
 }
 
 export interface RunningStep {

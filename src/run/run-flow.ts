@@ -126,11 +126,16 @@ export async function runFlow(c: FlowContext): Promise<void> {
     await save();
   };
 
+  /** lanes whose worktrees are being removed: recovery removes them, never commits what is left of them */
+  const removing = new Map<string, NonNullable<RunRecord['lanes']>[number]>();
   /** Open lanes, as the record keeps them for recovery: a crash leaves no worktree nobody knows of. */
   const noteLanes = () => {
-    record.lanes = [...lanes.entries()]
-      .filter(([, l]) => l instanceof GitWorkspace && l !== ws)
-      .map(([key, l]) => ({ key, worktree: l.path, branch: l.branch!, recovery: recoveryOf(l as GitWorkspace) }));
+    record.lanes = [
+      ...[...lanes.entries()]
+        .filter(([, l]) => l instanceof GitWorkspace && l !== ws)
+        .map(([key, l]) => ({ key, worktree: l.path, branch: l.branch!, recovery: recoveryOf(l as GitWorkspace) })),
+      ...removing.values(),
+    ];
   };
 
   const openLane = async (u: Unit): Promise<Workspace> => {
@@ -196,12 +201,25 @@ export async function runFlow(c: FlowContext): Promise<void> {
     if (!lane || lane === ws) return;
     noteLanes();
     const unsaved = record.steps.some((s) => workNotRecorded(s) && s.lane?.branch === lane.branch);
+    // on disk as being removed before it is taken apart; if that cannot be written, it is kept
+    let remove = !unsaved;
+    if (remove && lane instanceof GitWorkspace) {
+      removing.set(key, { key, worktree: lane.path, branch: lane.branch, recovery: recoveryOf(lane), removing: true });
+      noteLanes();
+      remove = await save().then(
+        () => true,
+        (err) => (deps.reporter.warn(`could not record that the lane worktree ${lane.path} is being removed (${errorMessage(err)}): it is kept`), false),
+      );
+    }
     try {
-      await lane.release(!unsaved);
+      await lane.release(remove);
       if (unsaved) deps.reporter.warn(`a lane's work is not all recorded (on no commit nor patch): its worktree is kept at ${lane.path}`);
-      else store.event('lane_removed', { step: key, worktree: lane.path });
+      else if (remove) store.event('lane_removed', { step: key, worktree: lane.path });
     } catch (err) {
       deps.reporter.warn(`could not remove the lane worktree ${lane.path}: ${errorMessage(err)}`);
+    } finally {
+      removing.delete(key);
+      noteLanes();
     }
   };
 

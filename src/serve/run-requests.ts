@@ -12,6 +12,7 @@ import { mkdir } from 'node:fs/promises';
 import type { LoadedPipeline } from '../pipeline/load.js';
 import { newRecord, type RunRecord } from '../run/record.js';
 import { listRuns, readRun, runDir } from '../run/records.js';
+import { withOwnerLock } from '../run/owner-lock.js';
 import type { Pending } from '../schedule/scheduler.js';
 
 /** The record of a run accepted and not started yet. Pure. */
@@ -31,21 +32,30 @@ export function queuedRecord(p: Pending, loaded: LoadedPipeline | undefined, at:
 }
 
 export class RunRequests {
-  constructor(private readonly runsDir: string) {}
+  constructor(
+    private readonly runsDir: string,
+    /** the runner home (the runs' owner locks are named after it) */
+    private readonly home: string = path.dirname(runsDir),
+  ) {}
 
+  /** The run's directory and its queued record, made holding its owner lock: recovery removes a directory without a record only once no one holds it. */
   async queued(p: Pending, loaded: LoadedPipeline | undefined, at: Date): Promise<void> {
-    await mkdir(runDir(this.runsDir, p.runId), { recursive: true, mode: 0o755 });
-    await writeFileAtomic(path.join(runDir(this.runsDir, p.runId), 'run.json'), `${JSON.stringify(queuedRecord(p, loaded, at), null, 2)}\n`);
+    await withOwnerLock(this.home, p.runId, async () => {
+      await mkdir(runDir(this.runsDir, p.runId), { recursive: true, mode: 0o755 });
+      await writeFileAtomic(path.join(runDir(this.runsDir, p.runId), 'run.json'), `${JSON.stringify(queuedRecord(p, loaded, at), null, 2)}\n`);
+    });
   }
 
   /** Marks a run that was accepted and will never start, with why; a run that did start keeps its own record. */
   async notStarted(p: Pending, loaded: LoadedPipeline | undefined, error: { code: string; message: string }, at: Date): Promise<RunRecord> {
-    const existing = await readRun(this.runsDir, p.runId).catch(() => undefined);
-    if (existing && existing.status !== 'queued') return existing;
-    const rec: RunRecord = { ...(existing ?? queuedRecord(p, loaded, at)), status: 'not_started', finishedAt: at.toISOString(), error };
-    await mkdir(runDir(this.runsDir, p.runId), { recursive: true, mode: 0o755 });
-    await writeFileAtomic(path.join(runDir(this.runsDir, p.runId), 'run.json'), `${JSON.stringify(rec, null, 2)}\n`);
-    return rec;
+    return withOwnerLock(this.home, p.runId, async () => {
+      const existing = await readRun(this.runsDir, p.runId).catch(() => undefined);
+      if (existing && existing.status !== 'queued') return existing;
+      const rec: RunRecord = { ...(existing ?? queuedRecord(p, loaded, at)), status: 'not_started', finishedAt: at.toISOString(), error };
+      await mkdir(runDir(this.runsDir, p.runId), { recursive: true, mode: 0o755 });
+      await writeFileAtomic(path.join(runDir(this.runsDir, p.runId), 'run.json'), `${JSON.stringify(rec, null, 2)}\n`);
+      return rec;
+    });
   }
 
   /** Runs a server accepted and never started (it was stopped or killed), oldest first: the queue to take up again. */

@@ -75,7 +75,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
   const fires = await FireLog.open(path.join(home.root, 'schedule.json'));
   const dir = new PipelineDir(o.pipelinesDir);
   const live = new Map<string, { pipeline: string; why: string; cancel: AbortController; done: Promise<void> }>(); // by run id
-  const requests = new RunRequests(home.runs);
+  const requests = new RunRequests(home.runs, home.root);
   const lastFailure = await requests.lastFailures(); // by pipeline: its newest run, when that one could not start
   const recorded = new Map<string, Promise<void>>(); // run id → its queued record, written
   const loadedOf = (name: string) => dir.pipelines().find((p) => p.pipeline.name === name);

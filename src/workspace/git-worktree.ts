@@ -313,9 +313,14 @@ export async function headOf(git: Git, wt: GitWorktree): Promise<string> {
 
 /** Removes the worktree (whatever tree a step left in it: remove-tree.ts) and prunes its admin directory; the branch stays. */
 export async function removeWorktree(git: Git, wt: GitWorktree): Promise<void> {
+  await removeWorktreeAt(git, wt.project, wt.path);
+}
+
+/** removeWorktree by path alone: what is there is removed without being read (recovery of a cleanup cut short). */
+export async function removeWorktreeAt(git: Git, project: ProjectFacts, dir: string): Promise<void> {
   // The tree is the run's own (a big one takes a while): the repository is locked only for git's bookkeeping.
-  await removeTree(wt.path);
-  await withRepoLock(wt.project.commonDir, () => git.run(['worktree', 'prune'], { cwd: wt.project.root, gitDir: wt.project.commonDir }));
+  await removeTree(dir);
+  await withRepoLock(project.commonDir, () => git.run(['worktree', 'prune'], { cwd: project.root, gitDir: project.commonDir }));
 }
 
 export type LaneMerge = { commit: string | null } | { conflict: string[] };

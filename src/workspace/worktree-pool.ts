@@ -197,9 +197,12 @@ async function listTree(root: string): Promise<EntryFacts[] | undefined> {
   return (await visit('')) ? out : undefined;
 }
 
+/** `+`: in no run id, task id or lane name, so a renewal's temporary directory is never taken for a worktree. */
+const RENEW = '+renew-';
+
 /** A directory made anew in place: a fresh inode (mode from the umask, the owner's), what is in it moved over. */
 async function renewDir(dir: string, owner: { uid: number; gid: number }, mode: number): Promise<void> {
-  const fresh = `${dir}.renew-${randomBytes(4).toString('hex')}`;
+  const fresh = `${dir}${RENEW}${randomBytes(4).toString('hex')}`;
   await mkdir(fresh, { mode });
   if (process.getuid?.() === 0) await lchown(fresh, owner.uid, owner.gid);
   for (const name of await readdir(dir)) await rename(path.join(dir, name), path.join(fresh, name));
@@ -227,4 +230,15 @@ export async function changeTimeNow(dir: string): Promise<number> {
   } finally {
     await rm(probe, { force: true });
   }
+}
+
+/**
+ * What a give-back cut short may have left beside the worktree: the
+ * temporary directory its top level was being made anew in (holding some or
+ * all of the worktree's entries). Recovery removes these with the worktree.
+ */
+export async function renewalsOf(worktree: string): Promise<string[]> {
+  const prefix = `${path.basename(worktree)}${RENEW}`;
+  const names = await readdir(path.dirname(worktree)).catch(() => [] as string[]);
+  return names.filter((n) => n.startsWith(prefix) && /^[0-9a-f]{8}$/.test(n.slice(prefix.length))).map((n) => path.join(path.dirname(worktree), n));
 }

@@ -72,7 +72,7 @@ test('happy path: one commit per changing step with trailers, pushed, no worktre
   const events = (await readFile(path.join(runDir, 'events.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
   assert.deepEqual(
     events.map((e) => e.message),
-    ['run_started', 'step_started', 'step_finished', 'step_started', 'step_finished', 'step_started', 'step_finished', 'push', 'workspace_removed', 'run_finished'],
+    ['run_started', 'step_started', 'step_finished', 'step_started', 'step_finished', 'step_started', 'step_finished', 'push', 'run_decided', 'workspace_removed', 'run_finished'],
   );
   assert.match(r.stderr, /\[write\] hello from write/, 'step output is streamed with the step id (to stderr under --json)');
 });
