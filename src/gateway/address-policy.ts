@@ -2,9 +2,10 @@
  * Which addresses an allowed name may lead to. An allowed name is a host on
  * the internet: never this machine (any of its addresses: its interfaces,
  * its bridges), never loopback, link-local (the cloud's metadata endpoint),
- * unspecified, multicast or reserved, and a private range (10/8, 172.16/12,
- * 192.168/16, 100.64/10, fc00::/7) only where the runner was told to allow
- * it (`--egress-private`). IPv6 forms that carry an IPv4 address (mapped,
+ * unspecified, multicast or reserved, and a private or special-purpose range
+ * that is not the internet (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7;
+ * the documentation, benchmarking and protocol ranges) only where the runner
+ * was told to allow it (`--egress-private`). IPv6 forms that carry an IPv4 address (mapped,
  * NAT64, 6to4) are judged by that address. Pure.
  */
 import net from 'node:net';
@@ -26,14 +27,24 @@ const NEVER: Array<[string, number, 'ipv4' | 'ipv6']> = [
   ['fe80::', 10, 'ipv6'],
   ['fec0::', 10, 'ipv6'],
   ['ff00::', 8, 'ipv6'],
+  ['2001::', 32, 'ipv6'], // Teredo: an IPv4 address inside, obfuscated
 ];
 
+/** Not the internet: private (RFC 1918, CGNAT, ULA) and special-purpose ranges (IANA's registries) a host might still use inside. */
 const PRIVATE: Array<[string, number, 'ipv4' | 'ipv6']> = [
   ['10.0.0.0', 8, 'ipv4'],
   ['172.16.0.0', 12, 'ipv4'],
   ['192.168.0.0', 16, 'ipv4'],
   ['100.64.0.0', 10, 'ipv4'],
+  ['192.0.0.0', 24, 'ipv4'], // IETF protocol assignments
+  ['192.0.2.0', 24, 'ipv4'], // documentation (TEST-NET-1)
+  ['198.18.0.0', 15, 'ipv4'], // benchmarking
+  ['198.51.100.0', 24, 'ipv4'], // documentation (TEST-NET-2)
+  ['203.0.113.0', 24, 'ipv4'], // documentation (TEST-NET-3)
   ['fc00::', 7, 'ipv6'],
+  ['2001:db8::', 32, 'ipv6'], // documentation
+  ['100::', 64, 'ipv6'], // discard
+  ['64:ff9b:1::', 48, 'ipv6'], // local NAT64
 ];
 
 const never = new net.BlockList();
@@ -92,7 +103,7 @@ export function addressProblem(ip: string, policy: AddressPolicy): string | unde
   if (policy.hostAddresses.some((a) => canonicalAddress(a) === canonical)) return 'an address of this machine';
   if (never.check(bare, type)) return 'a loopback, link-local, multicast or reserved address';
   if (privateRanges.check(bare, type) && !inRanges(bare, type, policy.privateAllowed)) {
-    return 'a private address (allow its range with --egress-private on runner exec or serve)';
+    return 'a private or special-purpose address, not the internet (allow its range with --egress-private on runner exec or serve)';
   }
   return undefined;
 }

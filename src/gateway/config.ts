@@ -52,6 +52,10 @@ export interface GatewayConfig {
 
 export interface CallEvent {
   event: 'call';
+  /** the call's number in its gateway, as its call_start said (absent on a refusal) */
+  id?: number;
+  /** what the budgets were charged, in USD: the cost, or (an unpriced model against a USD budget, a worst case) the dearest price's */
+  chargedUsd?: number;
   model: string | null;
   inputTokens: number;
   outputTokens: number;
@@ -75,8 +79,17 @@ export interface CallEvent {
   worstCase?: true;
 }
 
+/** A call goes to the model: should the gateway die before it settles, the runner charges it this (its worst case). */
+export interface CallStartEvent {
+  event: 'call_start';
+  id: number;
+  model: string | null;
+  worst: { inputTokens: number; outputTokens: number; cacheReadTokens: number; cacheWriteTokens: number; costUsd: number };
+}
+
 export type GatewayEvent =
   | { event: 'ready'; address: string }
+  | CallStartEvent
   | CallEvent
   | { event: 'refused'; host: string; reason: string }
   /** when it stops: refused hosts with their counts, refusals past the bound on hosts, model calls refused for the budget */

@@ -47,6 +47,9 @@ export interface Egress {
 
 /** How long a tunnel's client has to send its ClientHello once the tunnel is open. */
 const HELLO_MS = 10_000;
+/** Tunnels waiting for their ClientHello at once (each may hold up to 64 KiB of it): past them, refused. */
+const MAX_HELLOS_WAITING = 64;
+let hellosWaiting = 0;
 
 /**
  * dns.lookup keeping only the addresses a step may reach (none left: refused
@@ -138,11 +141,24 @@ export function tunnel(e: Egress, req: http.IncomingMessage, client: Duplex, hea
   const port = Number(m?.[2]);
   const no = !m ? 'not host:port' : port < 1 || port > 65535 ? 'not a port' : whyNot(e, host, port, 'tls');
   if (no) return refuse(e, client, host, no, 403);
+  if (hellosWaiting >= MAX_HELLOS_WAITING) {
+    const body = `runner gateway: more than ${MAX_HELLOS_WAITING} tunnels are waiting for their ClientHello; try again\n`;
+    client.end(`HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\nretry-after: 1\r\nconnection: close\r\n\r\n${body}`);
+    return;
+  }
+  hellosWaiting++;
+  let waiting = true;
+  const doneWaiting = () => {
+    if (waiting) hellosWaiting--;
+    waiting = false;
+  };
+  client.on('close', doneWaiting);
   let opened = false;
   const up = net.connect({ port, host, lookup: checkedLookup(e.policy) }, () => {
     opened = true;
     client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
     readHello(client, head, host, (hello, why) => {
+      doneWaiting();
       if (why) {
         e.refusals.note(host, why);
         client.destroy();

@@ -35,6 +35,8 @@ const MODEL_PATHS: Record<ModelRoute['kind'], RegExp> = {
 const MAX_IN_FLIGHT = 16;
 /** The largest request a step may send (Anthropic's own limit is 32 MB). */
 export const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
+/** Request bodies held at once, all calls together: a step cannot drown its gateway (512 MB) in them. */
+export const MAX_BODIES_BYTES = 64 * 1024 * 1024;
 /** Once its step hung up, an answer is read on for its usage this long and this much at most; then charged its worst case. */
 export const DRAIN_MS = 5 * 60_000;
 export const DRAIN_BYTES = 64 * 1024 * 1024;
@@ -84,6 +86,9 @@ export class ModelCalls {
   private readonly dearest: Price | undefined;
   /** refused paths: said once each (a bounded number), then counted */
   readonly pathRefusals = { count: 0, said: new Set<string>() };
+  private nextId = 1;
+  /** room for request bodies: each call reserves its declared length (or the most) before it reads its body */
+  private readonly bodies = new Reservations(MAX_BODIES_BYTES);
 
   constructor(
     private readonly route: ModelRoute,
@@ -100,26 +105,40 @@ export class ModelCalls {
     const method = req.method ?? 'GET';
     const target = modelCallUrl(this.route, method, pathAndQuery);
     if (!target) return this.refusePath(req, res, `${method} ${pathAndQuery.slice(0, 200)}`);
-    readBody(req, MAX_REQUEST_BYTES, (body) => {
-      if (!body) {
-        const message = `runner gateway: a request larger than ${MAX_REQUEST_BYTES / 1024 / 1024} MiB, or one cut short, is not sent`;
-        const text = refusalBody(this.route.kind, message, 'request_too_large');
-        if (!res.headersSent && !res.destroyed) res.writeHead(413, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), connection: 'close' }).end(text);
-        req.destroy();
-        return;
-      }
-      const call = readCallRequest(method, target.path, body);
-      const limit = this.ledger.limited ? 1 : MAX_IN_FLIGHT;
-      const go = () => {
-        this.inFlight++;
-        this.call(req, res, target.url, call, body.length, () => {
-          this.inFlight--;
-          this.waiting.shift()?.();
-        });
-      };
-      if (this.inFlight < limit) go();
-      else this.waiting.push(go);
-    });
+    const declared = Number(req.headers['content-length'] ?? NaN);
+    if (declared > MAX_REQUEST_BYTES) return this.tooLarge(req, res);
+    // a body is read only once there is room for it: what the step sends waits in its socket meanwhile
+    const reserve = Number.isInteger(declared) && declared >= 0 ? declared : MAX_REQUEST_BYTES;
+    void this.bodies.take(reserve).then((release) =>
+      readBody(req, MAX_REQUEST_BYTES, (body) => {
+        if (!body) {
+          release();
+          return this.tooLarge(req, res);
+        }
+        const call = readCallRequest(method, target.path, body);
+        if (call.refusal) {
+          release();
+          return this.refusePath(req, res, `${method} ${target.path}`, call.refusal);
+        }
+        const limit = this.ledger.limited ? 1 : MAX_IN_FLIGHT;
+        const go = () => {
+          this.inFlight++;
+          this.call(req, res, target.url, call, body.length, release, () => {
+            this.inFlight--;
+            this.waiting.shift()?.();
+          });
+        };
+        if (this.inFlight < limit) go();
+        else this.waiting.push(go);
+      }),
+    );
+  }
+
+  private tooLarge(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const message = `runner gateway: a request larger than ${MAX_REQUEST_BYTES / 1024 / 1024} MiB, or one cut short, is not sent`;
+    const text = refusalBody(this.route.kind, message, 'request_too_large');
+    if (!res.headersSent && !res.destroyed) res.writeHead(413, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), connection: 'close' }).end(text);
+    req.destroy();
   }
 
   /** The gateway stops: nothing more is sent, and every call still open is charged now, at its worst case. */
@@ -131,8 +150,9 @@ export class ModelCalls {
 
   private stopped = false;
 
-  private refusePath(req: http.IncomingMessage, res: http.ServerResponse, what: string): void {
-    const body = refusalBody(this.route.kind, `runner gateway: ${what} is not a model call; the gateway passes model calls only`, 'not_a_model_call');
+  /** `why`: said in place of "not a model call" (a model call the gateway could not meter). */
+  private refusePath(req: http.IncomingMessage, res: http.ServerResponse, what: string, why?: string): void {
+    const body = refusalBody(this.route.kind, `runner gateway: ${what} ${why ? `refused: ${why}` : 'is not a model call; the gateway passes model calls only'}`, 'not_a_model_call');
     res.writeHead(403, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
     res.end(body);
     req.resume();
@@ -144,15 +164,17 @@ export class ModelCalls {
     }
   }
 
-  private call(req: http.IncomingMessage, res: http.ServerResponse, url: URL, call: CallRequest, requestBytes: number, done: () => void): void {
+  private call(req: http.IncomingMessage, res: http.ServerResponse, url: URL, call: CallRequest, requestBytes: number, release: () => void, done: () => void): void {
     const started = Date.now();
     // a step that hung up while its call waited, or a gateway stopping: nothing was sent, nothing is owed
     if (res.destroyed || res.writableEnded || this.stopped) {
+      release();
       res.destroy();
       return done();
     }
     const refusal = this.ledger.refusal();
     if (refusal) {
+      release();
       const body = refusalBody(this.route.kind, `runner gateway: ${refusal}`);
       res.writeHead(400, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
       res.end(body);
@@ -168,6 +190,10 @@ export class ModelCalls {
     if (call.body.length || req.method !== 'GET') headers['content-length'] = call.body.length;
     if (this.route.auth) headers[this.route.auth.header] = this.route.auth.value;
     const send = url.protocol === 'https:' ? https.request : http.request;
+    const id = this.nextId++;
+    // said before it goes: a gateway killed before the answer settles still leaves what the call may cost
+    const worstTokens = worstCaseTokens(call, requestBytes, { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 });
+    if (call.generates) this.emit({ event: 'call_start', id, model: call.model, worst: { ...worstTokens, costUsd: costOf(worstTokens, priceFor(call.model, this.prices) ?? this.dearest) ?? 0 } });
     let meter: UsageMeter | undefined;
     let answerStream: http.IncomingMessage | undefined;
     let clientGone = false;
@@ -186,8 +212,11 @@ export class ModelCalls {
       const tokens = worst ? worstCaseTokens(call, requestBytes, u) : u;
       const price = priceFor(model, this.prices);
       const cost = costOf(tokens, price);
+      // an unpriced call against a USD budget, or a worst case: the dearest price known (its record still says unpriced)
+      const charged = cost ?? (this.ledger.limitedUsd || worst ? costOf(tokens, this.dearest) : null);
       const e: CallEvent = {
         event: 'call',
+        id,
         model,
         inputTokens: tokens.inputTokens,
         outputTokens: tokens.outputTokens,
@@ -196,11 +225,11 @@ export class ModelCalls {
         costUsd: cost,
         durationMs: Date.now() - started,
         status: status ?? 0,
+        ...(charged !== null ? { chargedUsd: charged } : {}),
         ...(worst ? { worstCase: true as const } : {}),
       };
       const all = e.inputTokens + e.outputTokens + e.cacheReadTokens + e.cacheWriteTokens;
-      // an unpriced call against a USD budget: the dearest price known (its record still says unpriced)
-      this.ledger.add(all, cost ?? (this.ledger.limitedUsd || worst ? costOf(tokens, this.dearest) : null));
+      this.ledger.add(all, charged);
       this.emit(e);
       done();
     };
@@ -257,7 +286,39 @@ export class ModelCalls {
       drainTimer = setTimeout(abandon, DRAIN_MS);
       drainTimer.unref();
     });
+    up.on('finish', release);
+    up.on('close', release);
     up.end(call.body);
+  }
+}
+
+/** Room shared by many takers, each waiting its turn (first come, first served) until what it asks for is free. */
+class Reservations {
+  private used = 0;
+  private readonly queue: Array<{ n: number; go: (release: () => void) => void }> = [];
+
+  constructor(private readonly capacity: number) {}
+
+  take(n: number): Promise<() => void> {
+    const want = Math.min(n, this.capacity);
+    return new Promise((go) => {
+      this.queue.push({ n: want, go });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.queue.length && this.used + this.queue[0]!.n <= this.capacity) {
+      const { n, go } = this.queue.shift()!;
+      this.used += n;
+      let released = false;
+      go(() => {
+        if (released) return;
+        released = true;
+        this.used -= n;
+        this.pump();
+      });
+    }
   }
 }
 
@@ -271,6 +332,8 @@ function readBody(req: http.IncomingMessage, max: number, done: (body: Buffer | 
     finished = true;
     done(body);
   };
+  // a step that hung up while its call waited for room: nothing to read
+  if (req.destroyed) return finish(undefined);
   req.on('data', (chunk: Buffer) => {
     if (finished) return;
     size += chunk.length;
@@ -284,6 +347,7 @@ function readBody(req: http.IncomingMessage, max: number, done: (body: Buffer | 
   req.on('end', () => finish(Buffer.concat(chunks)));
   req.on('aborted', () => finish(undefined));
   req.on('error', () => finish(undefined));
+  req.on('close', () => finish(req.complete ? Buffer.concat(chunks) : undefined));
 }
 
 function zero(status: number, started: number): CallEvent {

@@ -39,6 +39,8 @@ export function gatewayServer(c: GatewayConfig, calls: ModelCalls | undefined, e
     if (!inSubnet(c.listenSubnet, socket.remoteAddress)) socket.destroy();
   });
   server.on('clientError', (_err, socket) => socket.destroy());
+  // its file descriptors (4,096) and memory are bounded: so are the connections a step may hold open
+  server.maxConnections = 1024;
   // a streamed answer may take minutes; a step is bounded by its own timeout
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;

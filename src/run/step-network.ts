@@ -97,7 +97,7 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
     },
     onEvent: (e) => {
       if (e.event === 'call' && !e.refused) {
-        spend.add(e.inputTokens + e.outputTokens + e.cacheReadTokens + e.cacheWriteTokens, e.costUsd ?? 0);
+        spend.add(e.inputTokens + e.outputTokens + e.cacheReadTokens + e.cacheWriteTokens, e.chargedUsd ?? e.costUsd ?? 0);
         // the call log is bounded; the totals (and the budget) count every call
         if (++calls === MAX_CALL_LINES + 1) o.onEvent({ event: 'error', message: `more than ${MAX_CALL_LINES} model calls: calls.jsonl lists the first ${MAX_CALL_LINES} of this step, its usage counts them all` });
         if (calls > MAX_CALL_LINES) return;

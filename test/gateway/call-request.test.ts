@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { DEFAULT_MAX_OUTPUT, readCallRequest, worstCaseTokens } from '../../src/gateway/call-request.js';
+import { DEFAULT_MAX_OUTPUT, readCallRequest, STORED_INPUT_TOKENS, worstCaseTokens } from '../../src/gateway/call-request.js';
 
 const json = (o: unknown) => Buffer.from(JSON.stringify(o));
 
@@ -36,8 +36,20 @@ test('only calls that generate cost when their answer is lost', () => {
 
 test('the worst case: the input reported, else the request as tokens; the output allowed', () => {
   const none = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
-  assert.deepEqual(worstCaseTokens({ maxOutput: 64000 }, 400_000, none), { inputTokens: 400_000, outputTokens: 64000, cacheReadTokens: 0, cacheWriteTokens: 0 });
+  assert.deepEqual(worstCaseTokens({ maxOutput: 64000, storedInput: false }, 400_000, none), { inputTokens: 400_000, outputTokens: 64000, cacheReadTokens: 0, cacheWriteTokens: 0 });
   // Anthropic's message_start said the input: that is what it cost
-  assert.deepEqual(worstCaseTokens({ maxOutput: 64000 }, 400_000, { inputTokens: 100_000, outputTokens: 1, cacheReadTokens: 5, cacheWriteTokens: 0 }), { inputTokens: 100_000, outputTokens: 64000, cacheReadTokens: 5, cacheWriteTokens: 0 });
-  assert.equal(worstCaseTokens({ maxOutput: 10 }, 5, { ...none, outputTokens: 30 }).outputTokens, 30, 'never less than what was reported');
+  assert.deepEqual(worstCaseTokens({ maxOutput: 64000, storedInput: false }, 400_000, { inputTokens: 100_000, outputTokens: 1, cacheReadTokens: 5, cacheWriteTokens: 0 }), { inputTokens: 100_000, outputTokens: 64000, cacheReadTokens: 5, cacheWriteTokens: 0 });
+  assert.equal(worstCaseTokens({ maxOutput: 10, storedInput: false }, 5, { ...none, outputTokens: 30 }).outputTokens, 30, 'never less than what was reported');
+});
+
+test('input stored at the provider is charged as big as it may be; a background response is refused', () => {
+  for (const body of [{ previous_response_id: 'resp_1', input: 'go on' }, { conversation: 'conv_1' }, { prompt: { id: 'pmpt_1' } }, { input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'file-1' }] }] }]) {
+    const r = readCallRequest('POST', '/v1/responses', json(body));
+    assert.equal(r.storedInput, true, JSON.stringify(body));
+    const none = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
+    assert.equal(worstCaseTokens(r, 200, none).inputTokens, STORED_INPUT_TOKENS);
+  }
+  assert.equal(readCallRequest('POST', '/v1/responses', json({ input: 'hi', prompt: 'a plain prompt string' })).storedInput, false);
+  assert.match(readCallRequest('POST', '/v1/responses', json({ background: true, input: 'x' })).refusal ?? '', /background response .* cannot meter it/);
+  assert.equal(readCallRequest('POST', '/v1/responses', json({ background: false, input: 'x' })).refusal, undefined);
 });

@@ -155,3 +155,34 @@ test('a path is judged as it goes out: /v1/models/.. is not a model call, and a 
   assert.equal(modelCallUrl({ kind: 'anthropic', upstream: 'https://proxy.corp/anthropic/v1' }, 'GET', '/v1/models/..'), undefined);
   assert.equal(modelCallUrl({ kind: 'anthropic', upstream: 'https://proxy.corp/anthropic/v1' }, 'POST', '/v1/messages')?.url.href, 'https://proxy.corp/anthropic/v1/messages');
 });
+
+test('a background response is refused: it runs after its answer, where nothing could meter it', async () => {
+  const g = await gatewayFor('openai', { input: 100_000, output: 64_000 });
+  const r = await ask(g.port, '/v1/responses', { model: 'gpt-5', background: true, previous_response_id: 'resp_1', input: 'go on' });
+  assert.equal(r.status, 403);
+  assert.match(r.text, /background response/);
+  assert.equal(g.model.requests.length, 0);
+});
+
+test('each call says its worst case before it goes; an unpriced one is charged the dearest price against a USD budget', async () => {
+  const g = await gatewayFor('openai', { input: 100_000, output: 64_000 }, { usd: 1000 });
+  await ask(g.port, '/v1/responses', { model: 'gpt-6-preview', stream: true, max_output_tokens: 1000, previous_response_id: 'resp_1', input: 'x' });
+  await until('settled', () => g.called().length === 1);
+  const start = g.events.find((e) => e.event === 'call_start');
+  assert.ok(start && start.event === 'call_start');
+  assert.deepEqual([start.worst.inputTokens, start.worst.outputTokens], [1_000_000, 1000], 'stored input counts as the most it may be');
+  const call = g.called()[0]!;
+  assert.equal(call.id, start.id);
+  assert.equal(call.costUsd, null, 'its record says unpriced');
+  assert.ok((call.chargedUsd ?? 0) > 10, `the budgets were charged the dearest price: $${call.chargedUsd}`);
+});
+
+test('request bodies wait for room: many large ones at once are read a few at a time, and all are answered', async () => {
+  const g = await gatewayFor('anthropic', { input: 1, output: 1 });
+  const big = 'a'.repeat(20 * 1024 * 1024);
+  const answers = await Promise.all(Array.from({ length: 6 }, () => ask(g.port, '/v1/messages', { model: 'claude-sonnet-4-5', max_tokens: 5, messages: [{ role: 'user', content: big }] })));
+  assert.deepEqual(answers.map((a) => a.status), Array(6).fill(200));
+  assert.equal(g.model.requests.length, 6);
+  const tooBig = await ask(g.port, '/v1/messages', { pad: 'a'.repeat(33 * 1024 * 1024) });
+  assert.equal(tooBig.status, 413);
+});

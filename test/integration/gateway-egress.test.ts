@@ -224,7 +224,7 @@ steps:
     for (const n of names) {
       assert.match(log, new RegExp(`^${n}=runner gateway: ${n.replace(/\./g, '\\.')} refused \\(leads where a step may not go \\([\\d.]+: an address of this machine\\)\\)\\n 403$`, 'm'), log);
     }
-    assert.match(log, /^lan=runner gateway: lan\.example refused \(leads where a step may not go \(10\.99\.0\.5: a private address \(allow its range with --egress-private on runner exec or serve\)\)\)\n 403$/m);
+    assert.match(log, /^lan=runner gateway: lan\.example refused \(leads where a step may not go \(10\.99\.0\.5: a private or special-purpose address, not the internet \(allow its range with --egress-private on runner exec or serve\)\)\)\n 403$/m);
     assert.match(log, /^ok=this is allowed\.example$/m, 'an allowed private range (the fake internet) is reached');
     assert.match(log, /^host_tunnel=HTTP\/1\.1 403/m, log);
     assert.equal(hits, 0, "this machine's service was never reached");

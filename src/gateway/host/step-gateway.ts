@@ -7,7 +7,7 @@
 import { ContainerError, errorMessage } from '../../common/errors.js';
 import { LineSplitter } from '../../common/line-splitter.js';
 import { LABELS, type ContainerHandle, type ContainerRuntime } from '../../container/runtime.js';
-import { GATEWAY_HOST, type CallEvent, type GatewayConfig, type GatewayEvent } from '../config.js';
+import { GATEWAY_HOST, type CallEvent, type CallStartEvent, type GatewayConfig, type GatewayEvent } from '../config.js';
 import { thisMachineAddresses } from './host-addresses.js';
 import { GATEWAY_IMAGE } from './image.js';
 
@@ -89,6 +89,8 @@ export async function openGateway(runtime: ContainerRuntime, o: GatewayOptions):
     refusedOthers: 0,
   };
   let summary = false;
+  /** calls sent and not yet settled: if the gateway dies with them open, they are charged their worst case here */
+  const open = new Map<number, CallStartEvent>();
   let stopping = false;
   let stderr = '';
   let readyAddress: ((a: string) => void) | undefined;
@@ -101,7 +103,9 @@ export async function openGateway(runtime: ContainerRuntime, o: GatewayOptions):
       return;
     }
     if (e.event === 'ready') readyAddress!(e.address);
+    else if (e.event === 'call_start') open.set(e.id, e);
     else if (e.event === 'call') {
+      if (e.id !== undefined) open.delete(e.id);
       addCall(report.totals, e);
       if (e.refused === 'budget') report.budgetRefused = Math.max(1, report.budgetRefused);
     }
@@ -128,6 +132,14 @@ export async function openGateway(runtime: ContainerRuntime, o: GatewayOptions):
       errLines.end();
       await handle.remove().catch(() => undefined);
     }
+    // the gateway died (or was killed) with calls open: the model may have worked on them, so they cost their worst case
+    for (const start of open.values()) {
+      const { costUsd, ...tokens } = start.worst;
+      const e: CallEvent = { event: 'call', id: start.id, model: start.model, ...tokens, costUsd, chargedUsd: costUsd, durationMs: 0, status: 0, worstCase: true };
+      addCall(report.totals, e);
+      o.onEvent(e);
+    }
+    open.clear();
     await runtime.removeNetwork(network).catch((err) => o.onEvent({ event: 'error', message: `removing network ${network}: ${errorMessage(err)}` }));
     if (!summary) report.refusedOthers = 0;
     return report;
@@ -145,7 +157,8 @@ export async function openGateway(runtime: ContainerRuntime, o: GatewayOptions):
       workingDir: '/',
       user: '65532:65532',
       mounts: [],
-      memoryBytes: 256 * 1024 ** 2,
+      // request bodies held at once are bounded (64 MiB), a JSON parse of the largest adds a few times its size
+      memoryBytes: 512 * 1024 ** 2,
       cpus: 0.5,
       pids: 64,
       openFiles: 4096,
