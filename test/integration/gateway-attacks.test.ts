@@ -107,3 +107,37 @@ steps:
   // each call the model ran read the 100k tokens the stored response holds: $0.125 at gpt-5's price
   assert.ok(requests.length <= 1, `${requests.length} background calls on 100k stored tokens reached the model (≈ $${(requests.length * 0.125).toFixed(2)}) under a $0.05 budget, charged $${step.usage.costUsd}`);
 });
+
+// A model the price table does not know is charged, against a USD budget, at the dearest price known:
+// but only in the gateway's own ledger. Its call event says costUsd: null, and the runner adds `?? 0` to
+// the run's spend (and the day's, read from the records), so the run's budget never sees the call.
+// Each step starts with the run's whole budget again: three steps, three calls of 100k in / 64k out
+// (≈ $6.30 each at the dearest price) under a run budget of $0.05.
+test("a run's USD budget counts calls to a model the price table does not know: no step after the one that spent it calls the model", { timeout: 240_000 }, async () => {
+  const f = await fixture({ owner: 1000 });
+  const model = await PricedModel.start({ input: 100_000, output: 64_000 }, '0.0.0.0');
+  servers.push(model);
+  const call = `curl -sN -o /dev/null -w '%{http_code}\\n' -H 'content-type: application/json' -d '{"model":"gpt-6-preview","stream":true,"max_output_tokens":64000,"input":"hi"}' http://runner-gateway:3128/v1/responses`;
+  const steps = ['one', 'two', 'three'].map((id, i) => `  - id: ${id}
+    agent: coder
+    ${i ? `needs: [${['one', 'two'][i - 1]}]` : 'needs: []'}
+    continue_on_error: true
+    timeout: 1m
+    run: ${JSON.stringify(`${call}; ${call}`)}`).join('\n');
+  const file = await writePipeline(f, `version: 1
+name: unpriced
+project: { path: project, push: never }
+secrets: [OPENAI_API_KEY]
+budget: { usd: 0.05 }
+agents:
+  coder: { use: codex, base_url: "http://${bridgeGateway()}:${model.port}/v1" }
+steps:
+${steps}
+`);
+  const r = await execPipeline(f, file, [], { env: KEY });
+  const summary = Object.fromEntries(['one', 'two', 'three'].map((id) => [id, { status: r.json.steps[id]?.status, usage: r.json.steps[id]?.usage }]));
+  console.log(JSON.stringify({ requests: model.requests.length, summary }));
+  const calls = readFileSync(path.join(f.home, 'runs', r.json.runId, 'calls.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  console.log(calls.filter((c) => !c.refused).map((c) => `${c.step}: ${c.model} ${c.inputTokens}+${c.outputTokens} tokens, costUsd ${c.costUsd}`).join('\n'));
+  assert.equal(model.requests.length, 1, `${model.requests.length} calls of 164k tokens to an unpriced model reached it under a run budget of $0.05 (one step's call crosses it; the steps after must be refused)`);
+});
