@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
+import { startFakeInternet } from '../fixtures/fake-internet.js';
 import { bridgeGateway } from '../fixtures/model-server.js';
 import { PricedModel } from '../fixtures/priced-model.js';
 import { execPipeline, projectsForThisFile, writePipeline } from '../fixtures/project.js';
@@ -140,4 +141,34 @@ ${steps}
   const calls = readFileSync(path.join(f.home, 'runs', r.json.runId, 'calls.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
   console.log(calls.filter((c) => !c.refused).map((c) => `${c.step}: ${c.model} ${c.inputTokens}+${c.outputTokens} tokens, costUsd ${c.costUsd}`).join('\n'));
   assert.equal(model.requests.length, 1, `${model.requests.length} calls of 164k tokens to an unpriced model reached it under a run budget of $0.05 (one step's call crosses it; the steps after must be refused)`);
+});
+
+// The address policy's "reserved" is 240.0.0.0/4 alone: the special-purpose ranges that are not on the
+// internet (TEST-NET 192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24, benchmarking 198.18.0.0/15, IETF
+// 192.0.0.0/24) are let through as if public, with no --egress-private. They are used as LANs: this very
+// machine's eth0 is 192.0.2.2/24, its router 192.0.2.1. A LAN in such a range (the fake internet, put in
+// 198.51.100.0/24 here) is reached by any allowed name that resolves into it.
+test('an allowed name never leads to a reserved range that is not the internet (198.51.100.0/24) unless --egress-private allows it', { timeout: 180_000 }, async () => {
+  const lan = startFakeInternet(['allowed.example'], undefined, { subnet: '198.51.100.0/24' });
+  try {
+    const f = await fixture();
+    const file = await writePipeline(f, `version: 1
+name: reserved
+project: { path: project }
+steps:
+  - id: probe
+    image: runner/toolchain:latest
+    egress: [allowed.example]
+    timeout: 1m
+    run: echo "lan=$(curl -s -m 5 -w ' %{http_code}' http://allowed.example/)"
+`);
+    // the fake internet's own name server is not needed: the engine's resolves its aliases
+    const r = await execPipeline(f, file, ['--egress-network', lan.network]);
+    const log = readFileSync(path.join(f.home, 'runs', r.json.runId, 'steps', 'probe.log'), 'utf8');
+    console.log(`allowed.example is ${lan.ips['allowed.example']}; ${log.trim()}`);
+    assert.doesNotMatch(log, /this is allowed\.example/, `a host at ${lan.ips['allowed.example']} was reached without --egress-private`);
+    assert.match(log, /^lan=runner gateway: allowed\.example refused \(leads where a step may not go/m, log);
+  } finally {
+    lan.close();
+  }
 });
