@@ -4,6 +4,7 @@
  * says what should hold. They fail until the gateway is fixed.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
@@ -22,9 +23,10 @@ const nodeStep = (js: string) => `cat > /tmp/attack.js <<'EOF'\n${js.trim()}\nEO
 
 // A budgeted step sends its call (the model starts answering: 100k tokens in, up to 64k out), then drowns
 // its gateway in request bodies just under the 32 MiB limit, sent at once: each is read whole before the
-// one-at-a-time queue, so a few of them pass the gateway's 256 MB and the kernel kills it. The call in
-// flight dies with it, unmetered: the step's usage, the run's and the day's spend never see it.
-test('a call the gateway sent is charged even when the step kills its gateway (bodies under 32 MiB, sent at once)', { timeout: 240_000 }, async () => {
+// one-at-a-time queue, so a few of them passed the gateway's 256 MB and the kernel killed it. The call in
+// flight died with it, unmetered: the step's usage, the run's and the day's spend never saw it. Now bodies
+// are read only when there is room (64 MiB at once), and the call is charged when the step ends.
+test('a step cannot drown its gateway in request bodies (ten of 31 MiB at once): they wait for room, and the call in flight is charged', { timeout: 240_000 }, async () => {
   const f = await fixture({ owner: 1000 });
   const model = await PricedModel.start({ input: 100_000, output: 64_000, hang: true }, '0.0.0.0');
   servers.push(model);
@@ -53,7 +55,7 @@ agents:
 steps:
   - id: oom
     agent: coder
-    timeout: 2m
+    timeout: 20s
     run: ${JSON.stringify(nodeStep(js))}
 `);
   const r = await execPipeline(f, file, [], { env: KEY });
@@ -171,4 +173,37 @@ steps:
   } finally {
     lan.close();
   }
+});
+
+// However the gateway dies (out of memory, killed) with a call open, the model may be working on it: the runner
+// knows each call's worst case from its call_start and charges it, so the step's usage and the budgets see it.
+test('a gateway that dies with a call open: the runner charges that call its worst case', { timeout: 180_000 }, async () => {
+  const f = await fixture({ owner: 1000 });
+  const model = await PricedModel.start({ input: 100_000, output: 64_000, hang: true }, '0.0.0.0');
+  servers.push(model);
+  const file = await writePipeline(f, `version: 1
+name: gateway-dies
+project: { path: project, push: never }
+secrets: [ANTHROPIC_API_KEY]
+agents:
+  coder: { use: claude-code, base_url: "http://${bridgeGateway()}:${model.port}" }
+steps:
+  - id: call
+    agent: coder
+    timeout: 1m
+    run: ${JSON.stringify(`curl -sN -m 30 -H 'content-type: application/json' -d '{"model":"claude-sonnet-4-5","stream":true,"max_tokens":64000,"messages":[]}' http://runner-gateway:3128/v1/messages > /dev/null || true`)}
+`);
+  const running = execPipeline(f, file, [], { env: KEY });
+  const deadline = Date.now() + 60_000;
+  while (model.requests.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  assert.equal(model.requests.length, 1, 'the call reached the model');
+  execFileSync('docker', ['kill', ...execFileSync('docker', ['ps', '-q', '--filter', `label=dev.runner.home=${f.home}`, '--filter', 'label=dev.runner.role=gateway'], { encoding: 'utf8' }).split('\n').filter(Boolean)]);
+  const r = await running;
+  const step = r.json.steps.call;
+  assert.equal(step.status, 'failed', JSON.stringify(step));
+  assert.match(step.message, /gateway stopped before its step ended/);
+  assert.equal(step.usage.outputTokens, 64_000, `charged the output it allowed: ${JSON.stringify(step.usage)}`);
+  assert.ok(step.usage.costUsd > 0.9, `$${step.usage.costUsd}`);
+  const calls = readFileSync(path.join(f.home, 'runs', r.json.runId, 'calls.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(calls.map((c) => [c.worstCase, c.outputTokens]), [[true, 64_000]]);
 });
