@@ -1,0 +1,247 @@
+/**
+ * runner serve under a flood of live-log followers, for real: the CLI as a
+ * child process on 127.0.0.1, a running run whose step keeps printing, and
+ * thousands of sockets from many loopback addresses that ask for its log and
+ * never read it. /healthz must stay fast, the caps must answer 429 (one
+ * address) and 503 (all), the server's fds and memory stay bounded, a stalled
+ * follower is closed after the bound, and a real follower still gets the log.
+ */
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import { test } from 'node:test';
+import { IMAGE, projectsForThisFile, serveFolder, until, type Fixture } from '../fixtures/project.js';
+
+const fixture = projectsForThisFile();
+
+/** The caps the server uses when nothing is said (README: runner serve's API). */
+const DEFAULT_MAX_STREAMS = 256;
+const DEFAULT_MAX_PER_CLIENT = 32;
+
+function pipelineFile(f: Fixture, name: string, run: string): string {
+  return `version: 1
+name: ${name}
+project: { path: ${f.project}, push: never }
+defaults: { image: ${IMAGE}, timeout: 10m }
+steps:
+  - id: talk
+    run: |
+${run
+  .trim()
+  .split('\n')
+  .map((l) => `      ${l}`)
+  .join('\n')}
+`;
+}
+
+/** A follower that reads everything: the SSE data lines as they come, and the end event. */
+function follow(base: string, runId: string, opts: { readEvery?: number } = {}) {
+  const lines: Array<{ step: string; line: string }> = [];
+  let end: string | undefined;
+  let status: number | undefined;
+  let partial = '';
+  const req = http.get(`${base}/api/runs/${runId}/log`, { agent: false }, (res) => {
+    status = res.statusCode;
+    res.setEncoding('utf8');
+    res.on('data', (s: string) => {
+      partial += s;
+      const events = partial.split('\n\n');
+      partial = events.pop() ?? '';
+      for (const e of events) {
+        if (e.startsWith('data: ')) lines.push(JSON.parse(e.slice(6)));
+        else if (e.startsWith('event: end\n')) end = JSON.parse(e.split('\ndata: ')[1]!).status;
+      }
+      // a slow reader: pauses now and then, so the server must wait for it
+      if (opts.readEvery && lines.length % 50 === 0) {
+        res.pause();
+        setTimeout(() => res.resume(), opts.readEvery);
+      }
+    });
+  });
+  req.on('error', () => undefined);
+  return { lines, end: () => end, status: () => status, close: () => req.destroy() };
+}
+
+/**
+ * A socket from `localAddress` that asks for the run's log and never reads
+ * it: it takes the first bytes the server sends (the status line), then
+ * stops reading for good. Resolves with the status, or 0 when none came.
+ */
+function openSilent(port: number, localAddress: string, runId: string, held: net.Socket[]): Promise<number> {
+  return new Promise((resolve) => {
+    const sock = net.connect({ host: '127.0.0.1', port, localAddress });
+    held.push(sock);
+    const timer = setTimeout(() => resolve(0), 20_000);
+    sock.once('connect', () => sock.write(`GET /api/runs/${runId}/log HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`));
+    sock.once('data', (b) => {
+      sock.pause();
+      clearTimeout(timer);
+      resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(b.toString('latin1'))?.[1] ?? 0));
+    });
+    sock.on('error', () => {
+      clearTimeout(timer);
+      resolve(0);
+    });
+  });
+}
+
+/** A refused follower's whole answer (status line, headers, body). */
+function refusal(port: number, localAddress: string, runId: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let got = '';
+    const sock = net.connect({ host: '127.0.0.1', port, localAddress }, () => sock.write(`GET /api/runs/${runId}/log HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`));
+    sock.setEncoding('latin1');
+    sock.on('data', (s: string) => {
+      got += s;
+      if (/^HTTP\/1\.1 200 /.test(got)) sock.destroy(); // admitted: not a refusal
+    });
+    sock.on('close', () => resolve(got));
+    sock.on('error', reject);
+  });
+}
+
+/** Milliseconds each of `n` sequential GET /healthz took, each on its own connection. */
+async function healthz(base: string, n: number): Promise<number[]> {
+  const times: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await new Promise<void>((resolve, reject) => {
+      http
+        .get(`${base}/healthz`, { agent: false }, (res) => {
+          res.resume();
+          res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`/healthz answered ${res.statusCode}`))));
+        })
+        .on('error', reject);
+    });
+    times.push(performance.now() - t);
+  }
+  return times;
+}
+
+function quantile(xs: number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
+}
+
+/** The server process's open fds, resident memory (bytes) and CPU time so far (seconds). */
+function proc(pid: number): { fds: number; rss: number; cpu: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').slice(readFileSync(`/proc/${pid}/stat`, 'utf8').lastIndexOf(')') + 2).split(' ');
+  const ticks = 100; // USER_HZ on Linux
+  return {
+    fds: readdirSync(`/proc/${pid}/fd`).length,
+    rss: Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024,
+    cpu: (Number(stat[11]) + Number(stat[12])) / ticks,
+  };
+}
+
+/** How many files this process may open: the flood needs one per socket. */
+function openFileLimit(): number {
+  const m = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+  return !m || m[1] === 'unlimited' ? Infinity : Number(m[1]);
+}
+
+const MB = 1024 * 1024;
+
+async function runningRun(base: string, pipeline: string): Promise<string> {
+  const trig = await fetch(`${base}/api/pipelines/${pipeline}/runs`, { method: 'POST' });
+  assert.equal(trig.status, 202);
+  const { runId } = (await trig.json()) as { runId: string };
+  await until('the run to be running', async () => (((await (await fetch(`${base}/api/runs/${runId}`)).json()) as { status: string }).status === 'running' ? true : undefined), 60_000);
+  return runId;
+}
+
+test('4,000 log followers that never read: /healthz stays fast, the caps answer 429 and 503, fds and memory stay bounded, a real follower gets the log', { timeout: 300_000 }, async (t) => {
+  const f = await fixture();
+  const s = await serveFolder(f, { 'ticks.yaml': pipelineFile(f, 'ticks', 'i=0\nwhile true; do i=$((i+1)); echo "tick $i"; sleep 0.2; done') }, '127.0.0.1:0');
+  const port = Number(new URL(s.base).port);
+  const pid = s.child.pid!;
+  const held: net.Socket[] = [];
+  try {
+    const runId = await runningRun(s.base, 'ticks');
+    const reader = follow(s.base, runId);
+    await until('the first line', async () => (reader.lines.length ? true : undefined));
+    const quiet = await healthz(s.base, 30);
+    const before = proc(pid);
+
+    // One greedy address asks 1,000 times; 100 more ask 30 times each (below the per-address cap, past the total).
+    const flood = Math.min(4000, openFileLimit() - 1500);
+    assert.ok(flood >= 2000, `ulimit -n is ${openFileLimit()}: the flood needs at least 3,500 open files`);
+    const greedy = Math.round(flood / 4);
+    const sources = [...Array.from({ length: greedy }, () => '127.0.0.2'), ...Array.from({ length: flood - greedy }, (_, i) => `127.0.1.${(i % 100) + 1}`)];
+    const statuses = new Map<number, number>();
+    const during: number[] = [];
+    let flooding = true;
+    const sampler = (async () => {
+      while (flooding) during.push(...(await healthz(s.base, 1)));
+    })();
+    const t0 = performance.now();
+    for (let i = 0; i < sources.length; i += 250) {
+      const got = await Promise.all(sources.slice(i, i + 250).map((a) => openSilent(port, a, runId, held)));
+      for (const st of got) statuses.set(st, (statuses.get(st) ?? 0) + 1);
+    }
+    const floodMs = performance.now() - t0;
+    flooding = false;
+    await sampler;
+
+    // The flood holds its streams open and never reads; the run keeps printing.
+    const cpu0 = proc(pid).cpu;
+    const w0 = performance.now();
+    const under = await healthz(s.base, 60);
+    await new Promise((r) => setTimeout(r, 3000));
+    const cpuPct = ((proc(pid).cpu - cpu0) / ((performance.now() - w0) / 1000)) * 100;
+    const held1 = proc(pid);
+    const ticksBefore = reader.lines.length;
+    await until('more lines for the real follower', async () => (reader.lines.length > ticksBefore + 3 ? true : undefined), 15_000);
+
+    const figures = {
+      flood,
+      floodSeconds: +(floodMs / 1000).toFixed(1),
+      statuses: Object.fromEntries(statuses),
+      healthzQuietMedianMs: +quantile(quiet, 0.5).toFixed(1),
+      healthzDuringOpeningMedianMs: +quantile(during, 0.5).toFixed(1),
+      healthzDuringOpeningP95Ms: +quantile(during, 0.95).toFixed(1),
+      healthzHeldMedianMs: +quantile(under, 0.5).toFixed(1),
+      healthzHeldP95Ms: +quantile(under, 0.95).toFixed(1),
+      cpuPercentHeld: Math.round(cpuPct),
+      fdsBefore: before.fds,
+      fdsHeld: held1.fds,
+      rssBeforeMB: Math.round(before.rss / MB),
+      rssHeldMB: Math.round(held1.rss / MB),
+    };
+    t.diagnostic(JSON.stringify(figures));
+    console.log(`figures: ${JSON.stringify(figures)}`);
+
+    assert.ok(quantile(under, 0.5) < 100, `/healthz median ${quantile(under, 0.5).toFixed(1)} ms with the flood held (under 100 ms wanted)`);
+    assert.ok(quantile(during, 0.5) < 100, `/healthz median ${quantile(during, 0.5).toFixed(1)} ms while the flood opened (under 100 ms wanted)`);
+    assert.equal(statuses.get(0) ?? 0, 0, 'every follower got an answer');
+    assert.equal(statuses.get(200), DEFAULT_MAX_STREAMS - 1, 'the total cap, the real follower counted');
+    assert.ok((statuses.get(429) ?? 0) >= greedy - DEFAULT_MAX_PER_CLIENT, 'the greedy address is refused past its cap');
+    assert.ok((statuses.get(503) ?? 0) > 0, 'the others are refused past the total');
+    assert.ok(held1.fds < before.fds + DEFAULT_MAX_STREAMS + 64, `${held1.fds} fds held (${before.fds} before)`);
+    assert.ok(held1.rss < before.rss + 64 * MB, `RSS ${Math.round(held1.rss / MB)} MB held (${Math.round(before.rss / MB)} MB before)`);
+
+    const perClient = await refusal(port, '127.0.0.2', runId);
+    assert.match(perClient, /^HTTP\/1\.1 429 /);
+    assert.match(perClient, /^retry-after: \d+\r$/im);
+    assert.match(perClient, /127\.0\.0\.2 already follows 32 live logs, the most one address may .* close one .* and try again/);
+    const total = await refusal(port, '127.0.2.1', runId);
+    assert.match(total, /^HTTP\/1\.1 503 /);
+    assert.match(total, /^retry-after: \d+\r$/im);
+    assert.match(total, /already serves 256 live logs, the most it takes \(--max-log-streams\).* try again/);
+
+    // The flood goes: its places are free again.
+    for (const sock of held.splice(0)) sock.destroy();
+    await until('the places to be free', async () => (/^HTTP\/1\.1 200 /.test(await refusal(port, '127.0.2.1', runId)) ? true : undefined), 15_000);
+    assert.equal((await fetch(`${s.base}/api/runs/${runId}/cancel`, { method: 'POST' })).status, 202);
+    await until('the end event', async () => reader.end(), 30_000);
+    assert.equal(reader.end(), 'canceled');
+    const ticks = reader.lines.map((l) => Number(/^tick (\d+)$/.exec(l.line)?.[1]));
+    assert.deepEqual(ticks, ticks.map((_, i) => i + 1), 'the real follower got every line, in order, once');
+  } finally {
+    for (const sock of held) sock.destroy();
+    s.child.kill('SIGTERM');
+  }
+  assert.equal(await s.exited, 0, s.out().slice(-4000));
+});
