@@ -13,6 +13,14 @@ export function sseLines(lines: LogLine[]): Buffer {
   return Buffer.from(lines.map((l) => `data: {"step":${JSON.stringify(l.step)},"line":${JSON.stringify(l.line)}}\n\n`).join(''));
 }
 
+/**
+ * What may wait for one client before it counts as behind: a few chunks, so
+ * a client that reads keeps up with a log that pours (a write past the
+ * stream's 16 KiB mark is not yet a client that lags). Batches are shared
+ * buffers: followers behind on the same batch hold one copy of it.
+ */
+export const MAX_BUFFERED = 256 * 1024;
+
 export class LogFollower {
   /** where this client stands in the run's logs */
   readonly cursor: LogCursor;
@@ -42,11 +50,15 @@ export class LogFollower {
     return this.ended;
   }
 
-  /** Writes `chunk`; false when the client has not taken what it was sent: it stalls until it drains. */
+  /**
+   * Writes `chunk`; false when more than MAX_BUFFERED waits for the client
+   * (or it went): it is then stalled until it has taken everything.
+   */
   write(chunk: Buffer | string): boolean {
     if (this.gone) return false;
     this.lastWrite = Date.now();
-    if (this.res.write(chunk)) return true;
+    this.res.write(chunk);
+    if (this.res.writableLength <= MAX_BUFFERED) return true;
     this.stalledSince ??= Date.now();
     return false;
   }
@@ -54,7 +66,7 @@ export class LogFollower {
   /** Resolves when the client took what waited (true) or went (false). */
   drained(): Promise<boolean> {
     if (this.gone) return Promise.resolve(false);
-    if (!this.res.writableNeedDrain) {
+    if (!this.res.writableNeedDrain || this.res.writableLength === 0) {
       this.stalledSince = undefined;
       return Promise.resolve(true);
     }

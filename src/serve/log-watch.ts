@@ -63,6 +63,8 @@ class RunLogWatch {
   private ended: string | undefined;
   private readonly followers = new Set<LogFollower>();
   private timer: NodeJS.Timeout | undefined;
+  private pumping: Promise<void> | undefined;
+  private pumpAgain = false;
   private readonly tickMs: number;
   private readonly keepAliveMs: number;
 
@@ -108,16 +110,17 @@ class RunLogWatch {
       if (this.ended === undefined) {
         const rec = await this.o.record(this.runId);
         this.rec = rec;
-        if ('steps' in rec) await this.readNew(rec);
-        if (!STILL_GOING.has(rec.status)) {
+        if (STILL_GOING.has(rec.status)) {
+          // Not awaited: a pump that pours a big log to a fast reader must not hold up the stall checks.
+          this.pump().catch((err) => this.fail(err));
+        } else {
           // The rest is read by each follower, to the end of the logs, then the end event.
           this.ended = rec.status;
           for (const f of [...this.followers]) if (f.live) void this.catchUp(f);
         }
       }
     } catch (err) {
-      this.o.say?.(`live log of run ${this.runId}: ${errorMessage(err)}; its followers are cut`);
-      for (const f of this.followers) f.cut();
+      this.fail(err);
       return;
     }
     const now = Date.now();
@@ -127,9 +130,31 @@ class RunLogWatch {
     }
   }
 
+  /**
+   * Reads on while any follower is live, one read at a time: a tick and a
+   * follower back at the edge (it may want more at once) share one pump.
+   */
+  private pump(): Promise<void> {
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return this.pumping;
+    }
+    // Cleared in a callback, always after the assignment (a pump with nothing to read ends at once).
+    this.pumping = this.pumpOn().finally(() => (this.pumping = undefined));
+    return this.pumping;
+  }
+
+  private async pumpOn(): Promise<void> {
+    do {
+      this.pumpAgain = false;
+      const rec = this.rec;
+      if (rec && 'steps' in rec && this.ended === undefined) await this.readNew(rec);
+    } while (this.pumpAgain);
+  }
+
   /** Reads on while any follower is live, and writes each batch to those that are. */
   private async readNew(rec: RunRecord): Promise<void> {
-    while ([...this.followers].some((f) => f.live)) {
+    while (this.ended === undefined && [...this.followers].some((f) => f.live)) {
       const batch = await this.cursor.read(rec);
       if (!batch.lines.length) return;
       const chunk = sseLines(batch.lines);
@@ -138,6 +163,12 @@ class RunLogWatch {
       this.edge = this.cursor.position();
       for (const f of [...this.followers]) if (f.live && !f.write(chunk)) this.fallBehind(f);
     }
+  }
+
+  /** The run's record or logs could not be read: its followers are cut (the client may ask again). */
+  private fail(err: unknown): void {
+    this.o.say?.(`live log of run ${this.runId}: ${errorMessage(err)}; its followers are cut`);
+    for (const f of this.followers) f.cut();
   }
 
   /** A follower that did not take what it was sent: not written to until it drains, then it catches up. */
@@ -176,6 +207,8 @@ class RunLogWatch {
         if (this.ended !== undefined) continue; // it ended while this one read: read on to the end
         if (f.cursor.at(this.edge)) {
           f.live = true;
+          // The log may have grown past the edge since the last tick: read on now rather than at the next.
+          this.pump().catch((err) => this.fail(err));
           return;
         }
       }

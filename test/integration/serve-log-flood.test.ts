@@ -11,7 +11,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { test } from 'node:test';
-import { IMAGE, projectsForThisFile, serveFolder, until, type Fixture } from '../fixtures/project.js';
+import { IMAGE, projectsForThisFile, runCli, serveFolder, until, watchPeakMemory, type Fixture } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 
@@ -41,6 +41,7 @@ function follow(base: string, runId: string, opts: { readEvery?: number } = {}) 
   let end: string | undefined;
   let status: number | undefined;
   let partial = '';
+  let chunks = 0;
   const req = http.get(`${base}/api/runs/${runId}/log`, { agent: false }, (res) => {
     status = res.statusCode;
     res.setEncoding('utf8');
@@ -53,7 +54,7 @@ function follow(base: string, runId: string, opts: { readEvery?: number } = {}) 
         else if (e.startsWith('event: end\n')) end = JSON.parse(e.split('\ndata: ')[1]!).status;
       }
       // a slow reader: pauses now and then, so the server must wait for it
-      if (opts.readEvery && lines.length % 50 === 0) {
+      if (opts.readEvery && ++chunks % 10 === 0) {
         res.pause();
         setTimeout(() => res.resume(), opts.readEvery);
       }
@@ -244,4 +245,69 @@ test('4,000 log followers that never read: /healthz stays fast, the caps answer 
     s.child.kill('SIGTERM');
   }
   assert.equal(await s.exited, 0, s.out().slice(-4000));
+});
+
+test('followers that stop reading a 30 MB log are cut after --log-stall and free their places; a slow reader and a late one get every line once, in order', { timeout: 240_000 }, async (t) => {
+  const f = await fixture();
+  // 30,000 numbered lines of 1 KB at once, then one more every 0.2 s
+  const loud = 'seq 1 30000 | awk \'{printf "%06d %0990d\\n", $1, 0}\'\nn=30000\nwhile true; do n=$((n+1)); printf "%06d tick\\n" $n; sleep 0.2; done';
+  const s = await serveFolder(f, { 'loud.yaml': pipelineFile(f, 'loud', loud) }, '127.0.0.1:0', { args: ['--max-log-streams-per-client', '20', '--log-stall', '3s'] });
+  const port = Number(new URL(s.base).port);
+  const pid = s.child.pid!;
+  const memory = watchPeakMemory(pid);
+  const held: net.Socket[] = [];
+  try {
+    const runId = await runningRun(s.base, 'loud');
+    const before = proc(pid);
+    const silent = await Promise.all(Array.from({ length: 20 }, () => openSilent(port, '127.0.0.3', runId, held)));
+    assert.deepEqual(new Set(silent), new Set([200]), 'twenty followers from one address are let in');
+    assert.match(await refusal(port, '127.0.0.3', runId), /^HTTP\/1\.1 429 /, 'the twenty-first is refused');
+    const slow = follow(s.base, runId, { readEvery: 20 });
+    await new Promise((r) => setTimeout(r, 2000));
+    const late = follow(s.base, runId);
+
+    // The silent ones took a few hundred KB each and nothing since: cut after 3 s stalled, their places free again.
+    const t0 = performance.now();
+    await until('the stalled followers to be cut', async () => (/^HTTP\/1\.1 200 /.test(await refusal(port, '127.0.0.3', runId)) ? true : undefined), 30_000);
+    const freedAfterMs = performance.now() - t0;
+    const fdsAfterCut = proc(pid).fds;
+
+    const last = (r: ReturnType<typeof follow>) => Number(/^(\d+) /.exec(r.lines.at(-1)?.line ?? '')?.[1] ?? 0);
+    await until('both readers to reach the ticks', async () => (last(slow) > 30_002 && last(late) > 30_002 ? true : undefined), 120_000);
+    assert.equal((await fetch(`${s.base}/api/runs/${runId}/cancel`, { method: 'POST' })).status, 202);
+    await until('the end events', async () => (slow.end() && late.end() ? true : undefined), 30_000);
+    memory.stop();
+    const figures = { freedAfterMs: Math.round(freedAfterMs), fdsBefore: before.fds, fdsAfterCut, rssBeforeMB: Math.round(before.rss / MB), peakMB: Math.round(memory.peak() / MB), slowLines: slow.lines.length, lateLines: late.lines.length };
+    t.diagnostic(JSON.stringify(figures));
+    console.log(`figures: ${JSON.stringify(figures)}`);
+
+    assert.ok(fdsAfterCut < before.fds + 10, `${fdsAfterCut} fds once the stalled were cut (${before.fds} before)`);
+    // Serving the pour itself takes ~100 MB here with no follower at all; twenty followers holding the log would add 600 MB.
+    assert.ok(memory.peak() < before.rss + 200 * MB, `peak RSS ${Math.round(memory.peak() / MB)} MB (${Math.round(before.rss / MB)} MB before)`);
+    for (const [who, r] of [['the slow reader', slow], ['the late one', late]] as const) {
+      assert.equal(r.end(), 'canceled');
+      const numbers = r.lines.map((l) => Number(/^(\d+) /.exec(l.line)?.[1]));
+      const wrong = numbers.findIndex((n, i) => n !== i + 1);
+      assert.equal(wrong, -1, `${who}: line ${wrong + 1} is ${numbers[wrong]}`);
+      assert.equal(r.lines[0]!.line, `000001 ${'0'.repeat(990)}`);
+    }
+  } finally {
+    memory.stop();
+    for (const sock of held) sock.destroy();
+    s.child.kill('SIGTERM');
+  }
+  assert.equal(await s.exited, 0, s.out().slice(-4000));
+});
+
+test('the caps are settings: a value that is no whole number above 0 is refused at start', async () => {
+  const f = await fixture();
+  for (const [flag, value, says] of [
+    ['--max-log-streams', '0', /--max-log-streams takes a whole number of live logs streamed at once, at least 1, got "0"/],
+    ['--max-log-streams-per-client', 'many', /--max-log-streams-per-client takes a whole number/],
+    ['--log-stall', '10ms', /--log-stall takes a duration of at least 1s/],
+  ] as const) {
+    const r = await runCli(['serve', '--pipelines', f.root, '--home', f.home, '--listen', '127.0.0.1:0', flag, value]);
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, says);
+  }
 });
