@@ -83,8 +83,9 @@ export class LogCursor {
       try {
         const size = Math.min((await fh.stat()).size, bound);
         if (size <= from) continue;
-        // A line longer than a chunk (a step's non-UTF-8 output is stored 3 bytes a byte): read more, up to a bound.
-        for (let want = this.chunkBytes; ; want *= 2) {
+        // A line longer than a chunk (a step's non-UTF-8 output is stored 3 bytes a byte): read more, up to a bound;
+        // pieces are 1 MiB whatever the chunk, so two cursors cut a long line the same way.
+        for (let want = this.chunkBytes; ; want = Math.min(want * 2, MAX_LINE_READ)) {
           const buf = Buffer.alloc(Math.min(size - from, want));
           const { bytesRead } = await fh.read(buf, 0, buf.length, from);
           const got = buf.subarray(0, bytesRead);
