@@ -71,7 +71,7 @@ Usage:
       runs, running ones get --grace to finish, then are canceled. Live logs
       streamed at once: at most --max-log-streams in all (503 past it) and
       --max-log-streams-per-client to one address (429); a follower that
-      takes nothing for --log-stall is cut.
+      has not taken what waits for it within --log-stall is cut.
   runner --help | -h       this text
   runner --version | -v    the version
 

@@ -2,11 +2,13 @@
  * One watcher per run for runner serve's live logs, however many follow it.
  * Each tick (300 ms) the watcher reads the run's record once and its new log
  * lines once, and writes each batch, as one buffer, to every follower that
- * keeps up. A follower that does not take what it was sent is no longer
- * written to: once it drains it reads on by itself, from where it stands up
- * to where the watcher stands, then is live again. A newcomer does the same
- * from the start of the log. So a follower that never reads costs one batch
- * at most, and nothing per tick; one stalled past `stallMs` is cut.
+ * keeps up. A follower with more than MAX_BUFFERED waiting for it is no
+ * longer written to: once it drains it reads on by itself, from where it
+ * stands up to where the watcher stands, then is live again (and the watcher
+ * reads on at once: a log that pours goes at the pace of its fastest reader).
+ * A newcomer does the same from the start of the log. So a follower that
+ * never reads costs MAX_BUFFERED and a batch at most, and nothing per tick;
+ * one stalled past `stallMs` is cut.
  */
 import type http from 'node:http';
 import { errorMessage } from '../common/errors.js';
@@ -20,7 +22,7 @@ export interface LogWatchOptions {
   record: (runId: string) => Promise<RunRecord | NotStarted>;
   /** where the run's step logs are */
   stepsDir: (runId: string) => string;
-  /** a follower that has taken nothing of what waits for it this long is cut, in ms */
+  /** a follower that has not taken what waits for it within this long is cut, in ms */
   stallMs: number;
   /** how often the record and logs are read, in ms */
   tickMs?: number;

@@ -9,7 +9,7 @@ export interface StreamCapSettings {
   total: number;
   /** live logs streamed at once to one client address */
   perClient: number;
-  /** a follower that has taken nothing of what waits for it this long is closed, in ms */
+  /** a follower that has not taken what waits for it within this long is cut, in ms */
   stallMs: number;
 }
 
