@@ -69,10 +69,15 @@ Usage:
   runner serve --pipelines DIR [--home DIR] [--max-concurrent N] [--grace 30s]
                [--listen 127.0.0.1:7700] [--secrets-file F] [--egress-network NET]
                [--egress-private CIDR[,CIDR]] [--engine local|swarm]
+               [--max-log-streams 256] [--max-log-streams-per-client 32]
+               [--log-stall 60s]
       Run the pipelines in DIR on their schedule: entries (cron, timezone,
       overlap, catchup), reloading DIR when it changes, with a JSON API on
       --listen (a non-loopback address needs RUNNER_TOKEN). SIGTERM: no new
-      runs, running ones get --grace to finish, then are canceled.
+      runs, running ones get --grace to finish, then are canceled. Live logs
+      streamed at once: at most --max-log-streams in all (503 past it) and
+      --max-log-streams-per-client to one address (429); a follower that
+      has not taken what waits for it within --log-stall is cut.
   runner --help | -h       this text
   runner --version | -v    the version
 

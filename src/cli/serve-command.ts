@@ -1,4 +1,7 @@
-/** `runner serve --pipelines DIR [--home DIR] [--max-concurrent N] [--grace 30s] [--listen H:P] [--secrets-file F]` */
+/**
+ * `runner serve --pipelines DIR [--home DIR] [--max-concurrent N] [--grace 30s] [--listen H:P] [--secrets-file F]
+ *  [--max-log-streams N] [--max-log-streams-per-client N] [--log-stall 60s]`
+ */
 import { visible } from '../common/visible.js';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,6 +11,7 @@ import { openEngine } from '../container/engine.js';
 import { Git } from '../git/git.js';
 import { readSecretsFile, secretsFileModeProblem } from '../run/secrets-file.js';
 import { serve } from '../serve/serve.js';
+import { DEFAULT_STREAM_CAPS } from '../serve/stream-caps.js';
 import { canonicalHome } from '../workspace/home.js';
 import { parseFlags } from './args.js';
 import { EGRESS_FLAGS, egressOptions } from './egress-options.js';
@@ -27,6 +31,9 @@ export async function serveCommand(args: string[]): Promise<number> {
       'secrets-file': { type: 'string' },
       ...EGRESS_FLAGS,
       engine: { type: 'string' },
+      'max-log-streams': { type: 'string' },
+      'max-log-streams-per-client': { type: 'string' },
+      'log-stall': { type: 'string' },
     },
     [],
   );
@@ -35,6 +42,13 @@ export async function serveCommand(args: string[]): Promise<number> {
   if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) throw new UsageError('serve: --max-concurrent takes a whole number of runs, at least 1');
   const graceMs = parseDuration(values.grace ?? '30s');
   if (graceMs === undefined) throw new UsageError(`serve: --grace takes a duration like 30s, got "${values.grace}"`);
+
+  const logStreams = {
+    total: count(values['max-log-streams'], DEFAULT_STREAM_CAPS.total, '--max-log-streams', 'live logs streamed at once'),
+    perClient: count(values['max-log-streams-per-client'], DEFAULT_STREAM_CAPS.perClient, '--max-log-streams-per-client', 'live logs streamed at once to one address'),
+    stallMs: values['log-stall'] === undefined ? DEFAULT_STREAM_CAPS.stallMs : parseDuration(values['log-stall']),
+  };
+  if (logStreams.stallMs === undefined || logStreams.stallMs < 1000) throw new UsageError(`serve: --log-stall takes a duration of at least 1s, like 60s, got "${values['log-stall']}"`);
 
   const listen = parseListen(values.listen ?? '127.0.0.1:7700');
   const token = process.env.RUNNER_TOKEN || undefined;
@@ -69,6 +83,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       stop: stop.signal,
       say,
       listen,
+      logStreams: { ...logStreams, stallMs: logStreams.stallMs },
       secrets,
       ...egressOptions(values),
       ...(token ? { token } : {}),
@@ -81,6 +96,13 @@ export async function serveCommand(args: string[]): Promise<number> {
   );
   say('stopped');
   return 0;
+}
+
+function count(text: string | undefined, fallback: number, flag: string, what: string): number {
+  if (text === undefined) return fallback;
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`serve: ${flag} takes a whole number of ${what}, at least 1, got "${text}"`);
+  return n;
 }
 
 function parseListen(text: string): { host: string; port: number } {

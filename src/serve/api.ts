@@ -9,7 +9,9 @@
  *                                      (summaries: the whole record is GET /api/runs/:id)
  *   GET  /api/runs/:id                 one run: its record (not_started with its error, for one that never did), or
  *                                      {status: queued | starting} while this server holds it
- *   GET  /api/runs/:id/log             the run's log, live, as Server-Sent Events
+ *   GET  /api/runs/:id/log             the run's log, live, as Server-Sent Events (one watcher per run, however many
+ *                                      follow it: log-watch.ts); at most so many at once, per client address and in
+ *                                      all (stream-caps.ts): a 429 or 503 past them
  *   GET  /api/runs/:id/diff            the run's change against its base, as a patch
  *   POST /api/runs/:id/cancel          cancel a run this server is running or has queued
  *   GET  /, /login, /assets/*          the dashboard (see dashboard.ts); POST /login, /logout: its session
@@ -20,14 +22,14 @@ import { stat } from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
 import { pipeline as pipe } from 'node:stream/promises';
-import { writeAndDrain } from '../common/drain.js';
 import { errorMessage, RunnerError } from '../common/errors.js';
-import { LogCursor } from '../run/log-cursor.js';
 import { runListing, type RunRecord } from '../run/record.js';
 import { listRuns, readRun, runDir } from '../run/records.js';
 import { sumUsage } from '../agents/usage.js';
 import { checkAccess, LOGGED_OUT_COOKIE, sessionCookie, tokenMatches } from './access.js';
 import { SECURITY_HEADERS, withLoginError, withLogout, type Asset } from './dashboard.js';
+import { LogWatches } from './log-watch.js';
+import { DEFAULT_STREAM_CAPS, StreamCaps, type StreamCapSettings } from './stream-caps.js';
 
 /** A run this server holds and that has no record of its own yet. */
 export interface NotStarted {
@@ -62,11 +64,18 @@ export interface ServeState {
   runsDir: string;
 }
 
+export interface ApiOptions {
+  /** caps on live logs streamed at once, and when a stalled one is cut (defaults: DEFAULT_STREAM_CAPS) */
+  logStreams?: Partial<StreamCapSettings>;
+  /** told what the API could not do on its own (a live log that could not be read) */
+  say?: (message: string) => void;
+}
+
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse, params: string[], url: URL) => Promise<void>;
 
 const ID = '([A-Za-z0-9._-]+)';
 
-export function createApi(state: ServeState, token: string | undefined, assets: Map<string, Asset>): http.Server {
+export function createApi(state: ServeState, token: string | undefined, assets: Map<string, Asset>, opts: ApiOptions = {}): http.Server {
   const dashboard = token && assets.has('/') ? new Map([...assets, ['/', withLogout(assets.get('/')!)]]) : assets;
   // A run's record; while this server holds it queued or is starting it, what it is doing now.
   const record = async (id: string): Promise<RunRecord | NotStarted> => {
@@ -82,6 +91,14 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
     if (rec) return rec;
     throw new RunnerError('run_unknown', `no run ${id} in ${state.runsDir}`);
   };
+  const streamCaps = { ...DEFAULT_STREAM_CAPS, ...opts.logStreams };
+  const caps = new StreamCaps(streamCaps);
+  const watches = new LogWatches({
+    record,
+    stepsDir: (id) => path.join(runDir(state.runsDir, id), 'steps'),
+    stallMs: streamCaps.stallMs,
+    ...(opts.say ? { say: opts.say } : {}),
+  });
   const routes: Array<[string, RegExp, Handler]> = [
     ['GET', /^\/healthz$/, async (_q, res) => json(res, 200, { ok: true })],
     ['GET', /^\/metrics$/, async (_q, res) => metrics(res, state)],
@@ -115,7 +132,17 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
       },
     ],
     ['GET', new RegExp(`^/api/runs/${ID}$`), async (_q, res, [id]) => json(res, 200, await record(id!))],
-    ['GET', new RegExp(`^/api/runs/${ID}/log$`), async (req, res, [id]) => followLog(req, res, state.runsDir, id!, record)],
+    [
+      'GET',
+      new RegExp(`^/api/runs/${ID}/log$`),
+      async (req, res, [id]) => {
+        // Decided before anything is read: a refused follower costs its answer, nothing more.
+        const place = caps.admit(req.socket.remoteAddress ?? 'unknown');
+        if (!place.ok) return refuse(res, place.status, place.message, place.retryAfter);
+        res.once('close', place.release);
+        await followLog(res, id!, record, watches);
+      },
+    ],
     ['GET', new RegExp(`^/api/runs/${ID}/diff$`), async (_q, res, [id]) => sendDiff(res, state.runsDir, id!)],
     [
       'POST',
@@ -243,43 +270,23 @@ function json(res: http.ServerResponse, status: number, body: unknown): void {
 /**
  * The run's log as Server-Sent Events until the run ends. A run still queued
  * or starting is waited for; a comment line every 15 s keeps proxies from
- * closing a quiet stream. The log is read a chunk at a time and each chunk
- * waits for the client to take the one before: a slow reader of a big log
- * costs the server one chunk, not the log.
+ * closing a quiet stream. The run's one watcher reads the record and the log
+ * (log-watch.ts); this follower is written to at the pace it reads.
  */
-async function followLog(req: http.IncomingMessage, res: http.ServerResponse, runsDir: string, runId: string, record: (id: string) => Promise<RunRecord | NotStarted>): Promise<void> {
+async function followLog(res: http.ServerResponse, runId: string, record: (id: string) => Promise<RunRecord | NotStarted>, watches: LogWatches): Promise<void> {
   const first = await record(runId); // 404 for an unknown run, before the stream starts
   if (first.status === 'not_started' && 'steps' in first) {
     throw new RunnerError('run_unknown', `run ${runId} never started, so it has no log: ${first.error?.message ?? 'it did not start'}`);
   }
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive' });
-  const cursor = new LogCursor(path.join(runDir(runsDir, runId), 'steps'));
-  let open = true;
-  let quietSince = Date.now();
-  req.on('close', () => (open = false));
-  while (open) {
-    const rec = await record(runId);
-    if ('steps' in rec) {
-      for (let more = true; more && open; ) {
-        const batch = await cursor.read(rec);
-        more = batch.more;
-        if (!batch.lines.length) continue;
-        open = await writeAndDrain(res, batch.lines.map((l) => `data: {"step":${JSON.stringify(l.step)},"line":${JSON.stringify(l.line)}}\n\n`).join(''));
-        quietSince = Date.now();
-      }
-    }
-    if (!open) break;
-    if (rec.status !== 'running' && rec.status !== 'queued' && rec.status !== 'starting') {
-      res.write(`event: end\ndata: ${JSON.stringify({ status: rec.status })}\n\n`);
-      break;
-    }
-    if (Date.now() - quietSince > 15_000) {
-      res.write(': still running\n\n');
-      quietSince = Date.now();
-    }
-    await new Promise((r) => setTimeout(r, 300));
-  }
-  res.end();
+  res.flushHeaders();
+  await watches.follow(runId, res);
+}
+
+/** A refusal that says what happened and when to ask again; the connection closes with it. */
+function refuse(res: http.ServerResponse, status: number, message: string, retryAfter: number): void {
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'retry-after': String(retryAfter), connection: 'close' });
+  res.end(`${JSON.stringify({ error: message })}\n`);
 }
 
 async function metrics(res: http.ServerResponse, state: ServeState): Promise<void> {

@@ -28,6 +28,7 @@ import { RunnerHome } from '../workspace/home.js';
 import { createApi } from './api.js';
 import { loadDashboard } from './dashboard.js';
 import { PipelineDir } from './pipeline-dir.js';
+import type { StreamCapSettings } from './stream-caps.js';
 import { RunRequests } from './run-requests.js';
 
 export interface ServeOptions {
@@ -42,6 +43,8 @@ export interface ServeOptions {
   reporterFor: (pipeline: string) => Reporter;
   /** serve the HTTP API there (port 0: any free port) */
   listen?: { host: string; port: number };
+  /** caps on live logs streamed at once, and when a stalled one is cut (defaults: DEFAULT_STREAM_CAPS) */
+  logStreams?: Partial<StreamCapSettings>;
   /** required on every API call but /healthz, when set */
   token?: string;
   /** where each run's secrets are read from, as it starts (the environment, a --secrets-file) */
@@ -217,6 +220,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
       },
       o.token,
       await loadDashboard(),
+      { ...(o.logStreams ? { logStreams: o.logStreams } : {}), say: o.say },
     );
     await new Promise<void>((resolve, reject) => {
       api!.once('error', reject);

@@ -49,3 +49,34 @@ test('a line longer than a chunk comes out in pieces rather than stall the reade
     await rm(dir, { recursive: true });
   }
 });
+
+test('a cursor bounded by another one reads exactly what that one read, long-line pieces cut the same way, then stands where it stands', async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'cursor-'));
+  try {
+    const long = 'y'.repeat(3 * 1024 * 1024); // longer than the 1 MiB a read takes whole: it comes in pieces
+    await writeFile(path.join(dir, 'a.log'), `one\ntwo\n${long}\nthree\n`);
+    await writeFile(path.join(dir, 'b.log'), 'b1\nb2\n');
+    const r = rec('a', 'b');
+    const leader = new LogCursor(dir);
+    const led: string[] = [];
+    // The leader reads three batches: the first lines and two pieces of the long one.
+    for (let i = 0; i < 3; i++) led.push(...(await leader.read(r)).lines.map((l) => `${l.step}:${l.line.length}`));
+    const edge = leader.position();
+    await appendFile(path.join(dir, 'b.log'), 'b3\n');
+
+    const follower = new LogCursor(dir, 100);
+    assert.equal(follower.at(edge), false);
+    const got: string[] = [];
+    for (let more = true; more; ) {
+      const b = await follower.read(r, undefined, edge);
+      got.push(...b.lines.map((l) => `${l.step}:${l.line.length}`));
+      more = b.more;
+    }
+    assert.deepEqual(got.join(','), led.join(','), 'the same lines and pieces, nothing past the bound (b is not in it)');
+    assert.ok(follower.at(edge));
+    follower.seek(new Map());
+    assert.ok(follower.at(new Map([['a', 0]])), 'a step at 0 stands where a step not named does');
+  } finally {
+    await rm(dir, { recursive: true });
+  }
+});
