@@ -2,10 +2,11 @@
  * Which addresses an allowed name may lead to. An allowed name is a host on
  * the internet: never this machine (any of its addresses: its interfaces,
  * its bridges), never loopback, link-local (the cloud's metadata endpoint),
- * unspecified, multicast or reserved, and a private or special-purpose range
- * that is not the internet (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7;
- * the documentation, benchmarking and protocol ranges) only where the runner
- * was told to allow it (`--egress-private`). IPv6 forms that carry an IPv4 address (mapped,
+ * unspecified, multicast or reserved; and a network this machine is directly
+ * on (its LAN, its bridges, whatever range they use) or a range that is not
+ * the internet (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7, the
+ * benchmarking and protocol ranges) only where the runner was told to allow
+ * it (`--egress-private`). IPv6 forms that carry an IPv4 address (mapped,
  * NAT64, 6to4) are judged by that address. Pure.
  */
 import net from 'node:net';
@@ -15,6 +16,8 @@ export interface AddressPolicy {
   hostAddresses: readonly string[];
   /** private ranges (CIDR) a step may reach: a company mirror, a test's fake internet */
   privateAllowed: readonly string[];
+  /** the networks this machine is directly on (CIDR): its neighbours are not the internet either */
+  hostNetworks?: readonly string[];
 }
 
 const NEVER: Array<[string, number, 'ipv4' | 'ipv6']> = [
@@ -37,12 +40,8 @@ const PRIVATE: Array<[string, number, 'ipv4' | 'ipv6']> = [
   ['192.168.0.0', 16, 'ipv4'],
   ['100.64.0.0', 10, 'ipv4'],
   ['192.0.0.0', 24, 'ipv4'], // IETF protocol assignments
-  ['192.0.2.0', 24, 'ipv4'], // documentation (TEST-NET-1)
-  ['198.18.0.0', 15, 'ipv4'], // benchmarking
-  ['198.51.100.0', 24, 'ipv4'], // documentation (TEST-NET-2)
-  ['203.0.113.0', 24, 'ipv4'], // documentation (TEST-NET-3)
+  ['198.18.0.0', 15, 'ipv4'], // benchmarking (and the fake-IP answers of local proxies)
   ['fc00::', 7, 'ipv6'],
-  ['2001:db8::', 32, 'ipv6'], // documentation
   ['100::', 64, 'ipv6'], // discard
   ['64:ff9b:1::', 48, 'ipv6'], // local NAT64
 ];
@@ -102,7 +101,11 @@ export function addressProblem(ip: string, policy: AddressPolicy): string | unde
   const canonical = canonicalAddress(bare);
   if (policy.hostAddresses.some((a) => canonicalAddress(a) === canonical)) return 'an address of this machine';
   if (never.check(bare, type)) return 'a loopback, link-local, multicast or reserved address';
-  if (privateRanges.check(bare, type) && !inRanges(bare, type, policy.privateAllowed)) {
+  const allowed = inRanges(bare, type, policy.privateAllowed);
+  if (!allowed && inRanges(bare, type, policy.hostNetworks ?? [])) {
+    return "on a network this machine is on (its LAN or a bridge), not the internet (allow its range with --egress-private on runner exec or serve)";
+  }
+  if (!allowed && privateRanges.check(bare, type)) {
     return 'a private or special-purpose address, not the internet (allow its range with --egress-private on runner exec or serve)';
   }
   return undefined;

@@ -38,6 +38,8 @@ export interface GatewayConfig {
   hostAddresses?: string[];
   /** private ranges (CIDR) an allowed name may resolve to (--egress-private); any other private address is refused */
   privateAllowed?: string[];
+  /** the networks the runner's machine is directly on (CIDR): refused unless in privateAllowed */
+  hostNetworks?: string[];
   model?: ModelRoute;
   /** what the step may still spend; absent: no limit */
   allowance?: Allowance;
@@ -107,7 +109,7 @@ export function parseConfig(text: string | undefined): GatewayConfig | string {
   }
   if (typeof c !== 'object' || c === null) return 'the config must be a JSON object';
   if (!Array.isArray(c.allow) || !c.allow.every((h) => typeof h === 'string')) return 'allow must be a list of host names';
-  for (const key of ['hostAddresses', 'privateAllowed'] as const) {
+  for (const key of ['hostAddresses', 'privateAllowed', 'hostNetworks'] as const) {
     if (c[key] !== undefined && !(Array.isArray(c[key]) && c[key].every((a) => typeof a === 'string'))) return `${key} must be a list of strings`;
   }
   if (typeof c.listenSubnet !== 'string' || !/^\d+\.\d+\.\d+\.\d+\/\d+$/.test(c.listenSubnet)) return 'listenSubnet must be an IPv4 CIDR';

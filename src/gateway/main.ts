@@ -50,7 +50,7 @@ async function main(): Promise<void> {
   const refusals = new Refusals((host, reason) => emit({ event: 'refused', host, reason }));
   const budgetRefusals = { count: 0 };
   const calls = config.model ? new ModelCalls(config.model, new Ledger(config.allowance), config.prices, emit, budgetRefusals) : undefined;
-  const policy = { hostAddresses: config.hostAddresses ?? [], privateAllowed: config.privateAllowed ?? [] };
+  const policy = { hostAddresses: config.hostAddresses ?? [], privateAllowed: config.privateAllowed ?? [], hostNetworks: config.hostNetworks ?? [] };
   const server = gatewayServer(config, calls, { allow: config.allow, refusals, policy });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -8,7 +8,7 @@ import { ContainerError, errorMessage } from '../../common/errors.js';
 import { LineSplitter } from '../../common/line-splitter.js';
 import { LABELS, type ContainerHandle, type ContainerRuntime } from '../../container/runtime.js';
 import { GATEWAY_HOST, type CallEvent, type CallStartEvent, type GatewayConfig, type GatewayEvent } from '../config.js';
-import { thisMachineAddresses } from './host-addresses.js';
+import { thisMachineAddresses, thisMachineNetworks } from './host-addresses.js';
 import { GATEWAY_IMAGE } from './image.js';
 
 /** A step's model calls, summed as they come (a step making a million calls costs the runner no memory). */
@@ -67,7 +67,7 @@ export interface GatewayOptions {
   egressNetwork: string;
   /** name servers it resolves allowed names with (default: the engine's) */
   egressDns?: string[];
-  config: Omit<GatewayConfig, 'listenSubnet' | 'hostAddresses'>;
+  config: Omit<GatewayConfig, 'listenSubnet' | 'hostAddresses' | 'hostNetworks'>;
   /** as it happens: a call, a refusal, a problem of the gateway's own */
   onEvent(e: GatewayEvent): void;
 }
@@ -78,7 +78,7 @@ export async function openGateway(runtime: ContainerRuntime, o: GatewayOptions):
   const network = `${o.name}-net`;
   const labels = { ...o.labels, [LABELS.role]: 'gateway' };
   // this machine's addresses, read before the step's network exists (the host has none on it)
-  const hostAddresses = await thisMachineAddresses(runtime);
+  const [hostAddresses, hostNetworks] = await Promise.all([thisMachineAddresses(runtime), thisMachineNetworks()]);
   const { subnet } = await runtime.createNetwork({ name: network, internal: true, isolated: true, labels });
   let handle: ContainerHandle | undefined;
   const report: GatewayReport = {
@@ -153,7 +153,7 @@ export async function openGateway(runtime: ContainerRuntime, o: GatewayOptions):
       cmd: [],
       env: {},
       // its key on standard input, never in its environment: `docker inspect` shows that to anyone with the engine's API
-      stdin: `${JSON.stringify({ ...o.config, hostAddresses, listenSubnet: subnet } satisfies GatewayConfig)}\n`,
+      stdin: `${JSON.stringify({ ...o.config, hostAddresses, hostNetworks, listenSubnet: subnet } satisfies GatewayConfig)}\n`,
       workingDir: '/',
       user: '65532:65532',
       mounts: [],
