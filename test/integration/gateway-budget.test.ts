@@ -193,6 +193,7 @@ steps:
     assert.equal(step.usage.outputTokens, 64_000, `${id}: the answer's usage was read, though the step hung up or asked for none`);
     if (id in bound) assert.ok(step.usage.costUsd > 0.05 && step.usage.costUsd <= bound[id as keyof typeof bound], `${id}: $${step.usage.costUsd}`);
   }
+  console.log(Object.keys(models).map((id) => `${id}: ${r.json.steps[id].status}, ${models[id as keyof typeof models].requests.length} call, charged $${r.json.steps[id].usage.costUsd} (${r.json.steps[id].usage.inputTokens}+${r.json.steps[id].usage.outputTokens} tokens)`).join('; '));
   assert.equal(models.chat.requests[0]!.body.stream_options?.include_usage, true, 'the gateway asked for the usage');
   assert.equal(models.responses.requests[0]!.finished, true, 'read on after the step hung up');
 });
