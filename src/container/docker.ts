@@ -412,7 +412,9 @@ class DockerContainer implements ContainerHandle {
 /** Whether the container has /bin/sh (a link to one counts), asked before it starts. */
 async function hasShell(c: Docker.Container): Promise<boolean> {
   try {
-    await c.infoArchive({ path: '/bin/sh' });
+    // the answer is a stream (of no body): left unread, it holds its connection, and the process, open
+    const answer = (await c.infoArchive({ path: '/bin/sh' })) as unknown as NodeJS.ReadableStream & { destroy?: () => void };
+    answer.destroy?.();
     return true;
   } catch (err) {
     // anything but "no such path" is not this question's answer: the start will say what is wrong
