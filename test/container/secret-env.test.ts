@@ -1,4 +1,7 @@
-/** The secrets prelude run by real shells: every byte but NUL arrives exactly, the command's stdin stays empty. */
+/**
+ * The secrets prelude run by real shells (dash, bash and sh here; SECRET_ENV_SHELLS="/path/to/ash ..." runs
+ * it with others, e.g. busybox): every byte but NUL arrives exactly, the command's stdin stays empty.
+ */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
