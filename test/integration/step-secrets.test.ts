@@ -6,7 +6,7 @@
  * real git, the real CLI.
  */
 import assert from 'node:assert/strict';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -22,7 +22,8 @@ const SECRET_ENV = { RUNNER_TEST_HARD: HARD };
 
 const images: string[] = [];
 after(() => {
-  for (const i of images) execFileSync('docker', ['image', 'rm', '-f', i], { stdio: 'ignore' });
+  // each on its own: one that will not go does not keep the others
+  for (const i of images) spawnSync('docker', ['image', 'rm', '-f', i], { stdio: 'ignore' });
 });
 
 /**
