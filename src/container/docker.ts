@@ -8,6 +8,7 @@ import { ContainerError, errorMessage } from '../common/errors.js';
 import { packageRoot } from '../common/package-root.js';
 import { hostPathProblem, ownContainerId, type OwnMount } from './host-paths.js';
 import { isOwnImage, ownImageMissing } from './own-images.js';
+import { encodeSecretEnv, preludeArgv } from './secret-env.js';
 import type { ContainerHandle, ContainerRuntime, ContainerSpec, ExitState, NetworkSpec, OutputHandler, PullProgress } from './runtime.js';
 
 interface HttpError {
@@ -130,11 +131,17 @@ export class DockerRuntime implements ContainerRuntime {
 
   async create(spec: ContainerSpec): Promise<ContainerHandle> {
     await this.checkHostPaths(spec.mounts.map((m) => m.source));
+    const secrets = spec.secretEnv && Object.keys(spec.secretEnv).length ? spec.secretEnv : undefined;
+    if (secrets && spec.stdin !== undefined) throw new ContainerError('docker_failed', `a container cannot be given both stdin and secrets (${spec.name}): a bug in the runner`);
+    // secrets go on its standard input, to the prelude that exports them and execs the command
+    const command = secrets ? await this.throughPrelude(spec) : { Cmd: spec.cmd };
+    const stdin = secrets ? encodeSecretEnv(secrets) : spec.stdin;
+    let c: Docker.Container;
     try {
-      const c = await this.docker.createContainer({
+      c = await this.docker.createContainer({
         name: spec.name,
         Image: spec.image,
-        Cmd: spec.cmd,
+        ...command,
         Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
         WorkingDir: spec.workingDir,
         User: spec.user,
@@ -143,9 +150,9 @@ export class DockerRuntime implements ContainerRuntime {
         AttachStderr: true,
         Tty: false,
         // stdin only to hand something in (ended at once), never a terminal
-        OpenStdin: spec.stdin !== undefined,
-        StdinOnce: spec.stdin !== undefined,
-        AttachStdin: spec.stdin !== undefined,
+        OpenStdin: stdin !== undefined,
+        StdinOnce: stdin !== undefined,
+        AttachStdin: stdin !== undefined,
         NetworkDisabled: spec.network === 'none',
         HostConfig: {
           Binds: spec.mounts.map((m) => `${m.source}:${m.target}:${m.readOnly ? 'ro' : 'rw'}`),
@@ -173,10 +180,32 @@ export class DockerRuntime implements ContainerRuntime {
         },
         ...(spec.networkAliases?.length ? { NetworkingConfig: { EndpointsConfig: { [spec.network]: { Aliases: spec.networkAliases } } } } : {}),
       });
-      return new DockerContainer(c, this.docker, spec.stdin);
     } catch (err) {
       throw engineError(`creating the container for image ${spec.image}`, err);
     }
+    if (secrets && !(await hasShell(c))) {
+      await c.remove({ force: true }).catch(() => undefined);
+      throw new ContainerError(
+        'no_shell',
+        `image ${spec.image} has no /bin/sh, which a step given secrets (${Object.keys(secrets).join(', ')}) needs: they reach its command through a /bin/sh prelude that reads them on its standard input, so that they never show in the container's config (docker inspect). Use an image with a POSIX shell at /bin/sh, or give the step no secrets:`,
+      );
+    }
+    return new DockerContainer(c, this.docker, stdin);
+  }
+
+  /**
+   * The prelude in front of what the container would run: the image's entrypoint and the step's
+   * command (the image's own when the step has none), as the engine would join them.
+   */
+  private async throughPrelude(spec: ContainerSpec): Promise<{ Entrypoint: string[]; Cmd: string[] }> {
+    let config: { Entrypoint?: string[] | string | null; Cmd?: string[] | string | null };
+    try {
+      config = (await this.docker.getImage(spec.image).inspect()).Config ?? {};
+    } catch (err) {
+      throw engineError(`inspecting image ${spec.image}`, err);
+    }
+    const list = (v: string[] | string | null | undefined): string[] => (Array.isArray(v) ? v : typeof v === 'string' ? ['/bin/sh', '-c', v] : []);
+    return { Entrypoint: preludeArgv(list(config.Entrypoint)), Cmd: spec.cmd.length ? spec.cmd : list(config.Cmd) };
   }
 
   async listByLabels(labels: Record<string, string>): Promise<Array<{ id: string; labels: Record<string, string> }>> {
@@ -377,6 +406,19 @@ class DockerContainer implements ContainerHandle {
       // 404: already gone; 409: removal already in progress.
       if (status(err) !== 404 && status(err) !== 409) throw engineError('removing the container', err);
     }
+  }
+}
+
+/** Whether the container has /bin/sh (a link to one counts), asked before it starts. */
+async function hasShell(c: Docker.Container): Promise<boolean> {
+  try {
+    // the answer is a stream (of no body): left unread, it holds its connection, and the process, open
+    const answer = (await c.infoArchive({ path: '/bin/sh' })) as unknown as NodeJS.ReadableStream & { destroy?: () => void };
+    answer.destroy?.();
+    return true;
+  } catch (err) {
+    // anything but "no such path" is not this question's answer: the start will say what is wrong
+    return status(err) !== 404;
   }
 }
 

@@ -45,6 +45,13 @@ export interface ContainerSpec {
    * who reads the engine's API sees it (the gateway's config, with its key).
    */
   stdin?: string;
+  /**
+   * Environment variables for the command's process only, never in the
+   * container's config (`docker inspect`): the command starts through the
+   * secrets prelude (secret-env.ts), which reads them from standard input
+   * (local) or a swarm secret file, and needs `/bin/sh` in the image. Not with `stdin`.
+   */
+  secretEnv?: Record<string, string>;
   /** swarm: where it may run (`node.labels.gpu == true`) */
   placement?: string[];
   labels: Record<string, string>;

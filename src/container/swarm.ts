@@ -11,6 +11,7 @@ import Docker from 'dockerode';
 import { ContainerError, errorMessage } from '../common/errors.js';
 import { DockerRuntime, recipesDir, removeSwarmFiles } from './docker.js';
 import { isOwnImage, ownImageMissing } from './own-images.js';
+import { encodeSecretEnv, preludeArgv } from './secret-env.js';
 import type { ContainerHandle, ContainerSpec, ExitState, OutputHandler } from './runtime.js';
 
 /** The attachable overlay network of swarm steps with `network: bridge` (it has a way out, and to the runner's transfer). */
@@ -21,6 +22,8 @@ const PENDING_MS = 60_000;
 /** how long the manager may not answer before a step is given up */
 const MANAGER_GONE_MS = 30_000;
 const TERMINAL = new Set(['complete', 'failed', 'rejected', 'shutdown', 'orphaned', 'remove']);
+/** a step's secrets, as the prelude reads them: a swarm secret (a tmpfs file only the step's user reads), never the job's env */
+const SECRET_ENV_FILE = 'runner-secret-env';
 
 interface TaskInfo {
   ID: string;
@@ -153,7 +156,9 @@ class SwarmTask implements ContainerHandle {
   async start(): Promise<void> {
     const s = this.spec;
     const labels = s.labels;
-    const files = s.files ?? [];
+    const secretEnv = s.secretEnv && Object.keys(s.secretEnv).length ? s.secretEnv : undefined;
+    const files = [...(s.files ?? []), ...(secretEnv ? [{ target: SECRET_ENV_FILE, data: encodeSecretEnv(secretEnv), secret: true }] : [])];
+    const command = secretEnv ? preludeArgv(s.cmd, `/run/secrets/${SECRET_ENV_FILE}`) : s.cmd;
     const secrets: Array<Record<string, unknown>> = [];
     const configs: Array<Record<string, unknown>> = [];
     try {
@@ -174,7 +179,7 @@ class SwarmTask implements ContainerHandle {
         TaskTemplate: {
           ContainerSpec: {
             Image: s.image,
-            Command: s.cmd,
+            Command: command,
             Env: Object.entries(s.env).map(([k, v]) => `${k}=${v}`),
             Dir: s.workingDir,
             User: s.user,

@@ -4,15 +4,22 @@
  * and the engine refuses a create request much above 1 MiB (HTTP 431). A value
  * that big (an earlier step's 1 MiB output used in env:) fails the step that
  * would receive it, before any container, with a message that says so; so
- * does a NUL byte, which no argument or variable can hold. Pure.
+ * does a NUL byte, which no argument or variable can hold, and a secret whose
+ * name the secrets prelude cannot carry. Secrets count as the variables they
+ * become. Pure.
  */
 import { formatSize } from '../common/durations.js';
+import { secretNameProblem } from '../container/secret-env.js';
 import type { RenderedStep } from './render.js';
 
 export const MAX_EXEC_STRING = 128 * 1024 - 1;
 export const MAX_EXEC_TOTAL = 1024 * 1024;
 
-export function execSizeProblem(r: RenderedStep): string | undefined {
+export function execSizeProblem(step: Pick<RenderedStep, 'cmd' | 'env'> & Partial<Pick<RenderedStep, 'secretEnv'>>): string | undefined {
+  const secretNames = Object.keys(step.secretEnv ?? {});
+  const badName = secretNames.map(secretNameProblem).find((p) => p !== undefined);
+  if (badName) return badName;
+  const r = { cmd: step.cmd, env: { ...step.env, ...step.secretEnv } };
   const fix = 'write big values to a file (in the workspace, or $RUNNER_OUTPUT\'s directory) and read them there';
   let total = 0;
   const nul = r.cmd.findIndex((a) => a.includes('\0'));

@@ -22,6 +22,8 @@ export interface RunIdentity {
 export interface RenderedStep {
   cmd: string[];
   env: Record<string, string>;
+  /** the step's secrets, apart from `env`: they reach its process, never its container's config (container/secret-env.ts) */
+  secretEnv: Record<string, string>;
 }
 
 export const CONTAINER_PATHS = {
@@ -62,13 +64,9 @@ export function renderStep(
     cmd = (plan.command ?? []).map((arg) => renderTemplate(arg, resolve));
   }
 
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(plan.env)) env[k] = renderTemplate(v, resolve);
-  for (const name of plan.secrets) {
-    const value = secretValues[name];
-    if (value !== undefined) env[name] = value;
-  }
-  Object.assign(env, scriptEnv, {
+  // What the runner sets itself wins over the file's env: and a secret of the same name; a secret wins over env:.
+  const own: Record<string, string> = {
+    ...scriptEnv,
     HOME: CONTAINER_PATHS.home,
     RUNNER_RUN_ID: id.runId,
     RUNNER_STEP_ID: plan.id,
@@ -79,11 +77,18 @@ export function renderStep(
     RUNNER_TASK_ID: id.taskId,
     RUNNER_TASK_RUN: String(id.taskRun),
     RUNNER_OUTPUT: CONTAINER_PATHS.output,
-  });
-  if (prompt !== undefined) env.RUNNER_PROMPT = prompt;
-  if (item) {
-    env.RUNNER_ITEM = item.value;
-    env.RUNNER_ITEM_INDEX = String(item.index);
+    ...(prompt !== undefined ? { RUNNER_PROMPT: prompt } : {}),
+    ...(item ? { RUNNER_ITEM: item.value, RUNNER_ITEM_INDEX: String(item.index) } : {}),
+  };
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(plan.env)) env[k] = renderTemplate(v, resolve);
+  const secretEnv: Record<string, string> = {};
+  for (const name of plan.secrets) {
+    const value = secretValues[name];
+    if (value === undefined || Object.hasOwn(own, name)) continue;
+    secretEnv[name] = value;
+    delete env[name];
   }
-  return { cmd, env };
+  Object.assign(env, own);
+  return { cmd, env, secretEnv };
 }

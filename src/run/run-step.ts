@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { formatSize } from '../common/durations.js';
-import { errorMessage } from '../common/errors.js';
+import { ContainerError, errorMessage } from '../common/errors.js';
 import { LineSplitter } from '../common/line-splitter.js';
 import type { Masker } from '../common/mask.js';
 import { LABELS, type ContainerSpec, type Mount } from '../container/runtime.js';
@@ -120,6 +120,7 @@ export async function runStep(c: StepContext): Promise<StepRun> {
   let transferProblem: string | undefined;
   let wayReport: StepWayReport | undefined;
   let agent: Awaited<ReturnType<typeof readAgentResult>> | undefined;
+  let notStarted: string | undefined;
   try {
     prepared = await (deps.transport ?? mountTransport).prepare(containerSpec(c, rendered, user, ioDir, way), { workspace: ws.path, io: ioDir, owner: user });
     end = await runContainer(deps.runtime, prepared.spec, {
@@ -137,6 +138,10 @@ export async function runStep(c: StepContext): Promise<StepRun> {
       },
       onCleanupError: (m) => deps.reporter.warn(m),
     });
+  } catch (err) {
+    // an image that cannot take the step's secrets out of the engine's sight: the step's, said before it runs
+    if (!(err instanceof ContainerError && err.code === 'no_shell')) throw err;
+    notStarted = errorMessage(err);
   } finally {
     out.end();
     err.end();
@@ -155,6 +160,7 @@ export async function runStep(c: StepContext): Promise<StepRun> {
     if (wayReport?.pathsRefused) log.line(`runner gateway: refused ${wayReport.pathsRefused} request${wayReport.pathsRefused === 1 ? '' : 's'} that were not model calls`);
     log.close();
   }
+  if (notStarted !== undefined || !end) return { result: await refuseStep(c, ioDir, 'step_not_started', `not started: ${notStarted ?? 'the container did not run'}`), outputs: {} };
 
   const overRun = overBudget.signal.aborted && !deps.signal.aborted;
   const status =
@@ -318,7 +324,7 @@ function gatewayEvent(c: StepContext, e: GatewayEvent, logLine: (line: string) =
 
 function containerSpec(
   c: StepContext,
-  rendered: { cmd: string[]; env: Record<string, string> },
+  rendered: { cmd: string[]; env: Record<string, string>; secretEnv: Record<string, string> },
   user: { uid: number; gid: number },
   ioDir: string,
   way: StepWay,
@@ -334,6 +340,7 @@ function containerSpec(
     image: plan.image,
     cmd: rendered.cmd,
     env: rendered.env,
+    ...(Object.keys(rendered.secretEnv).length ? { secretEnv: rendered.secretEnv } : {}),
     workingDir: CONTAINER_PATHS.workspace,
     user: `${user.uid}:${user.gid}`,
     mounts,

@@ -69,6 +69,56 @@ test('six runs of a two-step pipeline at once on the swarm: every commit lands, 
   assert.match(shown.stdout, /on node \S+/);
 });
 
+test('a step on a worker given a secret has it byte-exact; docker service inspect, the job\'s secrets and configs, and the task\'s container on its node never show it', { timeout: 300_000 }, async () => {
+  const f = await fixture({ owner: 1000 });
+  const mark = 'sw4rm-s3cr3t-4711';
+  const value = `${mark} one\n'single' "double" $(id) \\back\\slash %s\n\n`;
+  const file = await writePipeline(f, `version: 1
+name: secret
+project: { path: project, push: never }
+defaults: { image: runner/base:latest, resources: { memory: 128m, cpus: 0.2, pids: 64 }, timeout: 2m }
+secrets: [RUNNER_TEST_SWARM]
+steps:
+  - id: hold
+    secrets: [RUNNER_TEST_SWARM]
+    run: |
+      printf %s "$RUNNER_TEST_SWARM" > secret.txt
+      sleep 4
+`);
+  // the manager's view of jobs, their secrets and configs; each worker's view of the containers it runs
+  const label = `label=dev.runner.home=${f.home}`;
+  const engines = [[], ...['lab-w1', 'lab-w2'].map((w) => ['-H', `unix:///run/runner-swarm-lab/${w}.sock`])];
+  const views: Array<{ engine: string[]; list: string[]; inspect: string[] }> = [
+    { engine: [], list: ['service', 'ls'], inspect: ['service', 'inspect'] },
+    { engine: [], list: ['secret', 'ls'], inspect: ['secret', 'inspect'] },
+    { engine: [], list: ['config', 'ls'], inspect: ['config', 'inspect'] },
+    ...engines.map((engine) => ({ engine, list: ['ps', '-a'], inspect: ['container', 'inspect'] })),
+  ];
+  const seen = new Set<string>();
+  const found = new Set<string>();
+  let stopped = false;
+  const watching = (async () => {
+    while (!stopped) {
+      for (const v of views) {
+        const ids = (await run('docker', [...v.engine, ...v.list, '-q', '--filter', label]).catch(() => ({ stdout: '' }))).stdout.split('\n').filter(Boolean);
+        if (!ids.length) continue;
+        const out = (await run('docker', [...v.engine, ...v.inspect, ...ids]).catch((e: { stdout?: string }) => ({ stdout: e.stdout ?? '' }))).stdout;
+        ids.forEach((id) => seen.add(`${v.inspect[0]} ${id}`));
+        for (const form of [value, JSON.stringify(value).slice(1, -1), mark]) if (out.includes(form)) found.add(`${v.inspect.join(' ')} ${v.engine.join(' ')} shows it`);
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  })();
+  const r = await execPipeline(f, file, SWARM, { env: { RUNNER_TEST_SWARM: value } });
+  stopped = true;
+  await watching;
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok([...seen].some((s) => s.startsWith('service ')) && [...seen].some((s) => s.startsWith('container ')), `the job and its task's container were inspected (${[...seen].join(', ')})`);
+  assert.deepEqual([...found], []);
+  assert.deepEqual(execFileSync('git', ['-c', 'safe.directory=*', '-C', f.project, 'show', `${r.json.branch}:secret.txt`]), Buffer.from(value));
+  assert.equal(services(), '', 'no job service is left');
+});
+
 test('a hostile step on a worker sends its own tar back: nothing outside the worktree changes', { timeout: 300_000 }, async () => {
   const f = await fixture({ owner: 1000 });
   const outside = mkdtempSync(path.join(os.tmpdir(), 'runner-outside-'));

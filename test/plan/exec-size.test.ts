@@ -10,3 +10,10 @@ test('a value a process cannot be given is named, with what to do', () => {
   const many = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`V${i}`, 'x'.repeat(100_000)]));
   assert.match(execSizeProblem({ cmd: ['true'], env: many })!, /^its command and environment come to 1\.1m, over the 1m a container can be given/);
 });
+
+test('secrets count as the variables they become; a name the prelude cannot carry is refused', () => {
+  assert.match(execSizeProblem({ cmd: ['true'], env: {}, secretEnv: { TOKEN: 't'.repeat(200_000) } })!, /^its environment variable TOKEN is 195\.3k/);
+  assert.match(execSizeProblem({ cmd: ['true'], env: {}, secretEnv: { TOKEN: 'a\0b' } })!, /TOKEN holds a NUL byte/);
+  assert.match(execSizeProblem({ cmd: ['true'], env: {}, secretEnv: { RUNNER_SECRET_NAME: 'x' } })!, /secret name RUNNER_SECRET_NAME is the runner's own/);
+  assert.equal(execSizeProblem({ cmd: ['true'], env: { A: 'b' }, secretEnv: { TOKEN: 'x' } }), undefined);
+});

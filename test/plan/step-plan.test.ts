@@ -44,7 +44,8 @@ test('render: prompt into argv, outputs into env, RUNNER_* identity, secrets onl
   const id = { runId: 'r1', pipeline: 'p', branch: 'run/r1', baseSha: 'abc', attempt: 1, taskRun: 1, taskId: '' };
   const d = renderStep(design!, new Map(), id, { KEY: 'k-value', OTHER: 'o' });
   assert.deepEqual(d.cmd, ['claude', '-p', 'do it']);
-  assert.equal(d.env.KEY, 'k-value');
+  assert.deepEqual(d.secretEnv, { KEY: 'k-value' }, 'a secret is kept apart from the container\'s env');
+  assert.equal(d.env.KEY, undefined);
   assert.equal(d.env.OTHER, undefined);
   assert.equal(d.env.RUNNER_PROMPT, 'do it');
   assert.equal(d.env.RUNNER_RUN_ID, 'r1');
@@ -55,7 +56,20 @@ test('render: prompt into argv, outputs into env, RUNNER_* identity, secrets onl
   assert.equal(r.env.RUNNER_EXPR_0, '$(id)');
   assert.equal(r.env.T, '$(id)!');
   assert.equal(r.env.KEY, undefined);
+  assert.deepEqual(r.secretEnv, {});
   assert.equal(r.env.LANG, 'C.UTF-8');
+});
+
+test('render: a secret wins over env: of its name (which then is not in env), the runner\'s own variables win over a secret', () => {
+  const [, t] = planSteps(parsePipeline(FILE, 'p.yaml'));
+  const id = { runId: 'r1', pipeline: 'p', branch: 'run/r1', baseSha: 'abc', attempt: 1, taskRun: 1, taskId: '' };
+  const plan = { ...t!, secrets: ['LANG', 'RUNNER_RUN_ID', 'HOME', 'RUNNER_EXPR_0'] };
+  const r = renderStep(plan, new Map(), id, { LANG: 'secret-lang', RUNNER_RUN_ID: 'x', HOME: '/evil', RUNNER_EXPR_0: 'y' });
+  assert.deepEqual(r.secretEnv, { LANG: 'secret-lang' });
+  assert.equal(r.env.LANG, undefined);
+  assert.equal(r.env.RUNNER_RUN_ID, 'r1');
+  assert.equal(r.env.HOME, '/home/agent');
+  assert.equal(r.env.RUNNER_EXPR_0, '');
 });
 
 test('user auto is the project owner, never root unless asked', () => {
