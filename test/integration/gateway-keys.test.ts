@@ -5,7 +5,8 @@
  * call is in calls.jsonl, and the step's usage is their sum.
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
@@ -15,6 +16,7 @@ import { execPipeline, git, projectsForThisFile, runCli, writePipeline } from '.
 const KEY = 'sk-ant-api03-the-real-key-' + 'x'.repeat(20);
 const WS = '/home/agent/run-workspace';
 const fixture = projectsForThisFile();
+const run = promisify(execFile);
 const servers: ModelServer[] = [];
 after(() => Promise.all(servers.map((s) => s.close())));
 
@@ -141,31 +143,31 @@ steps:
   - id: implement
     agent: coder
     timeout: 1m
-    run: ${JSON.stringify(`curl -s -o /dev/null -H 'content-type: application/json' -d '{"model":"claude-sonnet-4-5","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}' "$ANTHROPIC_BASE_URL/v1/messages"; sleep 4`)}
+    run: ${JSON.stringify(`curl -s -o /dev/null -H 'content-type: application/json' -d '{"model":"claude-sonnet-4-5","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}' "$ANTHROPIC_BASE_URL/v1/messages"; sleep 6`)}
 `);
   const seen = new Map<string, string>();
   const found: string[] = [];
   let polling = true;
+  const docker = async (...args: string[]) => (await run('docker', args, { maxBuffer: 1 << 26 }).catch(() => ({ stdout: '' }))).stdout;
   const poll = (async () => {
     const label = `label=dev.runner.home=${f.home}`;
     while (polling) {
-      const ids = (what: string[]) => execFileSync('docker', [...what, '-q', '--filter', label], { encoding: 'utf8' }).split('\n').filter(Boolean);
-      for (const [kind, list] of [['container', ids(['ps', '-a'])], ['network', ids(['network', 'ls'])], ['volume', ids(['volume', 'ls'])]] as const) {
-        for (const id of list) {
-          const json = spawnSync('docker', [kind, 'inspect', id], { encoding: 'utf8' }).stdout;
-          if (!json) continue;
-          if (kind === 'container') seen.set(id, JSON.parse(json)[0]?.Config?.Labels?.['dev.runner.role'] ?? 'step');
-          if (json.includes(KEY) || json.includes(KEY.slice(12, 40))) found.push(`${kind} ${id}`);
-        }
+      for (const kind of ['container', 'network', 'volume'] as const) {
+        const ids = (await docker(kind, 'ls', ...(kind === 'container' ? ['-a'] : []), '-q', '--filter', label)).split('\n').filter(Boolean);
+        if (!ids.length) continue;
+        // one inspect for all of a kind: a container may be gone by then, the others are still shown
+        const json = await docker(kind, 'inspect', ...ids);
+        if (kind === 'container') for (const c of JSON.parse(json || '[]') as Array<{ Id: string; Config?: { Labels?: Record<string, string> } }>) seen.set(c.Id, c.Config?.Labels?.['dev.runner.role'] ?? 'step');
+        if (json.includes(KEY) || json.includes(KEY.slice(12, 40))) found.push(`${kind} ${ids.join(' ')}`);
       }
-      await new Promise((r) => setTimeout(r, 150));
+      await new Promise((r) => setTimeout(r, 100));
     }
   })();
   const r = await execPipeline(f, file, [], { env: { ANTHROPIC_API_KEY: KEY } });
   polling = false;
   await poll;
   assert.equal(r.code, 0, r.stderr);
-  assert.deepEqual([...new Set(seen.values())].sort(), ['gateway', 'step'], 'both the gateway and the step were inspected while they ran');
+  assert.deepEqual([...new Set(seen.values())].sort(), ['gateway', 'step'], `both the gateway and the step were inspected while they ran: ${JSON.stringify([...seen])}`);
   assert.deepEqual(found, [], 'no inspect output holds the key');
   assert.equal(server.requests[0]!.headers['x-api-key'], KEY, 'and the model got it from the gateway');
 });
