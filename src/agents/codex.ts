@@ -6,6 +6,7 @@
  * config. It has no turn limit to set.
  */
 import { jsonLines, num, shQuote, str, withV1, type AgentOutcome, type AgentPreset, type AgentSettings } from './preset.js';
+import { messageLines, oneLine, toolResult } from './render.js';
 
 /** A TOML basic string. */
 const toml = (s: string) => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
@@ -28,6 +29,22 @@ export const codex: AgentPreset = {
   },
   env(): Record<string, string> {
     return {};
+  },
+  renderEvent(e: Record<string, any>): string[] {
+    const item = (e.item ?? {}) as Record<string, any>;
+    if (e.type === 'thread.started') return ['codex: started'];
+    if (e.type === 'item.started' && item.type === 'command_execution') return [`codex: ran: ${oneLine(item.command)}`];
+    if (e.type === 'item.completed') {
+      if (item.type === 'agent_message') return messageLines('codex: ', item.text);
+      if (item.type === 'command_execution') return [toolResult(item.aggregated_output, typeof item.exit_code === 'number' && item.exit_code !== 0, num(item.exit_code))];
+      if (item.type === 'file_change') return (Array.isArray(item.changes) ? item.changes : []).map((c: Record<string, any>) => `codex: ${c.kind === 'add' ? 'wrote' : c.kind === 'delete' ? 'deleted' : 'edited'} ${oneLine(c.path)}`);
+      if (item.type === 'mcp_tool_call') return [`codex: called ${oneLine(item.server, 60)}/${oneLine(item.tool, 60)}`];
+      if (item.type === 'web_search') return [`codex: searched the web for ${oneLine(item.query)}`];
+      if (item.type === 'error') return [`codex: error: ${oneLine(item.message)}`];
+    }
+    if (e.type === 'turn.completed' && e.usage) return [`codex: turn done (${num(e.usage.input_tokens) ?? 0} tokens in, ${num(e.usage.output_tokens) ?? 0} out)`];
+    if (e.type === 'turn.failed' || e.type === 'error') return [`codex: error: ${oneLine(e.error?.message ?? e.message)}`];
+    return [];
   },
   parse(text: string, s: AgentSettings): AgentOutcome {
     const events = jsonLines(text);

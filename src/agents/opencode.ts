@@ -6,6 +6,7 @@
  * reads from OPENCODE_CONFIG_CONTENT.
  */
 import { jsonLines, num, shQuote, str, withV1, type AgentOutcome, type AgentPreset, type AgentSettings } from './preset.js';
+import { messageLines, oneLine, toolCall, toolResult } from './render.js';
 
 export const OPENCODE_DEFAULT_MODEL = 'anthropic/claude-sonnet-4-5';
 
@@ -31,6 +32,18 @@ export const opencode: AgentPreset = {
       ...(s.baseUrl ? { provider: { [provider]: { options: { baseURL: withV1(s.baseUrl) } } } } : {}),
     };
     return { OPENCODE_CONFIG_CONTENT: JSON.stringify(config) };
+  },
+  renderEvent(e: Record<string, any>): string[] {
+    const part = (e.part ?? {}) as Record<string, any>;
+    if (e.type === 'text') return messageLines('opencode: ', part.text);
+    if (e.type === 'tool_use') {
+      const state = (part.state ?? {}) as Record<string, any>;
+      const call = `opencode: ${toolCall(String(part.tool ?? 'tool'), state.input)}`;
+      if (state.status === 'completed' || state.status === 'error') return [call, toolResult(state.output ?? state.error, state.status === 'error', num(state.metadata?.exit))];
+      return [call];
+    }
+    if (e.type === 'error') return [`opencode: error: ${oneLine(e.error?.data?.message ?? e.error?.message ?? e.error)}`];
+    return [];
   },
   parse(text: string, s: AgentSettings): AgentOutcome {
     const events = jsonLines(text);

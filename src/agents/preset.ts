@@ -61,6 +61,8 @@ export interface AgentPreset {
   env(s: AgentSettings): Record<string, string>;
   /** reads what the CLI wrote to the result file */
   parse(text: string, s: AgentSettings): AgentOutcome;
+  /** one of the CLI's events (a line of its result file, as it is written) as lines a person reads; none for what says nothing */
+  renderEvent(event: Record<string, any>): string[];
   /** why a setting cannot work with this CLI, for validation */
   refuse?(step: { user: string | undefined }): string | undefined;
 }

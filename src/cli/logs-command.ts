@@ -2,7 +2,10 @@
  * `runner logs RUN_ID [--step ID] [--follow] [--raw]`: a run's step output, as
  * the steps printed it (masked), read in chunks and written as fast as the
  * reader takes it. Control characters are shown visibly unless --raw.
+ * `--step ID --transcript`: an agent step's events as its CLI wrote them.
  */
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
 import path from 'node:path';
 import { writeAndDrain } from '../common/drain.js';
 import { RunnerError, UsageError } from '../common/errors.js';
@@ -20,12 +23,14 @@ export async function logsCommand(args: string[]): Promise<number> {
       step: { type: 'string' },
       follow: { type: 'boolean', short: 'f', default: false },
       raw: { type: 'boolean', default: false },
+      transcript: { type: 'boolean', default: false },
       home: { type: 'string' },
     },
     ['RUN_ID'],
   );
   const home = await openHome(values.home, { quiet: true });
   const runId = positionals[0]!;
+  if (values.transcript) return printTranscript(runDir(home.runs, runId), runId, values.step, values.raw === true);
   const cursor = new LogCursor(path.join(runDir(home.runs, runId), 'steps'));
   const first = await readRun(home.runs, runId);
   if (first.status === 'not_started') throw new RunnerError('no_log', `run ${runId} never started, so it has no log: ${first.error?.message ?? 'it did not start'}`);
@@ -58,5 +63,24 @@ export async function logsCommand(args: string[]): Promise<number> {
     state = await printAll();
   }
   if (values.follow && state.open) await printAll();
+  return 0;
+}
+
+/** An agent step's transcript, a JSON event a line, control characters shown unless raw. */
+async function printTranscript(dir: string, runId: string, step: string | undefined, raw: boolean): Promise<number> {
+  if (!step) throw new UsageError('logs: --transcript goes with --step ID (an agent step of the run)');
+  const file = path.join(dir, 'steps', `${step}.transcript.jsonl`);
+  const input = createReadStream(file);
+  const opened = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
+    input.once('open', () => resolve(undefined));
+    input.once('error', (err) => resolve(err));
+  });
+  if (opened) {
+    if (opened.code === 'ENOENT') throw new UsageError(`logs: run ${runId} has no transcript for step ${step}: only an agent preset's steps have one`);
+    throw new RunnerError('no_log', `logs: the transcript of ${step} could not be read (${opened.code})`);
+  }
+  for await (const line of createInterface({ input, crlfDelay: Infinity })) {
+    if (!(await writeAndDrain(process.stdout, `${raw ? line : visible(line)}\n`))) break;
+  }
   return 0;
 }

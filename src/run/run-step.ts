@@ -20,6 +20,9 @@ import { commitMessage } from './commit-message.js';
 import type { ExecDeps } from './orchestrator.js';
 import { parseOutputs, readOutputsFile } from './outputs.js';
 import { readAgentResult } from '../agents/result.js';
+import { AGENT_RESULT_FILE } from '../agents/preset.js';
+import { PRESETS } from '../agents/presets.js';
+import { followAgentEvents } from './agent-follow.js';
 import { classify, describeStatus, limitsHit, type StepResult } from './step-result.js';
 import { runContainer } from './step-runner.js';
 import { openStepWay, type RunSpending, type StepWay, type StepWayReport } from './step-network.js';
@@ -115,6 +118,18 @@ export async function runStep(c: StepContext): Promise<StepRun> {
     log.close();
     return { result: await refuseStep(c, ioDir, 'gateway_failed', errorMessage(err)), outputs: {} };
   }
+  // An agent's events, rendered into its log as they come (its transcript kept as it wrote them).
+  const preset = plan.preset ? PRESETS[plan.preset] : undefined;
+  const follow =
+    preset &&
+    followAgentEvents(
+      path.join(ioDir, AGENT_RESULT_FILE),
+      store.stepTranscriptPath(name),
+      (event) => {
+        for (const l of preset.renderEvent(event)) out.push(Buffer.from(`${l}\n`));
+      },
+      (message) => log.line(`runner: ${message}`),
+    );
   let end;
   let prepared: Prepared | undefined;
   let transferProblem: string | undefined;
@@ -143,10 +158,12 @@ export async function runStep(c: StepContext): Promise<StepRun> {
     if (!(err instanceof ContainerError && err.code === 'no_shell')) throw err;
     notStarted = errorMessage(err);
   } finally {
-    out.end();
-    err.end();
     // a step on another node sends its work back: the workspace and its outputs are here again before anything reads them
     transferProblem = await prepared?.finish();
+    // the agent's last events (on another node: all of them) are in its log before the log ends
+    await follow?.stop();
+    out.end();
+    err.end();
     // An agent preset's CLI left its machine-readable result: its final message and what it says it cost
     // (behind a gateway, only its turns and session count: the gateway's sums replace the rest).
     agent = plan.preset ? await readAgentResult(plan.preset, ioDir, plan.agentSettings ?? {}) : undefined;
@@ -188,10 +205,8 @@ export async function runStep(c: StepContext): Promise<StepRun> {
   if (agent?.problem) messages.push(agent.problem);
   if (agent?.error) messages.push(agent.error);
   const kept = Object.fromEntries(Object.entries(parsed.values).filter(([k]) => plan.outputs.includes(k) || k === 'summary'));
-  if (agent?.result !== undefined) {
-    kept.result = agent.result;
-    deps.reporter.stepLine(name, 'stdout', masker.mask(`${plan.preset}: ${agent.result.split('\n').find((l) => l.trim()) ?? ''}`));
-  }
+  // its final message was in its log, live, with the rest of its events
+  if (agent?.result !== undefined) kept.result = agent.result;
 
   const result: StepResult = {
     id: plan.id,

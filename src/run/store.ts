@@ -59,6 +59,11 @@ export class RunStore {
     return new StepLog(path.join(this.dir, 'steps', `${stepId}.log`));
   }
 
+  /** An agent step's events as its CLI wrote them, one JSON object a line (`runner logs --transcript`). */
+  stepTranscriptPath(stepId: string): string {
+    return path.join(this.dir, 'steps', `${stepId}.transcript.jsonl`);
+  }
+
   /**
    * A persistent directory step's changes: all of them in `steps/<id>.changes.jsonl`
    * (one masked JSON object a line, `{"kind": "added", "path": …}`) when there are

@@ -5,9 +5,11 @@
  * that never finishes ends in a timeout with the agent's work committed.
  */
 import assert from 'node:assert/strict';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { after, test } from 'node:test';
 import { ModelServer, type Script } from '../fixtures/model-server.js';
-import { commitsOn, execPipeline, git, projectsForThisFile, writePipeline, type CliResult, type Fixture } from '../fixtures/project.js';
+import { commitsOn, execPipeline, git, projectsForThisFile, runCli, writePipeline, type CliResult, type Fixture } from '../fixtures/project.js';
 
 export interface AgentCase {
   preset: string;
@@ -57,9 +59,27 @@ export function agentCases(c: AgentCase): void {
     assert.equal(git(f.project, 'show', `${r.json.branch}:hello.txt`), 'hello from the agent');
   });
 
-  test(`${c.preset}: a model that never finishes: the step times out and what the agent wrote is committed`, { timeout: 180_000 }, async () => {
+  test(`${c.preset}: a model that never finishes: the step times out and what the agent wrote is committed; its log showed the tool call live`, { timeout: 180_000 }, async () => {
     const f = await fixture({ owner: 1000 });
-    const { r, server } = await run(f, { ...c.edits, hangAfter: 1 }, '20s');
+    const server = await model({ ...c.edits, hangAfter: 1 });
+    let done = false;
+    const running = execPipeline(f, await writePipeline(f, c.pipeline(server, '20s')), [], { env: c.env }).finally(() => (done = true));
+    // while the agent waits on its model, its log already says what it did
+    let seenLive: string | undefined;
+    while (!done && !seenLive) {
+      for (const run of await readdir(path.join(f.home, 'runs')).catch(() => [] as string[])) {
+        const log = await readFile(path.join(f.home, 'runs', run, 'steps', 'implement.log'), 'utf8').catch(() => '');
+        seenLive = log.split('\n').find((l) => new RegExp(`^${c.preset}: .*hello\\.txt`).test(l));
+      }
+      await new Promise((res) => setTimeout(res, 200));
+    }
+    const r = await running;
+    assert.ok(seenLive, `the step's log named hello.txt while the step ran: ${await readFile(path.join(f.home, 'runs', r.json.runId, 'steps', 'implement.log'), 'utf8').catch(() => '')}`);
+    const transcript = await readFile(path.join(f.home, 'runs', r.json.runId, 'steps', 'implement.transcript.jsonl'), 'utf8');
+    assert.ok(transcript.split('\n').filter(Boolean).every((l) => JSON.parse(l)), 'the transcript holds the events as the CLI wrote them');
+    const printed = await runCli(['logs', r.json.runId, '--step', 'implement', '--transcript', '--home', f.home]);
+    assert.equal(printed.code, 0, printed.stderr);
+    assert.equal(printed.stdout, transcript, 'runner logs --transcript prints them as they are');
     assert.equal(r.code, 1, r.stderr);
     assert.equal(r.json.steps.implement.status, 'timed_out');
     assert.equal(git(f.project, 'show', `${r.json.branch}:hello.txt`), 'hello from the agent', 'the work before the hang is kept');

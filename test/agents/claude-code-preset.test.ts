@@ -23,7 +23,7 @@ test('use: claude-code plans the image, the headless script, the environment, an
   const [plan] = planSteps(parsePipeline(file('    model: claude-sonnet-4-5\n    max_turns: 40\n    base_url: http://gw:8080\n    secrets: [ANTHROPIC_API_KEY, OTHER]'), 'p.yaml'));
   assert.equal(plan!.image, 'runner/claude-code:latest', 'the preset image wins over defaults');
   assert.equal(plan!.preset, 'claude-code');
-  assert.equal(plan!.run, `claude -p --output-format json --dangerously-skip-permissions --model 'claude-sonnet-4-5' --max-turns 40 -- "$RUNNER_PROMPT" > /home/agent/.runner/agent-result.json`);
+  assert.equal(plan!.run, `claude -p --output-format stream-json --verbose --dangerously-skip-permissions --model 'claude-sonnet-4-5' --max-turns 40 -- "$RUNNER_PROMPT" > /home/agent/.runner/agent-result.json`);
   assert.equal(plan!.network, 'gateway');
   assert.deepEqual(plan!.gateway, { egress: [], model: { kind: 'anthropic', upstream: 'http://gw:8080', credential: 'ANTHROPIC_API_KEY' } });
   assert.deepEqual(plan!.secrets, ['OTHER'], 'the key goes to the gateway, the other secret to the container');
@@ -95,4 +95,18 @@ test("the CLI's JSON result: final message, usage, cost, turns, session; an erro
   assert.equal(hostile.usage!.inputTokens, null, 'a negative count is no count');
   assert.equal(hostile.usage!.sessionId, null);
   assert.equal(hostile.usage!.model!.length, 200);
+});
+
+test("Claude Code's events read as a person reads them: its messages, each tool call with its path or command, each result in a line", () => {
+  const lines = (e: Record<string, unknown>) => claudeCode.renderEvent(e);
+  assert.deepEqual(lines({ type: 'system', subtype: 'init', model: 'claude-sonnet-4-5' }), ['claude-code: started (claude-sonnet-4-5)']);
+  assert.deepEqual(
+    lines({ type: 'assistant', message: { content: [{ type: 'text', text: 'I will add a test.\n\nThen run it.' }, { type: 'tool_use', name: 'Write', input: { file_path: '/w/test.js', content: 'x'.repeat(2048) } }, { type: 'tool_use', name: 'Bash', input: { command: 'npm test\n  --silent' } }] } }),
+    ['claude-code: I will add a test.', 'claude-code: Then run it.', 'claude-code: wrote /w/test.js (2.0 KB)', 'claude-code: ran: npm test --silent'],
+  );
+  assert.deepEqual(lines({ type: 'user', message: { content: [{ type: 'tool_result', content: 'ok 1\nok 2\n', is_error: false }] } }), ['  → ok, 2 lines, 10 B']);
+  assert.deepEqual(lines({ type: 'user', message: { content: [{ type: 'tool_result', content: [{ type: 'text', text: 'Error: no such file' }], is_error: true }] } }), ['  → failed, 1 lines, 19 B: Error: no such file']);
+  assert.deepEqual(lines({ type: 'result', subtype: 'success', num_turns: 3 }), ['claude-code: finished: success, 3 turns']);
+  assert.deepEqual(lines({ type: 'stream_event' }), []);
+  assert.equal(claudeCode.parse([JSON.stringify({ type: 'system', subtype: 'init' }), JSON.stringify({ type: 'result', subtype: 'success', result: 'Done.' })].join('\n'), {}).result, 'Done.');
 });

@@ -38,3 +38,12 @@ test("codex's JSON events: the last agent message, tokens summed over turns, the
   assert.match(codex.parse(JSON.stringify({ type: 'turn.failed', error: { message: 'stream disconnected' } }), {}).error!, /stream disconnected/);
   assert.equal(codex.parse('', {}).error, 'Codex wrote no JSON events');
 });
+
+test("Codex's events read as a person reads them: commands with their exit, files changed, its messages", () => {
+  const lines = (e: Record<string, unknown>) => codex.renderEvent(e);
+  assert.deepEqual(lines({ type: 'item.started', item: { type: 'command_execution', command: 'bash -lc ls' } }), ['codex: ran: bash -lc ls']);
+  assert.deepEqual(lines({ type: 'item.completed', item: { type: 'command_execution', command: 'false', aggregated_output: 'boom\n', exit_code: 1 } }), ['  → failed, exit 1, 1 lines, 5 B: boom']);
+  assert.deepEqual(lines({ type: 'item.completed', item: { type: 'file_change', changes: [{ path: '/w/a.js', kind: 'add' }, { path: '/w/b.js', kind: 'update' }] } }), ['codex: wrote /w/a.js', 'codex: edited /w/b.js']);
+  assert.deepEqual(lines({ type: 'item.completed', item: { type: 'agent_message', text: 'Done.' } }), ['codex: Done.']);
+  assert.deepEqual(lines({ type: 'turn.completed', usage: { input_tokens: 10, output_tokens: 2 } }), ['codex: turn done (10 tokens in, 2 out)']);
+});
