@@ -88,7 +88,8 @@ async function runsShow(args: string[]): Promise<number> {
     ...r.steps.flatMap((s, i) => [
       `  ${resultName(s).padEnd(16)} ${s.status.padEnd(11)} ${s.exitCode ?? '-'}`.padEnd(34) +
         ` ${formatDuration(s.durationMs).padStart(7)}  ${s.commit?.slice(0, 10) ?? ''}${s.node ? `  on node ${s.node}` : ''}${s.limits?.length ? `  limits: ${s.limits.join(', ')}` : ''}${s.message ? `  ${s.message}` : ''}`,
-      // an agent step: what its CLI reported it used
+      // an agent step: what it said at the end, and what it used
+      ...finalMessage(s).map((l) => `  ${''.padEnd(16)} ${l}`),
       ...(s.usage ? [`  ${''.padEnd(16)} ${describeUsage(s.usage)}`] : []),
       // behind a gateway: the hosts it was refused
       ...(s.egress?.refused.length ? [`  ${''.padEnd(16)} egress refused: ${describeRefused(s.egress)}`] : []),
@@ -198,4 +199,13 @@ export function describeRefused(e: NonNullable<StepResult['egress']>): string {
   const hidden = e.refused.length - shown.length;
   const others = e.others ? `, and ${e.others} more refusal(s) of other hosts` : '';
   return `${shown.join(', ')}${hidden > 0 ? `, and ${hidden} more host(s) (runner logs --step)` : ''}${others}`;
+}
+
+/** An agent step's final message, its first lines (the rest counted): what `runs show` says it said. */
+export function finalMessage(s: Pick<StepResult, 'agent' | 'outputs'>, max = 4): string[] {
+  const text = s.agent ? s.outputs?.result : undefined;
+  if (!text?.trim()) return [];
+  const lines = text.trim().split('\n').filter((l) => l.trim());
+  const cut = (l: string) => (l.length > 200 ? `${l.slice(0, 199)}…` : l);
+  return [`said: ${cut(lines[0]!)}`, ...lines.slice(1, max).map((l) => `      ${cut(l)}`), ...(lines.length > max ? [`      … (${lines.length - max} more lines: runs show --json)`] : [])];
 }

@@ -76,6 +76,7 @@ test("an agent step's usage in runs show and in /metrics", { timeout: 120_000 },
   const show = await runCli(['runs', 'show', r.json.runId, '--home', f.home]);
   const seen = server.reportedUsage();
   assert.match(show.stdout, new RegExp(`\\n\\s+claude-\\S+: ${seen.input} in \\/ ${seen.output} out tokens, \\$\\d+\\.\\d{4}, 3 turns, ${seen.calls} calls\\n`));
+  assert.match(show.stdout, /\n\s+said: Wrote hello\.txt and ran\.txt\.\n/, 'the agent\'s final message');
   const s = await serveFolder(f, {}, '127.0.0.1:0');
   try {
     const metrics = await (await fetch(`${s.base}/metrics`)).text();
