@@ -98,21 +98,23 @@ export class TarTransport implements StepTransport {
     let to = { host: await this.address(), port: this.server.port };
     let relay: OpenGateway | undefined;
     if (spec.network === 'none') {
-      const open = () =>
+      const open = (attempt: number) =>
         openGateway(this.manager, {
-          // its network is an overlay, named as a DNS label (the network adds -net)
-          name: serviceName(`${spec.name}-relay`, 59),
+          // its network is an overlay, named as a DNS label (the network adds -net); a name of its own per attempt,
+          // since the overlay of a failed one may still be going away ("name conflicts with an existing object")
+          name: serviceName(`${spec.name}-relay${attempt > 1 ? attempt : ''}`, 59),
           labels: spec.labels,
           egressNetwork: 'bridge',
           config: { allow: [], prices: {}, relay: { port: RELAY_PORT, to } },
           onEvent: () => undefined,
         });
-      // a busy manager can time out attaching a container to a new overlay ("context deadline exceeded"): tried again
+      // a busy manager can time out attaching a container to a new overlay ("context deadline exceeded"), or still hold
+      // a name being removed: tried again, under another name
       for (let attempt = 1; !relay; attempt++) {
         try {
-          relay = await open();
+          relay = await open(attempt);
         } catch (err) {
-          if (attempt >= 3 || !/attaching to network failed|context deadline exceeded/.test(errorMessage(err))) throw err;
+          if (attempt >= 3 || !/attaching to network failed|context deadline exceeded|name conflicts with an existing object/.test(errorMessage(err))) throw err;
           await new Promise((r) => setTimeout(r, 1000 * attempt));
         }
       }
