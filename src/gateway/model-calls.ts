@@ -108,7 +108,8 @@ export class ModelCalls {
     const declared = Number(req.headers['content-length'] ?? NaN);
     if (declared > MAX_REQUEST_BYTES) return this.tooLarge(req, res);
     // a body is read only once there is room for it: what the step sends waits in its socket meanwhile
-    const reserve = Number.isInteger(declared) && declared >= 0 ? declared : MAX_REQUEST_BYTES;
+    // a request with neither a length nor a transfer-encoding has no body (GET /v1/models): it needs no room
+    const reserve = Number.isInteger(declared) && declared >= 0 ? declared : req.headers['transfer-encoding'] !== undefined ? MAX_REQUEST_BYTES : 0;
     void this.bodies.take(reserve).then((release) =>
       readBody(req, MAX_REQUEST_BYTES, (body) => {
         if (!body) {
