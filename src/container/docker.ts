@@ -263,7 +263,8 @@ export class DockerRuntime implements ContainerRuntime {
     try {
       await this.docker.getNetwork(name).remove();
     } catch (err) {
-      if (status(err) !== 404) throw engineError(`removing network ${name}`, err);
+      // a swarm's overlay already gone is a 500 saying "not found", not a 404
+      if (status(err) !== 404 && !/network \S+ not found/.test(errorMessage(err))) throw engineError(`removing network ${name}`, err);
     }
   }
 

@@ -61,8 +61,10 @@ export class SwarmRuntime extends DockerRuntime {
     return (this.network ??= (async () => {
       const found = await this.api.listNetworks({ filters: { name: [SWARM_NETWORK] } });
       if (found.some((n) => n.Name === SWARM_NETWORK)) return;
+      // runs started at once race to make it: the one that loses hears "already exists" from the engine,
+      // or "name conflicts with an existing object" from the swarm, and uses the winner's
       await this.api.createNetwork({ Name: SWARM_NETWORK, Driver: 'overlay', Attachable: true, CheckDuplicate: true, Labels: { 'dev.runner.role': 'swarm' } }).catch((err: unknown) => {
-        if (!/already exists/.test(errorMessage(err))) throw err;
+        if (!nameTaken(err)) throw err;
       });
     })());
   }
@@ -92,6 +94,11 @@ export class SwarmRuntime extends DockerRuntime {
     const services = await this.api.listServices({ filters: { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) } });
     return services.map((s) => ({ id: s.ID, labels: (s.Spec?.Labels as Record<string, string>) ?? {} }));
   }
+}
+
+/** The engine's "already exists" or the swarm's "name conflicts with an existing object": the name is held. Pure. */
+export function nameTaken(err: unknown): boolean {
+  return /already exists|name conflicts with an existing object/i.test(errorMessage(err));
 }
 
 /** A service name the swarm takes (a DNS label): the container's name with what it refuses turned to -, cut with a hash to stay unique. Pure. */
@@ -236,7 +243,7 @@ class SwarmTask implements ContainerHandle {
         await this.createService();
         return true;
       } catch (err) {
-        if (!/already exists|name conflicts/i.test(errorMessage(err))) return false;
+        if (!nameTaken(err)) return false;
         await new Promise((r) => setTimeout(r, 250));
       }
     }
