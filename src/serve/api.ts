@@ -121,9 +121,9 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
   });
   const home = new RunnerHome(state.home);
   // A run this server has queued or is starting has no record of its own yet: nothing to deliver.
-  const heldHere = (id: string) => {
-    const pending = state.notStarted(id);
-    if (pending) throw new DeliveryRefused('not_deliverable', `run ${id} is ${pending.status} on this server and has not run yet: wait for it to end`);
+  const heldHere = async (id: string) => {
+    const r = await record(id);
+    if (!('steps' in r)) throw new DeliveryRefused('not_deliverable', `run ${id} is ${r.status} on this server and has not run yet: wait for it to end`);
   };
   const routes: Array<[string, RegExp, Handler]> = [
     ['GET', /^\/healthz$/, async (_q, res) => json(res, 200, { ok: true })],
@@ -191,7 +191,7 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
           throw new RunnerError('bad_request', '"into" must be a branch name');
         }
         if (body.squash !== undefined && typeof body.squash !== 'boolean') throw new RunnerError('bad_request', '"squash" must be true or false');
-        heldHere(id!);
+        await heldHere(id!);
         const r = await mergeRunById(home, id!, { into: body.into as string | undefined, squash: body.squash === true }, deliverer(req));
         json(res, 200, { merged: true, runId: id, into: r.into, commit: r.commit, squash: body.squash === true, movedCheckout: r.movedCheckout });
       },
@@ -201,7 +201,7 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
       new RegExp(`^/api/runs/${ID}/apply$`),
       async (req, res, [id]) => {
         await readObject(req, []);
-        heldHere(id!);
+        await heldHere(id!);
         const r = await applyRunById(home, id!, deliverer(req));
         json(res, 200, { applied: true, runId: id, project: r.rec.project, files: r.files });
       },
