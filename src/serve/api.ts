@@ -188,7 +188,7 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
       async (req, res, [id]) => {
         const body = await readObject(req, ['into', 'squash']);
         if (body.into !== undefined && !(typeof body.into === 'string' && /^[^\0-\x20\x7f~^:?*[\\]{1,255}$/.test(body.into) && !body.into.startsWith('-'))) {
-          throw new RunnerError('bad_request', '"into" must be a branch name');
+          throw new RunnerError('bad_request', '"into" must be a branch name (no spaces, control characters or ~^:?*[\\, not starting with -)');
         }
         if (body.squash !== undefined && typeof body.squash !== 'boolean') throw new RunnerError('bad_request', '"squash" must be true or false');
         await heldHere(id!);
