@@ -196,6 +196,11 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
           const dropped = scheduler.dequeue(runId);
           const run = live.get(runId);
           if (run) {
+            // canceled already, and its record says how it ended: it is no longer running (it is only being cleaned up)
+            if (run.cancel.signal.aborted) {
+              const rec = await readRun(home.runs, runId).catch(() => undefined);
+              if (rec && rec.status !== 'running' && rec.status !== 'queued') return false;
+            }
             run.cancel.abort();
             return true;
           }
