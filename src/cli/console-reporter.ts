@@ -5,7 +5,7 @@
  * Step-made text is shown with its control characters made visible (visible.ts).
  */
 import { formatDuration } from '../common/durations.js';
-import { visible } from '../common/visible.js';
+import { visible, visibleMessage } from '../common/visible.js';
 import type { PullProgress } from '../container/runtime.js';
 import type { RunRecord } from '../run/record.js';
 import type { Reporter } from '../run/reporter.js';
@@ -113,8 +113,9 @@ export class ConsoleReporter implements Reporter {
 
   private say(line: string): void {
     this.clearStatus();
-    // Messages carry step-made text (file names, summaries, errors): one line each, nothing that drives the terminal.
-    this.err.write(`runner: ${visible(line)}\n`);
+    // Messages carry step-made text (file names, summaries, errors): nothing that drives the terminal, and a
+    // message of several lines (git's on a failed push) indented after its first, so none poses as a line of ours.
+    this.err.write(`${visibleMessage(line, 'runner: ')}\n`);
     this.drawStatus();
   }
 

@@ -56,12 +56,13 @@ main(process.argv.slice(2)).then(
   async (err: unknown) => {
     if (pipeClosed()) process.exit(CLOSED_PIPE_EXIT);
     const { exitCodeForError } = await import('./exit-codes.js');
-    // An error may quote step-made text (a file name, git's words about it): one line, its control characters
-    // shown, not sent. Only the problems of a pipeline file or of inputs (the user's own text) keep their lines.
-    const { visible, visibleLines } = await import('../common/visible.js');
+    // An error may quote step-made text (a file name, git's words about it): its control characters shown, not
+    // sent, and its lines after the first indented. Only the problems of a pipeline file or of inputs (the user's
+    // own text) keep their lines as they are.
+    const { visibleLines, visibleMessage } = await import('../common/visible.js');
     const message = err instanceof Error ? err.message : String(err);
     const ownLines = err instanceof Error && ['pipeline_invalid', 'bad_input', 'usage'].includes((err as { code?: string }).code ?? '');
-    process.stderr.write(`runner: ${ownLines ? visibleLines(message) : visible(message)}\n`);
+    process.stderr.write(`${ownLines ? `runner: ${visibleLines(message)}` : visibleMessage(message, 'runner: ')}\n`);
     if (process.env.RUNNER_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
     process.exit(exitCodeForError(err));
   },

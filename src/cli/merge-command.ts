@@ -53,7 +53,7 @@ export async function mergeCommand(args: string[]): Promise<number> {
 
 async function mergeOne(home: RunnerHome, runId: string, o: { into: string | undefined; squash: boolean; push: boolean }): Promise<string> {
   const { rec, ...r } = await mergeRunById(home, runId, { into: o.into, squash: o.squash }, cliActor());
-  let line = `merged ${rec.branch} into ${r.into} (${r.commit.slice(0, 10)}${o.squash ? ', squashed' : ''})${r.movedCheckout ? '; the checkout moved with it' : ''}`;
+  let line = `merged ${rec.branch} into ${r.into} (${r.commit.slice(0, 10)}${o.squash ? ', squashed' : ''})${r.movedCheckout ? '; the checkout moved with it' : ''}; committed as ${r.author.name} <${r.author.email}>${r.author.configured ? '' : ' (the project has no git identity: set user.name and user.email there)'}`;
   if (o.push) line += `; ${await pushTarget(home, runId, r.into)}`;
   return line;
 }

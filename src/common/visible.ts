@@ -37,6 +37,19 @@ export function visibleLines(text: string): string {
 }
 
 /**
+ * A message that may span lines (git's words on a failed push), as lines a
+ * terminal shows: the first after `prefix`, each other after it indented, so
+ * no line of the message can pose as a line of its own; every line made
+ * visible; at most `max` lines, the rest counted. Pure.
+ */
+export function visibleMessage(text: string, prefix: string, max = 20): string {
+  const lines = text.replace(/\r\n/g, '\n').replace(/\n+$/, '').split('\n');
+  const shown = lines.slice(0, max).map((l, i) => `${i === 0 ? prefix : `${prefix}  `}${visible(l)}`);
+  if (lines.length > max) shown.push(`${prefix}  … ${lines.length - max} more lines`);
+  return shown.join('\n');
+}
+
+/**
  * A name as bytes (a path a step made need not be UTF-8), as one visible
  * line: what is valid UTF-8 is shown as text (its control characters made
  * visible), every byte that is not is shown as `\xHH`, so two different

@@ -8,7 +8,8 @@
  */
 import { chown, mkdir, mkdtemp } from 'node:fs/promises';
 import path from 'node:path';
-import { filtersOff, type Git, type GitCall } from '../git/git.js';
+import { configuredIdentity } from '../git/configured-identity.js';
+import { filtersOff, RUNNER_IDENTITY, type Git, type GitCall, type GitPerson } from '../git/git.js';
 import { withRepoLock } from '../git/repo-lock.js';
 import { repositoryFilters } from '../workspace/git-worktree.js';
 import type { ProjectFacts } from '../workspace/project.js';
@@ -28,6 +29,8 @@ export interface MergeResult {
   into: string;
   commit: string;
   movedCheckout: boolean;
+  /** who the merge commit names: the project's configured identity, or the runner's when git has none there */
+  author: GitPerson & { configured: boolean };
 }
 
 export async function currentBranch(git: Git, project: ProjectFacts): Promise<string | undefined> {
@@ -78,7 +81,10 @@ export async function mergeRun(src: DeliverySource, o: MergeOptions): Promise<Me
     await withRepoLock(project.commonDir, () =>
       git.run(['worktree', 'add', '--quiet', '--detach', tmp, old], { cwd: project.root, gitDir: project.commonDir, config }),
     );
-    const call: GitCall = { cwd: tmp, config, isolated: true };
+    // the merge lands on the user's branch: it is theirs, named as a plain git merge there would name it
+    const configured = await configuredIdentity(git, project);
+    const author = configured ?? RUNNER_IDENTITY;
+    const call: GitCall = { cwd: tmp, config, isolated: true, author };
     const subject = `${o.squash ? 'Squash-merge' : 'Merge'} ${rec.branch} (run ${rec.runId}, pipeline ${rec.pipeline})`;
     const merged = await git.run(
       o.squash ? ['merge', '--squash', '--no-verify', src.head] : ['merge', '--no-ff', '--no-verify', '-m', subject, src.head],
@@ -124,7 +130,7 @@ export async function mergeRun(src: DeliverySource, o: MergeOptions): Promise<Me
       });
       if (moved.code !== 0) throw new DeliveryRefused('conflict', `${into} moved while merging; it is unchanged: try again`);
     }
-    return { into, commit, movedCheckout: movesCheckout };
+    return { into, commit, movedCheckout: movesCheckout, author: { ...author, configured: configured !== undefined } };
   } finally {
     // A merge that happened stays reported; a leftover is removed by the next merge's scratch cleanup or by hand.
     await removeTree(scratch).catch(() => undefined);

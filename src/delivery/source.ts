@@ -1,4 +1,5 @@
 /** What a delivery starts from: a finished run with a branch, its project, and git as the project's owner. */
+import { homeOf } from '../common/user-home.js';
 import { Git } from '../git/git.js';
 import type { RunRecord } from '../run/record.js';
 import { inspectProject, type ProjectFacts } from '../workspace/project.js';
@@ -26,7 +27,7 @@ export async function deliverySource(rec: RunRecord): Promise<DeliverySource> {
     throw new DeliveryRefused('not_deliverable', `run ${rec.runId} has no branch (it worked on a persistent directory): there is nothing to deliver`);
   }
   const project = await inspectProject((who) => new Git(who), rec.project);
-  const git = new Git({ uid: project.uid, gid: project.gid });
+  const git = new Git({ uid: project.uid, gid: project.gid, home: await homeOf(project.uid) });
   // What is delivered is the commit the run ended on, which its verification
   // covered: never whatever its branch (a task's, say) holds by now.
   const call = { cwd: project.root, gitDir: project.commonDir, allowFail: true };

@@ -11,6 +11,8 @@ export interface GitIdentity {
   /** run git as this uid:gid (when the runner is root and the project belongs to someone else) */
   uid?: number;
   gid?: number;
+  /** that user's home, where their own git config is (read only for `author: 'configured'`) */
+  home?: string;
 }
 
 export interface GitCall {
@@ -31,6 +33,16 @@ export interface GitCall {
   input?: string | Buffer;
   /** resolve with the exit code rather than throw on a non-zero exit */
   allowFail?: boolean;
+  /**
+   * who commits: the runner (the default, for step commits), this person, or `configured`: whoever the
+   * repository's config and the user's environment name, as a plain git command there would (no identity set)
+   */
+  author?: GitPerson | 'configured';
+}
+
+export interface GitPerson {
+  name: string;
+  email: string;
 }
 
 export interface GitResult {
@@ -105,11 +117,17 @@ function gitEnv(who: GitIdentity, call: GitCall): NodeJS.ProcessEnv {
     LC_ALL: 'C',
     GIT_TERMINAL_PROMPT: '0',
     GIT_CONFIG_NOSYSTEM: '1',
-    GIT_AUTHOR_NAME: RUNNER_IDENTITY.name,
-    GIT_AUTHOR_EMAIL: RUNNER_IDENTITY.email,
-    GIT_COMMITTER_NAME: RUNNER_IDENTITY.name,
-    GIT_COMMITTER_EMAIL: RUNNER_IDENTITY.email,
   };
+  if (call.author === 'configured') {
+    // what git itself reads when nothing is set: the user's own variables, the config (the owner's home), the mail name
+    for (const k of ['GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_COMMITTER_NAME', 'GIT_COMMITTER_EMAIL', 'EMAIL'] as const) {
+      if (process.env[k] !== undefined && !switched) env[k] = process.env[k];
+    }
+    if (switched && who.home) env.HOME = who.home;
+  } else {
+    const p = call.author ?? RUNNER_IDENTITY;
+    Object.assign(env, { GIT_AUTHOR_NAME: p.name, GIT_AUTHOR_EMAIL: p.email, GIT_COMMITTER_NAME: p.name, GIT_COMMITTER_EMAIL: p.email });
+  }
   if (call.commonDir) env.GIT_COMMON_DIR = call.commonDir;
   if (call.isolated) {
     env.GIT_CONFIG_GLOBAL = '/dev/null';

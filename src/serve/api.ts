@@ -193,7 +193,7 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
         if (body.squash !== undefined && typeof body.squash !== 'boolean') throw new RunnerError('bad_request', '"squash" must be true or false');
         await heldHere(id!);
         const r = await mergeRunById(home, id!, { into: body.into as string | undefined, squash: body.squash === true }, deliverer(req));
-        json(res, 200, { merged: true, runId: id, into: r.into, commit: r.commit, squash: body.squash === true, movedCheckout: r.movedCheckout });
+        json(res, 200, { merged: true, runId: id, into: r.into, commit: r.commit, squash: body.squash === true, movedCheckout: r.movedCheckout, author: r.author });
       },
     ],
     [

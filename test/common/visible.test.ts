@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { visible, visibleBytes, visibleLines } from '../../src/common/visible.js';
+import { visible, visibleBytes, visibleLines, visibleMessage } from '../../src/common/visible.js';
 
 test('escape sequences, carriage returns and bidi overrides are shown, not sent', () => {
   const cases: Array<[string, string]> = [
@@ -35,4 +35,11 @@ test('a name that is not UTF-8 keeps its bytes visible; what is UTF-8 stays text
   ];
   for (const [input, want] of cases) assert.equal(visibleBytes(input), want, input.toString('hex'));
   assert.notEqual(visibleBytes(Buffer.from([0x64, 0xff])), visibleBytes(Buffer.from([0x64, 0xfe])), 'two names, two texts');
+});
+
+test('a message of several lines: its first after the prefix, the others indented, each made visible, the rest counted past the bound', () => {
+  assert.equal(visibleMessage('push failed: \nremote: denied\n', 'runner: '), 'runner: push failed: \nrunner:   remote: denied');
+  assert.equal(visibleMessage('a\nrunner: ✓ forged\x1b[2J', 'runner: '), 'runner: a\nrunner:   runner: ✓ forged\\x1b[2J');
+  const many = visibleMessage(Array.from({ length: 30 }, (_, i) => `l${i}`).join('\n'), 'p: ', 3);
+  assert.deepEqual(many.split('\n'), ['p: l0', 'p:   l1', 'p:   l2', 'p:   … 27 more lines']);
 });

@@ -100,9 +100,14 @@ test('merge: a merge commit into the checked-out branch moves the checkout; --sq
   const f = await fixture();
   const a = await run(f, '  - id: a\n    run: echo a > a.txt\n');
   const b = await run(f, '  - id: b\n    run: echo b > b.txt\n');
+  // the project's own identity, as a plain git merge there would use; step commits keep the runner's
+  git(f.project, 'config', 'user.name', 'Project Owner');
+  git(f.project, 'config', 'user.email', 'owner@example.org');
   const m = await runCli(['merge', a.runId, '--home', f.home]);
   assert.equal(m.code, 0, m.stderr);
-  assert.match(m.stdout, /merged run\/\S+ into main .*the checkout moved with it/);
+  assert.match(m.stdout, /merged run\/\S+ into main .*the checkout moved with it; committed as Project Owner <owner@example\.org>$/m);
+  assert.equal(git(f.project, 'log', '-1', '--format=%an <%ae> / %cn <%ce>', 'main'), 'Project Owner <owner@example.org> / Project Owner <owner@example.org>');
+  assert.equal(git(f.project, 'log', '-1', '--format=%an', 'main^2'), 'runner', 'the step commit is the runner\'s');
   assert.equal(git(f.project, 'rev-list', '--parents', '-1', 'main').split(' ').length, 3, 'a merge commit has two parents');
   assert.equal(await readFile(path.join(f.project, 'a.txt'), 'utf8'), 'a\n');
   assert.equal(git(f.project, 'status', '--porcelain'), '', 'working tree and index match the branch');
@@ -110,6 +115,7 @@ test('merge: a merge commit into the checked-out branch moves the checkout; --sq
   const s = await runCli(['merge', b.runId, '--squash', '--home', f.home]);
   assert.equal(s.code, 0, s.stderr);
   assert.equal(git(f.project, 'rev-list', '--parents', '-1', 'main').split(' ').length, 2, 'a squash is one commit with one parent');
+  assert.equal(git(f.project, 'log', '-1', '--format=%an', 'main'), 'Project Owner');
   assert.match(git(f.project, 'log', '-1', '--format=%s%n%b', 'main'), /^Squash-merge run\/\S+ \(run \S+, pipeline it\)\n+Runner-Run: /);
   assert.equal(await readFile(path.join(f.project, 'b.txt'), 'utf8'), 'b\n');
   assert.deepEqual(await readdir(path.join(f.home, 'merges')), []);
