@@ -17,6 +17,7 @@ import { planSteps, secretsNeeded } from '../plan/step-plan.js';
 import { flowPlan, inputListProblem } from '../flow/flow-plan.js';
 import { RunnerHome } from '../workspace/home.js';
 import { openWorkspace, prepareWorkspace, type TaskFlags } from '../workspace/open.js';
+import { uncommittedNotice } from '../workspace/uncommitted.js';
 import { GitWorkspace } from '../workspace/git-workspace.js';
 import { checkHomeReachable } from '../workspace/home-access.js';
 import { runBranch } from '../workspace/run-worktree.js';
@@ -94,7 +95,7 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     const userSettings = plans.map((s) => s.user);
     // The project (git) and the engine (images) are checked at once; a problem with the project is said first.
     const [project, engine] = await Promise.allSettled([
-      prepareWorkspace(pipeline, opts.loaded.dir, opts.task, userSettings, deps.makeGit),
+      prepareWorkspace(pipeline, opts.loaded.dir, opts.task, userSettings, deps.makeGit, opts.loaded.file),
       (async () => {
         await deps.runtime.ping();
         const gated = plans.filter((p) => p.gateway);
@@ -151,6 +152,11 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
   });
   await store.writeRecord(record);
   store.event('run_started', { runId, pipeline: pipeline.name, project: record.project, workspace: record.workspace });
+  const leftOut = prepared.kind !== 'persistent_directory' && prepared.uncommitted ? uncommittedNotice(prepared.uncommitted, prepared.baseSha) : undefined;
+  if (leftOut) {
+    store.event('uncommitted_left_out', { count: prepared.kind !== 'persistent_directory' ? prepared.uncommitted?.count : 0 });
+    deps.reporter.warn(leftOut);
+  }
 
   let ws: Workspace | undefined;
   let hooks: HookRunner | undefined;

@@ -10,6 +10,7 @@ import { checkPersistentDir, openPersistentDir } from './persistent-dir.js';
 import { inspectProject, type ProjectFacts } from './project.js';
 import { openRunWorktree } from './run-worktree.js';
 import { openTaskWorktree } from './task-worktree.js';
+import { readUncommitted, type Uncommitted } from './uncommitted.js';
 import { WorktreePool } from './worktree-pool.js';
 import type { Workspace } from './workspace.js';
 
@@ -21,7 +22,7 @@ export interface TaskFlags {
 /** Facts checked before a run exists: a bad project leaves nothing behind. */
 export type Prepared =
   | { kind: 'persistent_directory'; dir: string }
-  | { kind: 'git_worktree' | 'task_worktree'; project: ProjectFacts; git: Git; baseSha: string };
+  | { kind: 'git_worktree' | 'task_worktree'; project: ProjectFacts; git: Git; baseSha: string; uncommitted?: Uncommitted };
 
 export async function prepareWorkspace(
   pipeline: PipelineFile,
@@ -29,6 +30,8 @@ export async function prepareWorkspace(
   task: TaskFlags | undefined,
   userSettings: string[],
   makeGit: (who: GitIdentity) => Git,
+  /** the pipeline file: read where it is, so not among what a run leaves out */
+  pipelineFile?: string,
 ): Promise<Prepared> {
   const dir = path.resolve(pipelineDir, pipeline.project.path);
   if (pipeline.project.workspace === 'persistent_directory') {
@@ -50,7 +53,9 @@ export async function prepareWorkspace(
   }
   const git = makeGit({ uid: project.uid, gid: project.gid });
   const baseSha = await resolveBase(git, project, pipeline.project.base);
-  return { kind: task ? 'task_worktree' : 'git_worktree', project, git, baseSha };
+  // from HEAD, the checkout's uncommitted edits are what the user may think the run sees; from another base, it is plain they are not
+  const fromHead = pipeline.project.base === undefined || pipeline.project.base === 'HEAD';
+  return { kind: task ? 'task_worktree' : 'git_worktree', project, git, baseSha, ...(fromHead ? { uncommitted: await readUncommitted(git, project, pipelineFile ? [path.relative(project.root, path.resolve(pipelineFile))] : []) } : {}) };
 }
 
 export interface OpenContext {

@@ -1,7 +1,7 @@
 /** runner exec end to end: real git, real Docker engine. */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import {
@@ -108,6 +108,24 @@ test('steps run as the project owner: no file in the worktree or the repository 
   assert.deepEqual(otherWorktrees(f), []);
   assert.equal(git(f.project, 'rev-parse', r.json.branch), r.json.headSha, 'the branch stays');
   assert.match((await runCli(['gc', '--home', f.home])).stdout, /no kept worktrees/);
+});
+
+test('uncommitted changes in the project are named before the run, which does not see them; the pipeline file inside the project is not among them', async () => {
+  const f = await fixture();
+  await writeFile(path.join(f.project, 'TASK.md'), 'make it so\n');
+  await writeFile(path.join(f.project, 'README.md'), 'edited, not committed\n');
+  const file = await writePipeline(f, pipelineYaml('  - id: look\n    run: ls TASK.md 2>&1 | tee seen.txt; true\n'));
+  await writeFile(path.join(f.project, 'runner.yaml'), (await readFile(file, 'utf8')).replace('path: project', 'path: .'));
+  const r = await execPipeline(f, path.join(f.project, 'runner.yaml'));
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /warning: the project has 2 uncommitted changes this run will not see \(it starts from the commit [0-9a-f]{10}\): (TASK\.md \(untracked\)|README\.md \(modified\)), (TASK\.md \(untracked\)|README\.md \(modified\))\. To include them, commit them first/);
+  assert.doesNotMatch(r.stderr, /runner\.yaml \(untracked\)/);
+  assert.match(git(f.project, 'show', `${r.json.branch}:seen.txt`), /No such file/, 'the run did not see it, as it said');
+  git(f.project, 'add', '-A');
+  git(f.project, '-c', 'user.name=t', '-c', 'user.email=t@localhost', 'commit', '-q', '-m', 'task');
+  const again = await execPipeline(f, path.join(f.project, 'runner.yaml'));
+  assert.equal(again.code, 0, again.stderr);
+  assert.doesNotMatch(again.stderr, /uncommitted/);
 });
 
 async function findNotOwnedBy(dir: string, uid: number): Promise<string[]> {
