@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { UsageError } from '../common/errors.js';
-import { detect } from '../init/detect.js';
+import { detect, TEST_REQUIREMENT_FILES } from '../init/detect.js';
 import { starterPipeline } from '../init/starter.js';
 import { safeName } from '../workspace/names.js';
 import { parseFlags } from './args.js';
@@ -24,8 +24,10 @@ export async function initCommand(args: string[]): Promise<number> {
   if (existsSync(target)) throw new UsageError(`init: ${target} exists and is left as it is: remove it, or name another file with --file`);
   const read = (n: string) => readFile(path.join(dir, n), 'utf8').catch(() => undefined);
   const names = await readdir(dir);
+  const testRequirements = TEST_REQUIREMENT_FILES.filter((f) => existsSync(path.join(dir, f)));
   const detected = detect({
     names,
+    testRequirements,
     ...(names.includes('package.json') ? { packageJson: (await read('package.json')) ?? '' } : {}),
     ...(names.includes('pyproject.toml') ? { pyproject: (await read('pyproject.toml')) ?? '' } : {}),
     ...(names.includes('Makefile') ? { makefile: (await read('Makefile')) ?? '' } : {}),
@@ -40,7 +42,8 @@ export async function initCommand(args: string[]): Promise<number> {
   await writeFile(target, text, { flag: 'wx' });
   process.stdout.write(
     `wrote ${target}: ${detected.ecosystem === 'unknown' ? 'no ecosystem found' : `a ${detected.ecosystem} project`}` +
-      `${detected.test ? `, verified by ${detected.test}` : ', no test command found'}; put the task in TASK.md and run: runner exec ${path.relative(process.cwd(), target) || target}\n`,
+      `${detected.test ? `, verified by ${detected.test}` : ', no test command found'}; give the agent its task and run: ` +
+      `runner exec ${path.relative(process.cwd(), target) || target} --input task="..." (or commit a TASK.md and leave --input out)\n`,
   );
   return 0;
 }

@@ -1,7 +1,8 @@
 /**
  * What a project is, from its manifests and lockfiles: its ecosystem, package
- * manager, and the commands that install, test and lint it. Pure: given the
- * names of the files at its top and the text of the manifests it reads.
+ * manager, the commands that install, test and lint it, and the package
+ * registries those reach. Pure: given the names of the files at its top (and
+ * of the test requirement files found) and the text of the manifests it reads.
  */
 
 export interface Detected {
@@ -12,6 +13,8 @@ export interface Detected {
   install?: string;
   test?: string;
   lint?: string;
+  /** the hosts the install reaches (the step's egress:) */
+  registries?: string[];
 }
 
 export interface ProjectFiles {
@@ -19,6 +22,42 @@ export interface ProjectFiles {
   packageJson?: string;
   pyproject?: string;
   makefile?: string;
+  /** requirement files for tests or development that exist, from the project's top (tests/requirements.txt …) */
+  testRequirements?: string[];
+}
+
+/** Where a Python project's test requirements usually are, in the order they are preferred. */
+export const TEST_REQUIREMENT_FILES = [
+  'requirements-test.txt',
+  'requirements-tests.txt',
+  'test-requirements.txt',
+  'requirements-dev.txt',
+  'dev-requirements.txt',
+  'requirements/test.txt',
+  'requirements/dev.txt',
+  'tests/requirements.txt',
+  'test/requirements.txt',
+];
+
+const NPM = ['registry.npmjs.org'];
+const PYPI = ['pypi.org', 'files.pythonhosted.org'];
+/** the virtualenv lives outside the worktree: it is never committed, whatever the project ignores */
+export const VENV = '/tmp/venv';
+
+/** The extras a pyproject declares under [project.optional-dependencies] (a table's keys, read line by line). Pure. */
+export function optionalDependencyGroups(pyproject: string): string[] {
+  const out: string[] = [];
+  let inTable = false;
+  for (const raw of pyproject.split('\n')) {
+    const line = raw.trim();
+    if (line.startsWith('[')) {
+      inTable = /^\[\s*project\.optional-dependencies\s*\]$/.test(line);
+      continue;
+    }
+    const m = inTable ? /^["']?([A-Za-z0-9][A-Za-z0-9._-]*)["']?\s*=/.exec(line) : null;
+    if (m) out.push(m[1]!);
+  }
+  return out;
 }
 
 export function detect(p: ProjectFiles): Detected {
@@ -31,7 +70,14 @@ export function detect(p: ProjectFiles): Detected {
       // an unreadable package.json: a node project all the same
     }
     const pm = has('pnpm-lock.yaml') ? 'pnpm' : has('yarn.lock') ? 'yarn' : 'npm';
-    const install = pm === 'pnpm' ? 'corepack pnpm install --frozen-lockfile' : pm === 'yarn' ? 'corepack yarn install --frozen-lockfile' : has('package-lock.json') ? 'npm ci' : 'npm install';
+    const install =
+      pm === 'pnpm'
+        ? 'corepack pnpm install --frozen-lockfile'
+        : pm === 'yarn'
+          ? 'corepack yarn install --frozen-lockfile'
+          : has('package-lock.json') || has('npm-shrinkwrap.json')
+            ? 'npm ci --no-audit --no-fund'
+            : 'npm install --no-audit --no-fund';
     const run = (script: string) => (pm === 'npm' ? (script === 'test' ? 'npm test' : `npm run ${script}`) : `corepack ${pm} run ${script}`);
     return {
       ecosystem: 'node',
@@ -40,20 +86,35 @@ export function detect(p: ProjectFiles): Detected {
       install,
       ...(scripts.test && !/no test specified/.test(scripts.test) ? { test: run('test') } : {}),
       ...(scripts.lint ? { lint: run('lint') } : {}),
+      // corepack fetches pnpm and yarn themselves from the npm registry too
+      registries: NPM,
     };
   }
   if (p.pyproject !== undefined || has('requirements.txt') || has('setup.py')) {
-    const usesPytest = /pytest/.test(p.pyproject ?? '') || has('pytest.ini') || has('conftest.py') || has('tests');
-    // pytest and ruff usually sit in optional or dev dependencies: installed with the project when used
-    const ruff = /ruff/.test(p.pyproject ?? '');
-    const extra = `${usesPytest ? ' pytest' : ''}${ruff ? ' ruff' : ''}`;
-    const install = has('requirements.txt') ? `python3 -m venv .venv && .venv/bin/pip install -r requirements.txt${extra}` : `python3 -m venv .venv && .venv/bin/pip install -e .${extra}`;
+    const pyproject = p.pyproject ?? '';
+    const requirementFiles = p.testRequirements ?? [];
+    const usesPytest = /pytest/.test(pyproject) || has('pytest.ini') || has('.pytest.ini') || has('conftest.py') || has('tests') || requirementFiles.length > 0;
+    const ruff = /ruff/.test(pyproject);
+    // the project's own test needs (pytest-cov for a --cov in its pytest settings): an extra, else a requirement file
+    const extras = optionalDependencyGroups(pyproject).filter((g) => ['test', 'tests', 'testing', 'dev'].includes(g));
+    const extra = extras[0];
+    const testFile = extra ? undefined : requirementFiles[0];
+    const self = p.pyproject !== undefined || has('setup.py') ? (extra ? `-e '.[${extra}]'` : '-e .') : undefined;
+    const parts = [
+      ...(has('requirements.txt') ? ['-r requirements.txt'] : []),
+      ...(self ? [self] : []),
+      ...(testFile ? [`-r ${testFile}`] : []),
+      // pytest and ruff when the project's own lists may not name them
+      ...(usesPytest && !extra && !testFile ? ['pytest'] : []),
+      ...(ruff && !extra && !testFile ? ['ruff'] : []),
+    ];
     return {
       ecosystem: 'python',
-      evidence: p.pyproject !== undefined ? 'pyproject.toml' : has('requirements.txt') ? 'requirements.txt' : 'setup.py',
-      install,
-      test: usesPytest ? '.venv/bin/python -m pytest' : '.venv/bin/python -m unittest discover',
-      ...(ruff ? { lint: '.venv/bin/ruff check .' } : {}),
+      evidence: [p.pyproject !== undefined ? 'pyproject.toml' : has('requirements.txt') ? 'requirements.txt' : 'setup.py', ...(testFile ? [testFile] : [])].join(' and '),
+      install: `python3 -m venv ${VENV} && ${VENV}/bin/pip install --quiet ${parts.join(' ')}`,
+      test: usesPytest ? `${VENV}/bin/python -m pytest` : `${VENV}/bin/python -m unittest discover`,
+      ...(ruff ? { lint: `${VENV}/bin/ruff check .` } : {}),
+      registries: PYPI,
     };
   }
   if (p.makefile !== undefined) {

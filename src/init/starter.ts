@@ -9,19 +9,31 @@ export interface StarterFacts {
 }
 
 const CREDENTIAL = { 'claude-code': 'ANTHROPIC_API_KEY', codex: 'OPENAI_API_KEY' } as const;
+/** what the starter's task is when none is given: a file the user commits */
+export const DEFAULT_TASK = 'Do what TASK.md asks.';
 
 export function starterPipeline(f: StarterFacts): string {
   const d = f.detected;
   const verify = [d.install, d.test, d.lint].filter((c): c is string => c !== undefined);
+  const egress = d.registries?.length ? `[${d.registries.join(', ')}]` : undefined;
   const lines = [
     `version: 1`,
     `name: ${f.name}`,
-    `description: An agent does what TASK.md asks${verify.length ? '; the project\'s own checks decide' : ''}.`,
+    `description: An agent does the task it is given${verify.length ? '; the project\'s own checks decide' : ''}.`,
     ``,
     `# Made by runner init. Found: ${d.ecosystem} (${d.evidence}).`,
+    `# Run it: runner exec runner.yaml --input task="Fix the failing test in ..."`,
+    `# Behind a TLS-inspecting proxy, hand the steps your CA bundle: --ca-file /etc/ssl/certs/ca-certificates.crt`,
     `project:`,
     `  path: .`,
-    ...(f.git ? [] : [`  workspace: persistent_directory   # not a git repository: the folder itself is worked on`]),
+    ...(f.git
+      ? [`  push: never                      # runs stay local (runner push RUN); auto: push each run's branch when the project has a remote`]
+      : [`  workspace: persistent_directory   # not a git repository: the folder itself is worked on`]),
+    ``,
+    `inputs:`,
+    `  task:`,
+    `    description: ${JSON.stringify('What the agent is to do. A run sees committed files only: commit a TASK.md for the default to find it.')}`,
+    `    default: ${JSON.stringify(DEFAULT_TASK)}`,
     ``,
     `secrets: [${CREDENTIAL[f.agent]}]   # from the environment or --secrets-file`,
     ``,
@@ -29,13 +41,16 @@ export function starterPipeline(f: StarterFacts): string {
     `  coder:`,
     `    use: ${f.agent}`,
     ...(f.agent === 'codex' ? [`    model: gpt-5-codex`] : [`    max_turns: 40`]),
+    ...(egress && d.test ? [`    egress: ${egress}   # the tests it runs install packages`] : []),
     ``,
     `steps:`,
     `  - id: implement`,
     `    agent: coder`,
     `    timeout: 30m`,
     `    prompt: |`,
-    `      Do what TASK.md asks, in this ${f.git ? 'repository' : 'folder'}.${d.test ? ` Run the tests (${d.test}) before you finish.` : ''}`,
+    `      \${{ inputs.task }}`,
+    ``,
+    `      Work in this ${f.git ? 'repository' : 'folder'}.${d.test ? ` Run the tests (${[d.install, d.test].filter(Boolean).join(' && ')}) before you finish.` : ''}`,
     `      End with one line that says what you changed.`,
   ];
   if (verify.length) {
@@ -43,7 +58,7 @@ export function starterPipeline(f: StarterFacts): string {
       ``,
       `  - id: verify`,
       `    image: runner/toolchain:latest`,
-      `    network: bridge                  # the install fetches packages`,
+      ...(egress ? [`    egress: ${egress}   # through a gateway that allows only these`] : []),
       `    timeout: 20m`,
       `    run: |`,
       ...verify.map((c) => `      ${c}`),

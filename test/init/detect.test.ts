@@ -8,7 +8,7 @@ const pkg = (scripts: Record<string, string>) => JSON.stringify({ name: 'x', scr
 
 test('node: the package manager from the lockfile, install, test and lint from the scripts', () => {
   assert.deepEqual(detect({ names: ['package.json', 'package-lock.json'], packageJson: pkg({ test: 'vitest', lint: 'eslint .' }) }), {
-    ecosystem: 'node', evidence: 'package.json and package-lock.json', packageManager: 'npm', install: 'npm ci', test: 'npm test', lint: 'npm run lint',
+    ecosystem: 'node', evidence: 'package.json and package-lock.json', packageManager: 'npm', install: 'npm ci --no-audit --no-fund', test: 'npm test', lint: 'npm run lint', registries: ['registry.npmjs.org'],
   });
   const pnpm = detect({ names: ['package.json', 'pnpm-lock.yaml'], packageJson: pkg({ test: 'jest' }) });
   assert.equal(pnpm.install, 'corepack pnpm install --frozen-lockfile');
@@ -19,8 +19,15 @@ test('node: the package manager from the lockfile, install, test and lint from t
 
 test('python, make, and a folder with none of them', () => {
   const py = detect({ names: ['pyproject.toml', 'tests'], pyproject: '[project]\nname="x"\n[tool.ruff]\n' });
-  assert.deepEqual([py.ecosystem, py.test, py.lint], ['python', '.venv/bin/python -m pytest', '.venv/bin/ruff check .']);
-  assert.match(detect({ names: ['requirements.txt'] }).install!, /pip install -r requirements\.txt/);
+  assert.deepEqual([py.ecosystem, py.install, py.test, py.lint], ['python', 'python3 -m venv /tmp/venv && /tmp/venv/bin/pip install --quiet -e . pytest ruff', '/tmp/venv/bin/python -m pytest', '/tmp/venv/bin/ruff check .']);
+  assert.deepEqual(py.registries, ['pypi.org', 'files.pythonhosted.org']);
+  assert.match(detect({ names: ['requirements.txt'] }).install!, /pip install --quiet -r requirements\.txt$/);
+  // the project's test needs: a requirement file for tests (pytest-cov for its --cov), or a test extra
+  const withFile = detect({ names: ['pyproject.toml', '.pytest.ini', 'tests'], pyproject: '[project]\nname = "parse"\n', testRequirements: ['tests/requirements.txt'] });
+  assert.equal(withFile.install, 'python3 -m venv /tmp/venv && /tmp/venv/bin/pip install --quiet -e . -r tests/requirements.txt');
+  assert.equal(withFile.evidence, 'pyproject.toml and tests/requirements.txt');
+  const withExtra = detect({ names: ['pyproject.toml'], pyproject: '[project]\nname="x"\n[project.optional-dependencies]\ndocs = ["sphinx"]\ntest = [\n  "pytest",\n  "pytest-cov",\n]\n[tool.pytest.ini_options]\n' });
+  assert.equal(withExtra.install, "python3 -m venv /tmp/venv && /tmp/venv/bin/pip install --quiet -e '.[test]'");
   assert.deepEqual(detect({ names: ['Makefile'], makefile: 'build:\n\tcc x.c\ntest: build\n\t./t\nX := 1\n' }), { ecosystem: 'make', evidence: 'Makefile', test: 'make test' });
   assert.equal(detect({ names: ['notes.md'] }).ecosystem, 'unknown');
 });
@@ -38,6 +45,13 @@ test('every starter is a valid pipeline', () => {
         assert.equal(p.agents?.coder?.use, agent);
         assert.equal(p.project.workspace, git ? undefined : 'persistent_directory');
         assert.equal(p.steps.some((s) => s.verify), detected.test !== undefined || detected.install !== undefined);
+        assert.equal(p.inputs?.task?.default, 'Do what TASK.md asks.', 'the task is an input, a committed TASK.md the default');
+        if (git) assert.equal(p.project.push, 'never', 'push written out');
+        const verify = p.steps.find((s) => s.verify);
+        if (verify && detected.registries) {
+          assert.deepEqual(verify.egress, detected.registries, 'the verify step reaches its registries through a gateway');
+          assert.equal(verify.network, undefined);
+        }
       }
     }
   }

@@ -13,7 +13,11 @@ const projects: Record<string, Record<string, string>> = {
   python: { 'pyproject.toml': '[project]\nname = "p"\n[project.optional-dependencies]\ntest = ["pytest"]\n', 'tests/test_x.py': 'def test_x():\n    assert True\n' },
   make: { Makefile: 'all:\n\tcc -o hello hello.c\ntest: all\n\t./hello\n', 'hello.c': 'int main(void){return 0;}\n' },
 };
-const expected: Record<string, RegExp> = { node: /npm ci\n\s+npm test\n\s+npm run lint/, python: /pip install -e \. pytest\n\s+\.venv\/bin\/python -m pytest/, make: /run: \|\n\s+make test\n/ };
+const expected: Record<string, RegExp> = {
+  node: /npm ci --no-audit --no-fund\n\s+npm test\n\s+npm run lint/,
+  python: /pip install --quiet -e '\.\[test\]'\n\s+\/tmp\/venv\/bin\/python -m pytest/,
+  make: /run: \|\n\s+make test\n/,
+};
 
 for (const [kind, files] of Object.entries(projects)) {
   test(`runner init on a ${kind} project writes a starter that validates, and never overwrites it`, async () => {
