@@ -1,0 +1,99 @@
+// @ts-check
+/**
+ * `#/runs/<id>`: one run. Its head (status, branch, inputs, push), each run
+ * of its steps, the routes its flow took, its live log and its change.
+ */
+import { api, post, runUrl } from '../lib/api.js';
+import { badge, el, messageOf, setStatus } from '../lib/dom.js';
+import { duration, when } from '../lib/format.js';
+import { every } from '../lib/poll.js';
+import { showChanges, showDiff } from './diff.js';
+import { combinedLog, logStream } from './log.js';
+import { flowSection, stepRows } from './steps.js';
+
+/** @param {string} runId */
+export function runView(runId) {
+  const head = el('div', { class: 'run-head' });
+  const steps = el('tbody');
+  const flow = el('div', { id: 'flow' });
+  const stream = logStream(runId);
+  const log = combinedLog(stream);
+  const diff = el('pre', { id: 'diff', class: 'diff muted' }, 'The diff appears when the run ends.');
+  const main = el(
+    'div',
+    {},
+    el('p', {}, el('a', { href: '#/' }, '← all runs')),
+    head,
+    el('h2', {}, 'Steps'),
+    el(
+      'table',
+      { id: 'steps' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'Step'), el('th', {}, 'Status'), el('th', {}, 'Exit'), el('th', {}, 'Duration'), el('th', {}, 'Commit'), el('th', {}, 'Agent usage'), el('th', {}, 'Timeline'))),
+      steps,
+    ),
+    flow,
+    el('h2', {}, 'Log'),
+    log,
+    el('h2', {}, 'Diff'),
+    diff,
+  );
+
+  let diffShown = false;
+  every(async () => {
+    const r = await api(runUrl(runId));
+    const live = r.status === 'running' || r.status === 'queued' || r.status === 'starting';
+    head.replaceChildren(runHead(r, live));
+    steps.replaceChildren(...stepRows(r, live));
+    flow.replaceChildren(...flowSection(r));
+    if (r.status !== 'queued' && r.status !== 'starting' && r.status !== 'not_started') stream.start();
+    if (!live && !diffShown) {
+      diffShown = true;
+      if (r.status === 'not_started') {
+        diff.textContent = 'The run did not start: it changed nothing.';
+      } else if (r.workspace === 'persistent_directory') {
+        showChanges(r.steps ?? [], diff);
+      } else {
+        await showDiff(runId, diff);
+      }
+    }
+  });
+  return main;
+}
+
+/** @param {any} r @param {boolean} live */
+function runHead(r, live) {
+  const hasInputs = r.inputs !== undefined && r.inputs !== null && Object.keys(r.inputs).length > 0;
+  return el(
+    'div',
+    {},
+    el('h1', {}, r.pipeline ?? 'run', ' ', badge(r.status)),
+    el(
+      'dl',
+      {},
+      el('dt', {}, 'Run'),
+      el('dd', {}, el('code', {}, r.runId)),
+      r.branch && el('dt', {}, 'Branch'),
+      r.branch && el('dd', {}, el('code', {}, r.branch)),
+      r.startedAt && el('dt', {}, 'Started'),
+      r.startedAt && el('dd', {}, when(r.startedAt)),
+      r.durationMs !== undefined && el('dt', {}, 'Duration'),
+      r.durationMs !== undefined && el('dd', {}, r.status === 'running' ? duration(Date.now() - new Date(r.startedAt).getTime()) : duration(r.durationMs)),
+      hasInputs && el('dt', {}, 'Inputs'),
+      hasInputs && el('dd', { id: 'inputs' }, ...Object.entries(r.inputs).map(([k, v]) => el('div', {}, el('code', {}, k), ' = ', String(v)))),
+      r.push && el('dt', {}, 'Push'),
+      r.push && el('dd', {}, r.pushed ? `pushed to ${r.push.remote ?? 'the remote'}` : r.push.error ?? (r.push.reason ? `not pushed (${r.push.reason})` : 'not pushed')),
+    ),
+    r.error && el('p', { class: 'error' }, typeof r.error === 'string' ? r.error : r.error.message),
+    live && el('button', { class: 'danger', onclick: () => cancel(r.runId) }, 'Cancel run'),
+  );
+}
+
+/** @param {string} runId */
+async function cancel(runId) {
+  try {
+    await post(runUrl(runId, '/cancel'));
+    setStatus('canceling…');
+  } catch (err) {
+    setStatus(`could not cancel: ${messageOf(err)}`);
+  }
+}
