@@ -10,6 +10,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { BIG_DIFF, BIG_DIFF_STEP } from '../fixtures/big-diff.js';
 import { ModelServer } from '../fixtures/model-server.js';
 import { IMAGE, projectsForThisFile, serveFolder, type Fixture } from '../fixtures/project.js';
 
@@ -87,13 +88,13 @@ test('a run triggered from the page appears with its live log, printed markup sh
     const runId = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
     await page.locator('#log').getByText('line 3 <script>').waitFor({ timeout: 60_000 });
     await page.locator('.run-head .badge.succeeded').waitFor({ timeout: 60_000 });
-    await page.locator('#diff .add').first().waitFor();
+    await page.locator('#diff .diff-file[data-path="note.txt"] .d2h-ins').first().waitFor();
 
     const log = await page.locator('#log').innerText();
     for (const i of [1, 2, 3]) assert.ok(log.includes(`[talk] line ${i} ${HOSTILE}`), `line ${i} is shown as the characters printed:\n${log}`);
     assert.equal(await page.locator('#log script, #log img, #main script, #main img').count(), 0, 'no element was made from step output');
     assert.equal(await page.evaluate(() => (globalThis as { pwned?: number }).pwned), undefined, 'no step output ran as script');
-    assert.match(await page.locator('#diff').innerText(), /\+written by the step/);
+    assert.match(await page.locator('#diff .d2h-ins .d2h-code-line-ctn').first().innerText(), /^written by the step$/, 'a small change opens its files at once');
     assert.match(await page.locator('#steps').innerText(), /talk\s+completed\s+0/);
     const run = await screenshot(page, f, 'run');
     assert.notDeepEqual(run, home);
@@ -283,6 +284,70 @@ test('with a token, the dashboard asks for it and the API takes the session it s
     assert.equal(await page.evaluate(async () => (await fetch('/api/pipelines')).status), 401);
   } finally {
     await context.close();
+    s.child.kill('SIGTERM');
+  }
+  assert.equal(await s.exited, 0, s.out());
+});
+
+test('a diff of 758 files and 10 MB: listed a page at a time, a file opened on click and closed, a file too long drawn on request', { timeout: 240_000 }, async () => {
+  const f = await fixture();
+  const venv = `version: 1\nname: venv\nproject: { path: ${f.project}, push: never }\ndefaults: { image: ${IMAGE} }\nsteps:\n  - id: install\n    run: ${JSON.stringify(BIG_DIFF_STEP)}\n`;
+  const s = await serveFolder(f, { 'venv.yaml': venv }, '127.0.0.1:0');
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const problems: string[] = [];
+  page.on('pageerror', (e) => problems.push(e.message));
+  try {
+    await page.goto(s.base);
+    await page.locator('#pipelines tr[data-pipeline="venv"]').getByRole('button', { name: 'Run now' }).click();
+    await page.waitForURL(/#\/runs\//);
+    const runId = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
+    await page.locator('.run-head .badge.succeeded').waitFor({ timeout: 120_000 });
+    await page.locator('#diff .diff-summary').getByText('758 files changed').waitFor({ timeout: 30_000 });
+
+    // the API's list, and one file's part of the patch
+    const list = (await (await fetch(`${s.base}/api/runs/${runId}/diff/files`)).json()) as { files: Array<{ path: string; added: number; binary: boolean }>; total: { files: number; bytes: number } };
+    assert.equal(list.files.length, BIG_DIFF.files);
+    assert.ok(list.total.bytes > 10_000_000, `the patch is over 10 MB (${list.total.bytes})`);
+    assert.equal(list.files.find((x) => x.path === BIG_DIFF.binaryFile)?.binary, true);
+    const one = await (await fetch(`${s.base}/api/runs/${runId}/diff?file=${encodeURIComponent(list.files[0]!.path)}`)).text();
+    assert.match(one, new RegExp(`^diff --git a/${list.files[0]!.path}`));
+    assert.equal(one.split('\n').filter((l) => l.startsWith('+') && !l.startsWith('+++')).length, list.files[0]!.added);
+
+    // a page of files at a time, all 758 on request
+    const rows = page.locator('#diff .diff-file');
+    assert.equal(await rows.count(), 100);
+    await screenshot(page, f, 'big-diff');
+    for (;;) {
+      const more = page.locator('#diff .diff-more button');
+      if (!(await more.count())) break;
+      await more.click();
+    }
+    assert.equal(await rows.count(), BIG_DIFF.files);
+
+    // one file opens on click, drawn from its own part of the patch, and closes
+    const binary = page.locator(`#diff .diff-file[data-path="${BIG_DIFF.binaryFile}"]`);
+    await binary.locator('button.diff-file-head').click();
+    await binary.getByText('A binary file: its content is not shown').waitFor();
+    const first = page.locator('#diff .diff-file[data-path="venv/lib/python3.12/site-packages/pkg00/module_000.py"]');
+    await first.locator('button.diff-file-head').click();
+    await first.locator('.d2h-ins').first().waitFor();
+    assert.equal(await first.locator('tr .d2h-code-line-ctn').count(), 351);
+    await first.locator('button.diff-file-head').click();
+    assert.equal(await first.locator('tr').count(), 0, 'a closed file holds no rows');
+
+    // the file of 20,000 lines says so, and draws when asked
+    await page.locator('#diff .diff-filter').fill('big_table');
+    assert.equal(await rows.count(), 1);
+    const big = page.locator(`#diff .diff-file[data-path="${BIG_DIFF.bigFile}"]`);
+    await big.locator('button.diff-file-head').click();
+    await big.getByText('This file changes 20,000 lines').waitFor();
+    await screenshot(page, f, 'big-diff-notice');
+    await big.getByRole('button', { name: 'Show anyway' }).click();
+    await big.locator('tr .d2h-code-line-ctn').nth(19_999).waitFor({ state: 'attached', timeout: 60_000 });
+    await screenshot(page, f, 'big-diff-file');
+    assert.deepEqual(problems, [], 'the page threw no errors');
+  } finally {
+    await page.close();
     s.child.kill('SIGTERM');
   }
   assert.equal(await s.exited, 0, s.out());
