@@ -57,6 +57,13 @@ steps:
   return serveFolder(f, { 'talk.yaml': talk, 'greet.yaml': greet, 'broken.yaml': broken, 'needs-key.yaml': needsKey }, listen, { env: { RUNNER_TEST_NO_SUCH_KEY: '', ...env } });
 }
 
+/** A count as the dashboard writes it: 950, 1.4k, 37.8k, 1.2M. */
+function asPeopleWrite(n: number): string {
+  if (n < 1000) return String(n);
+  if (n < 999_950) return `${Math.round(n / 100) / 10}k`;
+  return `${Math.round(n / 100_000) / 10}M`;
+}
+
 /** A screenshot, checked: a PNG of the viewport's size with more than a blank page in it. */
 async function screenshot(page: Page, f: Fixture, name: string): Promise<Buffer> {
   const file = path.join(process.env.RUNNER_SCREENSHOTS ?? f.root, `dashboard-${name}.png`);
@@ -164,7 +171,14 @@ test("an agent step's usage, and the hosts a step was refused, are on its run pa
     const usage = page.locator('#steps tr[data-step="implement"] .usage');
     // as the gateway metered it: what the model reported, call by call
     const seen = model.reportedUsage();
-    await usage.getByText(new RegExp(`${seen.input} in / ${seen.output} out tokens, \\$\\d+\\.\\d{4}, 2 turns, ${seen.calls} calls`)).waitFor();
+    const tokens = `${asPeopleWrite(seen.input)} in / ${asPeopleWrite(seen.output)} out tokens`;
+    await usage.getByText(new RegExp(`${tokens}, \\$\\d+\\.\\d{3,4}, 2 turns, ${seen.calls} calls`)).waitFor();
+    // its panel: the transcript's lines, what it said last, its usage
+    const panel = page.locator('#by-step .step-panel[data-step="implement"]');
+    await panel.locator('.agent-said .text').getByText('Wrote done.txt.').waitFor();
+    assert.match(await panel.locator('summary .agent-usage').innerText(), new RegExp(tokens));
+    assert.match(await panel.locator('pre.step-log').innerText(), /done\.txt/, 'the transcript names the file the agent wrote');
+    assert.equal(await page.locator('#by-step .step-panel[data-step="fetch"]').evaluate((d) => (d as unknown as { open: boolean }).open), false, 'a step that is not an agent folds once it ended');
     await page.locator('#steps tr[data-step="fetch"] .note.egress').getByText('egress refused: denied.example ×1').waitFor();
     await screenshot(page, f, 'agent-run');
   } finally {
@@ -345,6 +359,43 @@ test('a diff of 758 files and 10 MB: listed a page at a time, a file opened on c
     await big.getByRole('button', { name: 'Show anyway' }).click();
     await big.locator('tr .d2h-code-line-ctn').nth(19_999).waitFor({ state: 'attached', timeout: 60_000 });
     await screenshot(page, f, 'big-diff-file');
+    assert.deepEqual(problems, [], 'the page threw no errors');
+  } finally {
+    await page.close();
+    s.child.kill('SIGTERM');
+  }
+  assert.equal(await s.exited, 0, s.out());
+});
+
+test("a step's lines show in its own panel while it runs; the runs list says what started each run and what it cost", { timeout: 120_000 }, async () => {
+  const f = await fixture();
+  const slow = `version: 1\nname: slow\nproject: { path: ${f.project}, push: never }\ndefaults: { image: ${IMAGE} }\nsteps:\n  - id: first\n    run: echo first done\n  - id: work\n    run: |\n      echo "starting <b>work</b>"\n      sleep 4\n      echo finished > out.txt\n`;
+  const s = await serveFolder(f, { 'slow.yaml': slow }, '127.0.0.1:0');
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const problems: string[] = [];
+  page.on('pageerror', (e) => problems.push(e.message));
+  try {
+    await page.goto(s.base);
+    await page.locator('#pipelines tr[data-pipeline="slow"]').getByRole('button', { name: 'Run now' }).click();
+    await page.waitForURL(/#\/runs\//);
+    const runId = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
+    const work = page.locator('#by-step .step-panel[data-step="work"]');
+    await work.locator('pre.step-log').getByText('starting <b>work</b>').waitFor({ timeout: 60_000 });
+    assert.equal(await work.locator('summary .badge').innerText(), 'running', 'the line is shown while its step runs');
+    assert.equal(await page.locator('.run-head .badge').innerText(), 'running');
+    assert.equal(await page.getByRole('button', { name: 'Cancel run' }).count(), 1, 'a running run can be canceled');
+    assert.doesNotMatch(await work.locator('pre.step-log').innerText(), /first done/, "each panel holds its own step's lines");
+    await screenshot(page, f, 'run-live');
+    await page.locator('.run-head .badge.succeeded').waitFor({ timeout: 60_000 });
+    assert.equal(await page.locator('#main b').count(), 0);
+
+    await page.getByRole('link', { name: '← all runs' }).click();
+    const row = page.locator(`#runs tr[data-run="${runId}"]`);
+    await row.waitFor();
+    assert.equal(await row.locator('td.cost').innerText(), '—', 'a run without an agent step cost nothing that was metered');
+    assert.notEqual(await row.locator('td.started-by').innerText(), '', 'what started it is said');
+    assert.match(await page.locator('#pipelines tr[data-pipeline="slow"] td.today').innerText(), /^(—|\$\d)/);
+    await screenshot(page, f, 'home-after-runs');
     assert.deepEqual(problems, [], 'the page threw no errors');
   } finally {
     await page.close();

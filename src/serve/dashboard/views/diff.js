@@ -75,7 +75,7 @@ export async function showDiff(runId, into) {
       ' ',
       el('span', { class: 'add' }, `+${total.added.toLocaleString('en')}`),
       ' ',
-      el('span', { class: 'del' }, `−${total.removed.toLocaleString('en')}`),
+      el('span', { class: total.removed ? 'del' : 'zero' }, `−${total.removed.toLocaleString('en')}`),
       ' ',
       el('span', { class: 'muted' }, `${bytes(total.bytes)} of patch ·`),
       ' ',
@@ -96,7 +96,7 @@ function fileRow(runId, f, open) {
     { type: 'button', class: 'diff-file-head', 'aria-expanded': 'false' },
     el('span', { class: `diff-status ${f.status}`, title: f.status }, f.status.slice(0, 1).toUpperCase()),
     el('span', { class: 'diff-path' }, f.oldPath ? `${f.oldPath} → ${f.path}` : f.path),
-    f.binary ? el('span', { class: 'diff-counts muted' }, 'binary') : el('span', { class: 'diff-counts' }, el('span', { class: 'add' }, `+${count(f.added)}`), ' ', el('span', { class: 'del' }, `−${count(f.removed)}`)),
+    f.binary ? el('span', { class: 'diff-counts muted' }, 'binary') : el('span', { class: 'diff-counts' }, el('span', { class: f.added ? 'add' : 'zero' }, `+${count(f.added)}`), ' ', el('span', { class: f.removed ? 'del' : 'zero' }, `−${count(f.removed)}`)),
   );
   const row = el('div', { class: 'diff-file', dataset: { path: f.path } }, toggle, body);
   const setOpen = (/** @type {boolean} */ yes) => {

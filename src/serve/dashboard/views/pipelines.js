@@ -2,23 +2,24 @@
 /** The pipelines table: next run, file errors, the last run that could not start, Run now (with a form for inputs). */
 import { post } from '../lib/api.js';
 import { el, fill, messageOf, setStatus } from '../lib/dom.js';
-import { when } from '../lib/format.js';
+import { money, when } from '../lib/format.js';
 
 /**
  * @typedef {{ description?: string, default?: string }} Input
  * @typedef {{ runId: string, at: string, error: string }} Failure
- * @typedef {{ name: string | null, file: string, nextRuns: string[], errors: string[], inputs: Record<string, Input>, lastFailure: Failure | null }} Pipeline
+ * @typedef {{ spentUsd: number, budgetPerDayUsd: number | null }} Today
+ * @typedef {{ name: string | null, file: string, nextRuns: string[], errors: string[], inputs: Record<string, Input>, lastFailure: Failure | null, today?: Today }} Pipeline
  */
 
 /** The table, and the place above it where a pipeline's inputs are asked for. */
 export function pipelinesTable() {
   const body = el('tbody');
   const form = el('div', { id: 'run-form' });
-  const table = el('table', { id: 'pipelines' }, el('thead', {}, el('tr', {}, el('th', {}, 'Pipeline'), el('th', {}, 'Next run'), el('th', {}, 'File'), el('th', {}))), body);
+  const table = el('table', { id: 'pipelines' }, el('thead', {}, el('tr', {}, el('th', {}, 'Pipeline'), el('th', {}, 'Next run'), el('th', {}, 'Spent today'), el('th', {}, 'File'), el('th', {}))), body);
   /** @param {Array<Pipeline>} ps */
   const show = (ps) => {
     fill(body, ps.map((p) => row(p, form)));
-    if (!ps.length) body.append(el('tr', {}, el('td', { colspan: 4, class: 'muted' }, 'No pipeline files in the folder yet.')));
+    if (!ps.length) body.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No pipeline files in the folder yet.')));
   };
   return { form, table, show };
 }
@@ -30,6 +31,7 @@ function row(p, form) {
     { dataset: { pipeline: p.name ?? '' } },
     el('td', {}, p.name ?? el('span', { class: 'muted' }, '(does not load)')),
     el('td', {}, p.nextRuns.length ? when(p.nextRuns.slice().sort()[0] ?? '') : el('span', { class: 'muted' }, 'no schedule')),
+    el('td', { class: 'today' }, today(p.today)),
     el(
       'td',
       {},
@@ -86,4 +88,19 @@ async function trigger(name, inputs) {
   } catch (err) {
     setStatus(`could not start ${name}: ${messageOf(err)}`);
   }
+}
+
+/**
+ * Today's spend against the pipeline's budget_per_day: `$1.20 of $5.00`, a
+ * bar filled that far (red at the budget); `$1.20` without a budget; — when
+ * the server does not say.
+ * @param {Today | undefined} t
+ */
+function today(t) {
+  if (!t || typeof t.spentUsd !== 'number') return '—';
+  if (typeof t.budgetPerDayUsd !== 'number') return el('span', { title: 'no budget_per_day' }, money(t.spentUsd));
+  const share = t.budgetPerDayUsd > 0 ? t.spentUsd / t.budgetPerDayUsd : 1;
+  const bar = el('span', { class: `fill${share >= 1 ? ' over' : ''}` });
+  bar.style.width = `${Math.min(100, share * 100).toFixed(1)}%`;
+  return el('div', {}, `${money(t.spentUsd)} of ${money(t.budgetPerDayUsd)}`, el('div', { class: 'budget', title: `${Math.round(share * 100)}% of budget_per_day` }, bar));
 }

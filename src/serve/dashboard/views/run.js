@@ -3,11 +3,13 @@
  * `#/runs/<id>`: one run. Its head (status, branch, inputs, push), each run
  * of its steps, the routes its flow took, its live log and its change.
  */
-import { api, post, runUrl } from '../lib/api.js';
-import { badge, el, messageOf, setStatus } from '../lib/dom.js';
+import { api, runUrl } from '../lib/api.js';
+import { badge, el } from '../lib/dom.js';
 import { duration, when } from '../lib/format.js';
 import { every } from '../lib/poll.js';
 import { showChanges, showDiff } from './diff.js';
+import { stepPanels } from './agents.js';
+import { actions } from './delivery.js';
 import { combinedLog, logStream } from './log.js';
 import { flowSection, stepRows } from './steps.js';
 
@@ -17,13 +19,17 @@ export function runView(runId) {
   const steps = el('tbody');
   const flow = el('div', { id: 'flow' });
   const stream = logStream(runId);
+  const panels = stepPanels(stream);
+  // the actions redraw the record when they are done: refresh is set below, once polling starts
+  const acts = actions(runId, () => refresh());
   const log = combinedLog(stream);
-  const diff = el('pre', { id: 'diff', class: 'diff muted' }, 'The diff appears when the run ends.');
+  const diff = el('div', { id: 'diff', class: 'diff muted' }, 'The diff appears when the run ends.');
   const main = el(
     'div',
     {},
     el('p', {}, el('a', { href: '#/' }, '← all runs')),
     head,
+    acts.node,
     el('h2', {}, 'Steps'),
     el(
       'table',
@@ -32,6 +38,8 @@ export function runView(runId) {
       steps,
     ),
     flow,
+    el('h2', {}, 'By step'),
+    panels.node,
     el('h2', {}, 'Log'),
     log,
     el('h2', {}, 'Diff'),
@@ -39,12 +47,14 @@ export function runView(runId) {
   );
 
   let diffShown = false;
-  every(async () => {
+  const refresh = every(async () => {
     const r = await api(runUrl(runId));
     const live = r.status === 'running' || r.status === 'queued' || r.status === 'starting';
-    head.replaceChildren(runHead(r, live));
+    head.replaceChildren(runHead(r));
+    acts.update(r);
     steps.replaceChildren(...stepRows(r, live));
     flow.replaceChildren(...flowSection(r));
+    panels.update(r);
     if (r.status !== 'queued' && r.status !== 'starting' && r.status !== 'not_started') stream.start();
     if (!live && !diffShown) {
       diffShown = true;
@@ -60,8 +70,8 @@ export function runView(runId) {
   return main;
 }
 
-/** @param {any} r @param {boolean} live */
-function runHead(r, live) {
+/** @param {any} r */
+function runHead(r) {
   const hasInputs = r.inputs !== undefined && r.inputs !== null && Object.keys(r.inputs).length > 0;
   return el(
     'div',
@@ -84,16 +94,5 @@ function runHead(r, live) {
       r.push && el('dd', {}, r.pushed ? `pushed to ${r.push.remote ?? 'the remote'}` : r.push.error ?? (r.push.reason ? `not pushed (${r.push.reason})` : 'not pushed')),
     ),
     r.error && el('p', { class: 'error' }, typeof r.error === 'string' ? r.error : r.error.message),
-    live && el('button', { class: 'danger', onclick: () => cancel(r.runId) }, 'Cancel run'),
   );
-}
-
-/** @param {string} runId */
-async function cancel(runId) {
-  try {
-    await post(runUrl(runId, '/cancel'));
-    setStatus('canceling…');
-  } catch (err) {
-    setStatus(`could not cancel: ${messageOf(err)}`);
-  }
 }

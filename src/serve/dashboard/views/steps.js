@@ -5,7 +5,7 @@
  * the run's time; the routes the flow took and what stopped it.
  */
 import { badge, el } from '../lib/dom.js';
-import { duration } from '../lib/format.js';
+import { count, duration, money } from '../lib/format.js';
 
 /** The name a step's run goes by (`implement#2`, `build[0]`), or its id. @param {{ id: string, name?: string | null }} s */
 export function resultName(s) {
@@ -175,12 +175,12 @@ function routeValue(r, route) {
 }
 
 /**
- * What an agent step cost: as its gateway metered it (`calls`), else as its CLI reported it.
+ * What an agent step cost, in short: as its gateway metered it (`calls`), else as its CLI reported it.
  * @param {{ model: string | null, inputTokens: number | null, outputTokens: number | null, costUsd: number | null, turns: number | null, calls?: number, unpriced?: boolean }} u
  */
 export function usageText(u) {
-  const parts = [`${u.inputTokens ?? '?'} in / ${u.outputTokens ?? '?'} out tokens`];
-  if (u.costUsd !== null) parts.push(`$${u.costUsd.toFixed(4)}${u.unpriced ? ' (some calls unpriced)' : ''}`);
+  const parts = [`${count(u.inputTokens)} in / ${count(u.outputTokens)} out tokens`];
+  if (u.costUsd !== null) parts.push(`${money(u.costUsd)}${u.unpriced ? ' (some calls unpriced)' : ''}`);
   if (u.turns !== null) parts.push(`${u.turns} turn${u.turns === 1 ? '' : 's'}`);
   if (u.calls !== undefined) parts.push(`${u.calls} call${u.calls === 1 ? '' : 's'}`);
   return `${u.model ?? 'agent'}: ${parts.join(', ')}`;
