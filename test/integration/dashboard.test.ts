@@ -6,13 +6,13 @@
  * and screenshots of each view are taken and checked.
  */
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { BIG_DIFF, BIG_DIFF_STEP } from '../fixtures/big-diff.js';
 import { ModelServer } from '../fixtures/model-server.js';
-import { IMAGE, projectsForThisFile, serveFolder, type Fixture } from '../fixtures/project.js';
+import { git, IMAGE, projectsForThisFile, serveFolder, until, type Fixture } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 const CHROMIUM = '/usr/bin/chromium';
@@ -396,6 +396,79 @@ test("a step's lines show in its own panel while it runs; the runs list says wha
     assert.notEqual(await row.locator('td.started-by').innerText(), '', 'what started it is said');
     assert.match(await page.locator('#pipelines tr[data-pipeline="slow"] td.today').innerText(), /^(—|\$\d)/);
     await screenshot(page, f, 'home-after-runs');
+    assert.deepEqual(problems, [], 'the page threw no errors');
+  } finally {
+    await page.close();
+    s.child.kill('SIGTERM');
+  }
+  assert.equal(await s.exited, 0, s.out());
+});
+
+test('a run is delivered from its page: a refusal shows its reason, a merge asks naming project and branch and lands, a re-run repeats the inputs', { timeout: 180_000 }, async () => {
+  const f = await fixture();
+  const s = await startServe(f, '127.0.0.1:0');
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const problems: string[] = [];
+  page.on('pageerror', (e) => problems.push(e.message));
+  try {
+    await page.goto(s.base);
+    await page.locator('#pipelines tr[data-pipeline="greet"]').getByRole('button', { name: 'Run now' }).click();
+    await page.getByLabel('who').fill('delivery');
+    await page.getByRole('button', { name: 'Start run' }).click();
+    await page.waitForURL(/#\/runs\//);
+    const runId = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
+    await page.locator('.run-head .badge.succeeded').waitFor({ timeout: 60_000 });
+    const started = (await (await fetch(`${s.base}/api/runs/${runId}`)).json()) as { startedBy?: { via: string } };
+    assert.equal(started.startedBy?.via, 'dashboard', 'the server knows the dashboard started it');
+
+    // the greet step changes nothing: a step that writes a file is needed to deliver; talk does
+    await page.goto(s.base);
+    await page.locator('#pipelines tr[data-pipeline="talk"]').getByRole('button', { name: 'Run now' }).click();
+    await page.waitForURL((u) => u.hash.startsWith('#/runs/') && u.hash !== `#/runs/${runId}`);
+    const talkId = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
+    await page.locator('.run-head .badge.succeeded').waitFor({ timeout: 60_000 });
+
+    // a dirty checkout: the apply is refused, and the page says why
+    await writeFile(path.join(f.project, 'README.md'), '# changed by hand\n');
+    await page.getByRole('button', { name: 'Apply…' }).click();
+    const dialog = page.locator('dialog.confirm');
+    await dialog.waitFor();
+    assert.match(await dialog.innerText(), new RegExp(`${f.project.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`), 'the dialog names the project');
+    await screenshot(page, f, 'apply-dialog');
+    await dialog.getByRole('button', { name: /^Apply to / }).click();
+    const refusal = page.locator('#delivery .action-result .error');
+    await refusal.waitFor({ timeout: 30_000 });
+    assert.match(await refusal.innerText(), /^Not applied: .*(uncommitted|dirty|changes)/i);
+    await screenshot(page, f, 'apply-refused');
+    git(f.project, 'checkout', '--', 'README.md');
+
+    // a merge into main: the dialog names project and branch, and the run's work lands on main
+    await page.getByRole('button', { name: 'Merge…' }).click();
+    await dialog.waitFor();
+    assert.equal(await dialog.locator('select').inputValue(), 'main', 'the project checkout\'s branch is offered first');
+    const text = await dialog.locator('.what').innerText();
+    assert.ok(text.includes(`run/${talkId}`) && text.includes(' main ') && text.includes(f.project), `the dialog says what goes where: ${text}`);
+    await screenshot(page, f, 'merge-dialog');
+    await dialog.getByRole('button', { name: 'Merge into main' }).click();
+    await page.locator('#delivery .action-result .ok').getByText(/^Merged into main as [0-9a-f]{10}/).waitFor({ timeout: 30_000 });
+    assert.equal(git(f.project, 'show', 'main:note.txt'), 'written by the step', "the run's work is on main");
+    const attempts = page.locator('#delivery ul.attempts li');
+    await until('both attempts listed', async () => ((await attempts.count()) === 2 ? true : undefined));
+    assert.match(await attempts.nth(0).innerText(), /merge into main done .* via dashboard/);
+    assert.match(await attempts.nth(1).innerText(), /apply refused \(target_dirty\).* via dashboard/);
+    await screenshot(page, f, 'merged');
+
+    // re-run the greet run: a new run with the same inputs, linked to the old one
+    await page.goto(`${s.base}/#/runs/${encodeURIComponent(runId)}`);
+    await page.getByRole('button', { name: 'Re-run' }).click();
+    await page.waitForURL((u) => u.hash.startsWith('#/runs/') && !u.hash.endsWith(runId));
+    const again = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
+    await page.locator('#log').getByText('hello delivery!').waitFor({ timeout: 60_000 });
+    const rec = (await (await fetch(`${s.base}/api/runs/${again}`)).json()) as { inputs: Record<string, string>; startedBy: { via: string; rerunOf: string } };
+    assert.deepEqual(rec.inputs, { who: 'delivery', punctuation: '!' });
+    assert.deepEqual([rec.startedBy.via, rec.startedBy.rerunOf], ['rerun', runId]);
+    await page.getByRole('link', { name: '← all runs' }).click();
+    await page.locator(`#runs tr[data-run="${again}"] td.started-by`).getByText(`re-run of ${runId}`).waitFor();
     assert.deepEqual(problems, [], 'the page threw no errors');
   } finally {
     await page.close();

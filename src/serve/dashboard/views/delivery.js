@@ -12,7 +12,7 @@ import { el, fill, messageOf, setStatus } from '../lib/dom.js';
 import { when } from '../lib/format.js';
 
 /**
- * @typedef {{ project: string, branch: string, currentBranch: string | null, branches: string[], deliverable: boolean, why?: string }} Delivery
+ * @typedef {{ project: string, branch: string, currentBranch: string | null, branches: string[], deliverable: boolean, why?: string, checkoutDirty?: boolean }} Delivery
  * @typedef {{ action: 'merge' | 'apply', at: string, by?: { via?: string, user?: string, from?: string }, into?: string, squash?: boolean, commit?: string, ok: boolean, refused?: string, message?: string }} Attempt
  */
 
@@ -54,7 +54,17 @@ export function actions(runId, refresh) {
     const what = el('p', { class: 'what' });
     const confirm = el('button', { type: 'submit', value: 'yes' });
     const describe = () => {
-      fill(what, ['This merges ', el('code', {}, d.branch), ' into branch ', el('code', {}, select.value), ' of the project ', el('code', {}, d.project), squash.checked ? ', as one commit.' : '.']);
+      const dirty = d.checkoutDirty && select.value === d.currentBranch;
+      fill(what, [
+        'This merges ',
+        el('code', {}, d.branch),
+        ' into branch ',
+        el('code', {}, select.value),
+        ' of the project ',
+        el('code', {}, d.project),
+        squash.checked ? ', as one commit.' : '.',
+        dirty && el('div', { class: 'warn' }, `The project's checkout of ${select.value} has uncommitted changes: the server will refuse to merge into it.`),
+      ]);
       confirm.textContent = `Merge into ${select.value}`;
     };
     select.addEventListener('change', describe);
@@ -94,6 +104,7 @@ export function actions(runId, refresh) {
           ...(d.currentBranch ? [' (on branch ', el('code', {}, d.currentBranch), ')'] : []),
           ', uncommitted.',
         ),
+        d.checkoutDirty === true && el('p', { class: 'warn' }, "The project's checkout has uncommitted changes: the server will refuse to apply onto them."),
       ],
       el('button', { type: 'submit', value: 'yes' }, `Apply to ${d.project}`),
     );
