@@ -31,7 +31,7 @@ export function actions(runId, refresh) {
   const say = (text, ok, details = []) =>
     fill(result, [el('div', { class: ok ? 'ok' : 'error' }, text), details.length > 0 && el('ul', { class: 'details' }, ...details.map((d) => el('li', {}, d)))]);
   /** @param {unknown} err @param {string} what */
-  const refused = (err, what) => say(`${what}: ${messageOf(err)}`, false, err instanceof ApiError ? err.details : []);
+  const refused = (err, what) => say(`${what}: ${plain(messageOf(err))}`, false, err instanceof ApiError ? err.details : []);
 
   const ask = async () => {
     if (asking) return;
@@ -72,7 +72,7 @@ export function actions(runId, refresh) {
     describe();
     const yes = await dialog('Merge this run', [
       el('div', { class: 'field' }, el('label', { for: 'merge-into' }, 'Into branch'), select),
-      el('div', { class: 'field' }, el('label', { for: 'merge-squash' }, squash, ' Squash into one commit')),
+      el('div', { class: 'field check' }, el('label', { for: 'merge-squash' }, squash, ' Squash into one commit')),
       what,
     ], confirm);
     if (!yes) return;
@@ -182,11 +182,16 @@ function deliveries(r) {
           { class: a.ok ? 'ok' : 'refused' },
           when(a.at),
           `: ${a.action}${a.into ? ` into ${a.into}` : ''}${a.squash ? ' (squash)' : ''} `,
-          a.ok ? `done${a.commit ? ` (${a.commit.slice(0, 10)})` : ''}` : `refused${a.refused ? ` (${a.refused})` : ''}${a.message ? `: ${a.message}` : ''}`,
+          a.ok ? `done${a.commit ? ` (${a.commit.slice(0, 10)})` : ''}` : `${a.refused ? `refused (${a.refused})` : 'failed'}${a.message ? `: ${plain(a.message)}` : ''}`,
           a.by ? el('span', { class: 'muted' }, ` · via ${a.by.via ?? '?'}${a.by.user ? `, ${a.by.user}` : ''}${a.by.from ? `, from ${a.by.from}` : ''}`) : '',
         ),
       ),
   );
+}
+
+/** A refusal's message without the `refused (code): ` it starts with, which the page says its own way. @param {string} m */
+function plain(m) {
+  return m.replace(/^refused \([a-z_]+\): /, '');
 }
 
 /**
