@@ -1,9 +1,11 @@
 /**
  * Codex CLI, headless: `codex exec --json` with approvals and its own sandbox
- * off (the container is the sandbox), an empty stdin (it waits for one that is
- * not a terminal), plugins, apps and in-app updates off (they call out at
- * start). It ignores OPENAI_BASE_URL: base_url becomes a model provider of its
- * config. It has no turn limit to set.
+ * off (the container is the sandbox), the prompt on stdin (`-`: given a prompt
+ * as an argument and a stdin that is not a terminal, it says "Reading
+ * additional input from stdin..." and reads that too), analytics off (with
+ * them, metrics go to ab.chatgpt.com), plugins, apps and update checks off
+ * (they call out at start). It ignores OPENAI_BASE_URL: base_url becomes a
+ * model provider of its config. It has no turn limit to set.
  */
 import { jsonLines, num, shQuote, str, withV1, type AgentOutcome, type AgentPreset, type AgentSettings } from './preset.js';
 import { messageLines, oneLine, toolResult } from './render.js';
@@ -20,12 +22,15 @@ export const codex: AgentPreset = {
     const args = ['--json', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox'];
     if (s.model) args.push('-m', shQuote(s.model));
     for (const off of ['plugins', 'apps', 'in_app_updates']) args.push('-c', `features.${off}=false`);
+    // analytics.enabled=false stops its analytics events and its Statsig metrics (ab.chatgpt.com) both
+    args.push('-c', 'analytics.enabled=false', '-c', 'check_for_update_on_startup=false');
     if (s.baseUrl) {
       args.push('-c', 'model_provider=runner');
       args.push('-c', shQuote(`model_providers.runner={name="runner",base_url=${toml(withV1(s.baseUrl))},env_key="OPENAI_API_KEY",wire_api="responses"}`));
     }
     // codex exec logs in with CODEX_API_KEY, not OPENAI_API_KEY, on its built-in provider.
-    return `CODEX_API_KEY="\${CODEX_API_KEY:-\$OPENAI_API_KEY}" codex exec ${args.join(' ')} -- "$RUNNER_PROMPT" < /dev/null > ${resultPath}`;
+    // `-`: the prompt is its stdin, read to its end, and nothing more is waited for or said
+    return `printf '%s' "$RUNNER_PROMPT" | CODEX_API_KEY="\${CODEX_API_KEY:-\$OPENAI_API_KEY}" codex exec ${args.join(' ')} - > ${resultPath}`;
   },
   env(): Record<string, string> {
     return {};

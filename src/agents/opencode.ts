@@ -1,7 +1,9 @@
 /**
  * opencode, headless: `opencode run --format json` with permissions
  * auto-approved (the container is the sandbox), no external plugins, no
- * auto-update, no sharing. Its model is `provider/model` (Anthropic unless
+ * sharing, and none of its calls home: no update check (registry.npmjs.org),
+ * no refresh of its model list (models.opencode.ai: it has one built in), no
+ * language-server downloads. Its model is `provider/model` (Anthropic unless
  * said otherwise); base_url goes to that provider's options in the config it
  * reads from OPENCODE_CONFIG_CONTENT.
  */
@@ -22,7 +24,11 @@ export const opencode: AgentPreset = {
     return undefined;
   },
   script(s: AgentSettings, resultPath: string): string {
-    return `opencode run --format json --auto --pure -m ${shQuote(s.model ?? OPENCODE_DEFAULT_MODEL)} -- "$RUNNER_PROMPT" < /dev/null > ${resultPath}`;
+    // At start it installs @opencode-ai/plugin into its global config directory from the npm registry, in the background,
+    // with no setting to stop it; it skips a directory it cannot write to, and needs nothing written there in a run.
+    // (A home it cannot write to, under read_only: it fails on its own, and says why.)
+    const noInstall = 'mkdir -p "$HOME/.config/opencode" 2>/dev/null && chmod a-w "$HOME/.config/opencode" || true';
+    return `${noInstall}\nopencode run --format json --auto --pure -m ${shQuote(s.model ?? OPENCODE_DEFAULT_MODEL)} -- "$RUNNER_PROMPT" < /dev/null > ${resultPath}`;
   },
   env(s: AgentSettings): Record<string, string> {
     const provider = (s.model ?? OPENCODE_DEFAULT_MODEL).split('/')[0]!;
@@ -31,7 +37,13 @@ export const opencode: AgentPreset = {
       share: 'disabled',
       ...(s.baseUrl ? { provider: { [provider]: { options: { baseURL: withV1(s.baseUrl) } } } } : {}),
     };
-    return { OPENCODE_CONFIG_CONTENT: JSON.stringify(config) };
+    return {
+      OPENCODE_CONFIG_CONTENT: JSON.stringify(config),
+      // the update check reads the global config only, not OPENCODE_CONFIG_CONTENT's autoupdate
+      OPENCODE_DISABLE_AUTOUPDATE: '1',
+      OPENCODE_DISABLE_MODELS_FETCH: '1',
+      OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
+    };
   },
   renderEvent(e: Record<string, any>): string[] {
     const part = (e.part ?? {}) as Record<string, any>;

@@ -1,17 +1,13 @@
 /** `runner apply RUN_ID`: the run's change into the project's checkout, uncommitted. */
-import { applyRun } from '../delivery/apply.js';
-import { deliverySource } from '../delivery/source.js';
-import { readRun, writeRun } from '../run/records.js';
+import { applyRunById } from '../delivery/deliver.js';
+import { cliActor } from './os-user.js';
 import { parseFlags } from './args.js';
 import { openHome } from './context.js';
 
 export async function applyCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseFlags('apply', args, { home: { type: 'string' } }, ['RUN_ID']);
   const home = await openHome(values.home);
-  const rec = await readRun(home.runs, positionals[0]!);
-  const { files } = await applyRun(await deliverySource(rec), home.runs);
-  rec.delivered = { how: 'apply', at: new Date().toISOString() };
-  await writeRun(home.runs, rec);
+  const { rec, files } = await applyRunById(home, positionals[0]!, cliActor());
   process.stdout.write(`applied run ${rec.runId} to ${rec.project} as uncommitted changes (${files.length} file${files.length === 1 ? '' : 's'}); review with git diff, then commit\n`);
   return 0;
 }

@@ -5,6 +5,7 @@ import { Git } from '../git/git.js';
 import { parseInputFlags, resolveInputs } from '../pipeline/inputs.js';
 import { loadPipeline } from '../pipeline/load.js';
 import { executeRun } from '../run/orchestrator.js';
+import { cliActor } from './os-user.js';
 import { summarize } from '../run/record.js';
 import { readSecretsFile } from '../run/secrets-file.js';
 import { checkTaskId } from '../workspace/task-worktree.js';
@@ -81,6 +82,7 @@ export async function execCommand(args: string[]): Promise<number> {
         secretSource: { ...process.env, ...fromFile },
         noWait: values['no-wait'] === true,
         inputs,
+        startedBy: cliActor(),
         ...egressOptions(values),
         ...(values.task !== undefined ? { task: { id: values.task, ...(values.title !== undefined ? { title: values.title } : {}) } } : {}),
       },

@@ -2,11 +2,12 @@
 import { visible } from '../common/visible.js';
 import { errorMessage, UsageError } from '../common/errors.js';
 import { DeliveryRefused } from '../delivery/refusal.js';
-import { mergeRun } from '../delivery/merge.js';
+import { mergeRunById } from '../delivery/deliver.js';
+import { cliActor } from './os-user.js';
 import { deliverySource } from '../delivery/source.js';
 import { pushBranch } from '../git/push.js';
 import { loadPipeline } from '../pipeline/load.js';
-import { readRun, writeRun } from '../run/records.js';
+import { readRun } from '../run/records.js';
 import type { RunnerHome } from '../workspace/home.js';
 import { parseFlags } from './args.js';
 import { openHome } from './context.js';
@@ -51,11 +52,7 @@ export async function mergeCommand(args: string[]): Promise<number> {
 }
 
 async function mergeOne(home: RunnerHome, runId: string, o: { into: string | undefined; squash: boolean; push: boolean }): Promise<string> {
-  const rec = await readRun(home.runs, runId);
-  const src = await deliverySource(rec);
-  const r = await mergeRun(src, { ...(o.into ? { into: o.into } : {}), squash: o.squash, scratchRoot: home.merges });
-  rec.delivered = { how: 'merge', at: new Date().toISOString(), into: r.into, commit: r.commit };
-  await writeRun(home.runs, rec);
+  const { rec, ...r } = await mergeRunById(home, runId, { into: o.into, squash: o.squash }, cliActor());
   let line = `merged ${rec.branch} into ${r.into} (${r.commit.slice(0, 10)}${o.squash ? ', squashed' : ''})${r.movedCheckout ? '; the checkout moved with it' : ''}`;
   if (o.push) line += `; ${await pushTarget(home, runId, r.into)}`;
   return line;

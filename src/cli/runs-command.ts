@@ -4,7 +4,7 @@ import { rm } from 'node:fs/promises';
 import { formatDuration, parseDuration } from '../common/durations.js';
 import { UsageError } from '../common/errors.js';
 import { Git } from '../git/git.js';
-import { runListing, type RunRecord } from '../run/record.js';
+import { runListing, type RunRecord, type StartedBy } from '../run/record.js';
 import { resultName, type StepResult } from '../run/step-result.js';
 import { ranTogether } from '../run/together.js';
 import { listRuns, readRun, runDir } from '../run/records.js';
@@ -83,6 +83,7 @@ async function runsShow(args: string[]): Promise<number> {
     r.status === 'queued' || r.status === 'not_started'
       ? `asked for  ${r.startedAt}${r.requestedBy ? ` (${r.requestedBy})` : ''}`
       : `started    ${r.startedAt}${r.durationMs !== null ? `  (${formatDuration(r.durationMs)})` : ''}`,
+    ...(r.startedBy ? [`started by ${describeStarter(r.startedBy)}`] : []),
     ...(r.delivered ? [`delivered  ${r.delivered.how}${r.delivered.into ? ` into ${r.delivered.into}` : ''} at ${r.delivered.at}`] : []),
     'steps',
     ...r.steps.flatMap((s, i) => [
@@ -102,6 +103,13 @@ async function runsShow(args: string[]): Promise<number> {
   // Messages, outputs and errors carry step-made text: one line each, control characters shown.
   process.stdout.write(`${lines.map(visible).join('\n')}\n`);
   return 0;
+}
+
+/** `dashboard (from 127.0.0.1)`, `rerun of 20261122-061500-k3f9a2`, `schedule 0 3 * * *`, `cli (alice)`. */
+function describeStarter(b: StartedBy): string {
+  const who = b.via === 'rerun' ? `rerun of ${b.rerunOf ?? '?'}` : b.via === 'schedule' && b.schedule ? `schedule ${b.schedule}` : b.via;
+  const extra = [b.user, b.from ? `from ${b.from}` : undefined].filter(Boolean);
+  return extra.length ? `${who} (${extra.join(', ')})` : who;
 }
 
 /** What the flow did with one run of a step: its item, its retry, its lane and merge, what ran with it. */

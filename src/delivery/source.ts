@@ -13,9 +13,15 @@ export interface DeliverySource {
   base: string;
 }
 
-export async function deliverySource(rec: RunRecord): Promise<DeliverySource> {
+/** A run still going on (running, or queued to run) is never delivered: its record and branch are still its own. Pure. */
+export function checkOver(rec: Pick<RunRecord, 'runId' | 'status'>): void {
   if (rec.status === 'running') throw new DeliveryRefused('not_deliverable', `run ${rec.runId} is still running: wait for it to end`);
-  if (rec.status === 'queued' || rec.status === 'not_started') throw new DeliveryRefused('not_deliverable', `run ${rec.runId} never started: there is nothing to deliver`);
+  if (rec.status === 'queued') throw new DeliveryRefused('not_deliverable', `run ${rec.runId} is queued and has not run yet: wait for it to end`);
+}
+
+export async function deliverySource(rec: RunRecord): Promise<DeliverySource> {
+  checkOver(rec);
+  if (rec.status === 'not_started') throw new DeliveryRefused('not_deliverable', `run ${rec.runId} never started: there is nothing to deliver`);
   if (!rec.branch || !rec.baseSha || !rec.headSha) {
     throw new DeliveryRefused('not_deliverable', `run ${rec.runId} has no branch (it worked on a persistent directory): there is nothing to deliver`);
   }

@@ -22,7 +22,7 @@ import { checkHomeReachable } from '../workspace/home-access.js';
 import { runBranch } from '../workspace/run-worktree.js';
 import type { Workspace } from '../workspace/workspace.js';
 import { HookRunner } from './hook-runner.js';
-import { newRecord, type RunCleanup, type RunRecord } from './record.js';
+import { newRecord, type RunCleanup, type RunRecord, type StartedBy } from './record.js';
 import { resultName, workNotRecorded } from './step-result.js';
 import type { Reporter } from './reporter.js';
 import { holdOwnerLock } from './owner-lock.js';
@@ -72,6 +72,9 @@ export interface ExecOptions {
   egressPrivate?: string[];
   /** name servers gateways resolve with (RUNNER_EGRESS_DNS); default the engine's */
   egressDns?: string[];
+  /** what started the run, for its record (runner serve: also why it was asked for, as requestedBy) */
+  startedBy?: StartedBy;
+  requestedBy?: RunRecord['requestedBy'];
   /** under runner serve: the pipeline's budget per day, and what its runs spent today before this one */
   day?: { budget: Budget; spent: Spent };
 }
@@ -142,6 +145,8 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     status: 'running',
     startedAt: startedAt.toISOString(),
     pid: process.pid,
+    ...(opts.requestedBy ? { requestedBy: opts.requestedBy } : {}),
+    ...(opts.startedBy ? { startedBy: opts.startedBy } : {}),
     deliveryRules: { verifySteps: plans.filter((p) => p.verify).map((p) => p.id), paths: pipeline.delivery?.paths ?? null },
   });
   await store.writeRecord(record);

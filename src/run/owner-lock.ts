@@ -29,12 +29,12 @@ export function ownerAlive(home: string, runId: string): Promise<boolean> {
  * record are written by anyone but the run itself (runner serve accepting a
  * trigger), so recovery never takes a directory being made for one left by a crash.
  */
-export async function withOwnerLock<T>(home: string, runId: string, fn: () => Promise<T>): Promise<T> {
+export async function withOwnerLock<T>(home: string, runId: string, fn: () => Promise<T>, timedOut?: () => Error): Promise<T> {
   const signal = AbortSignal.timeout(10_000);
   const held = await waitLock('run', key(home, runId), {
     signal,
     pollMs: 50,
-    abort: () => new Error(`run ${runId} stayed locked by another process for 10 s: its record was not written`),
+    abort: timedOut ?? (() => new Error(`run ${runId} stayed locked by another process for 10 s: its record was not written`)),
   });
   try {
     return await fn();

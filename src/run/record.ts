@@ -26,6 +26,8 @@ export interface RunRecord {
   startedAt: string;
   /** what asked for it, for runs runner serve accepted: its schedule, a catch-up, a trigger */
   requestedBy?: 'schedule' | 'catchup' | 'trigger';
+  /** what started it, structured (absent in records of older runners, and of runs started some other way) */
+  startedBy?: StartedBy;
   finishedAt: string | null;
   durationMs: number | null;
   pushed: boolean;
@@ -53,9 +55,49 @@ export interface RunRecord {
   deliveryRules: { verifySteps: string[]; paths: string[] | null };
   /** whether the run's work was brought into the project (runner apply / merge) */
   delivered: { how: 'apply' | 'merge'; at: string; into?: string; commit?: string } | null;
+  /** every attempt to deliver it, done or refused, oldest first (absent until the first) */
+  deliveries?: DeliveryAttempt[];
   hooks: Array<{ name: string; ok: boolean; exitCode: number | null; timedOut: boolean; durationMs: number; outputCut: boolean }>;
   steps: StepResult[];
   error: { code: string; message: string } | null;
+}
+
+/** What started a run: its schedule, a person through the API or the dashboard, `runner exec`, or a rerun of another run. */
+export interface StartedBy {
+  via: 'schedule' | 'api' | 'dashboard' | 'cli' | 'rerun';
+  /** the run this one runs again */
+  rerunOf?: string;
+  /** the schedule entry's cron */
+  schedule?: string;
+  /** the client's address (API, dashboard) */
+  from?: string;
+  /** the OS user (cli) */
+  user?: string;
+}
+
+/** Who asked for a delivery. */
+export interface DeliveredBy {
+  via: 'cli' | 'api' | 'dashboard';
+  /** the OS user (cli) */
+  user?: string;
+  /** the client's address (API, dashboard) */
+  from?: string;
+}
+
+/** One attempt to deliver a run: what was asked, by whom, and what came of it. */
+export interface DeliveryAttempt {
+  action: 'merge' | 'apply';
+  at: string;
+  by: DeliveredBy;
+  into?: string;
+  squash?: boolean;
+  /** the merge's commit */
+  commit?: string;
+  ok: boolean;
+  /** the refusal's reason (DeliveryRefused), when it was refused */
+  refused?: string;
+  /** why it was refused or failed */
+  message?: string;
 }
 
 export interface RunCleanup {
@@ -176,6 +218,25 @@ export function runListing(r: RunRecord): Record<string, unknown> {
     durationMs: r.durationMs,
     current: r.current,
     error: r.error,
+    ...(r.startedBy ? { startedBy: r.startedBy } : {}),
+    ...runCost(r),
     steps: r.steps.map((s) => ({ id: s.id, name: resultName(s), status: s.status, exitCode: s.exitCode, durationMs: s.durationMs })),
   };
+}
+
+/**
+ * What a run's agent steps used, summed: costUsd null when no step reported a
+ * cost, tokens null when no step reported usage (a run without agent steps). Pure.
+ */
+export function runCost(r: Pick<RunRecord, 'steps'>): { costUsd: number | null; tokens: { input: number; output: number } | null } {
+  let costUsd: number | null = null;
+  let tokens: { input: number; output: number } | null = null;
+  for (const s of r.steps) {
+    if (!s.usage) continue;
+    tokens ??= { input: 0, output: 0 };
+    tokens.input += s.usage.inputTokens ?? 0;
+    tokens.output += s.usage.outputTokens ?? 0;
+    if (s.usage.costUsd !== null) costUsd = (costUsd ?? 0) + s.usage.costUsd;
+  }
+  return { costUsd, tokens };
 }

@@ -33,8 +33,12 @@ export async function writeRun(runsRoot: string, record: RunRecord): Promise<voi
  * limit, only as many records are read as it takes to find that many that
  * match (run ids begin with their UTC time, so the newest ids are read first).
  */
-export async function listRuns(runsRoot: string, opts: { limit?: number; where?: (r: RunRecord) => boolean } = {}): Promise<RunRecord[]> {
-  const ids = (await readdir(runsRoot).catch(() => [] as string[])).filter((n) => !n.startsWith('.')).sort().reverse();
+export async function listRuns(runsRoot: string, opts: { limit?: number; where?: (r: RunRecord) => boolean; sinceId?: string } = {}): Promise<RunRecord[]> {
+  // sinceId: only runs whose id sorts at or after it (ids begin with when the run was asked for, UTC), never read the rest
+  const ids = (await readdir(runsRoot).catch(() => [] as string[]))
+    .filter((n) => !n.startsWith('.') && (opts.sinceId === undefined || n >= opts.sinceId))
+    .sort()
+    .reverse();
   const read = (id: string) =>
     readFile(path.join(runsRoot, id, 'run.json'), 'utf8')
       .then((t) => JSON.parse(t) as RunRecord)

@@ -6,6 +6,7 @@
  */
 import { errorMessage } from '../common/errors.js';
 import { firedBetween, nextFire, type CronSpec } from './cron.js';
+import type { StartedBy } from '../run/record.js';
 import { admit, catchUp, decideFire, type Overlap } from './planner.js';
 
 export interface ScheduleEntry extends CronSpec {
@@ -45,6 +46,8 @@ export interface Pending {
   runId: string;
   /** values for the pipeline's inputs (a trigger's); scheduled runs take the defaults */
   inputs?: Record<string, string>;
+  /** what started it, as its record says */
+  startedBy?: StartedBy;
 }
 
 export class Scheduler {
@@ -76,7 +79,7 @@ export class Scheduler {
         if (!this.started && catchUp(e.catchup, (a, b) => firedBetween(e, a, b), this.d.lastFire(p.name, i), now)) {
           this.d.log(`${p.name}: fires were missed while the server was down; one catch-up run`);
           this.d.recordFire(p.name, i, now);
-          this.fire(p.name, e.overlap, 'catchup');
+          this.fire(p.name, e.overlap, 'catchup', e.cron);
         }
         const at = nextFire(e, now);
         if (at) this.next.set(`${p.name}#${i}`, at);
@@ -102,9 +105,9 @@ export class Scheduler {
   }
 
   /** A run asked for by a person: it waits only for room under the cap. Its id, or undefined when the pipeline is unknown or the scheduler stopped. */
-  trigger(pipeline: string, inputs?: Record<string, string>): string | undefined {
+  trigger(pipeline: string, inputs?: Record<string, string>, startedBy?: StartedBy): string | undefined {
     if (this.stopped || !this.pipelines.has(pipeline)) return undefined;
-    const p: Pending = { pipeline, why: 'trigger', runId: this.d.newRunId(), ...(inputs ? { inputs } : {}) };
+    const p: Pending = { pipeline, why: 'trigger', runId: this.d.newRunId(), ...(inputs ? { inputs } : {}), ...(startedBy ? { startedBy } : {}) };
     this.d.accepted?.(p);
     this.waiting.push(p);
     this.pump();
@@ -153,7 +156,7 @@ export class Scheduler {
       const entry = this.pipelines.get(name)?.entries[idx];
       if (!entry) continue;
       this.d.recordFire(name, idx, at);
-      this.fire(name, entry.overlap, 'schedule');
+      this.fire(name, entry.overlap, 'schedule', entry.cron);
       const following = nextFire(entry, at);
       if (following) this.next.set(key, following);
       else this.next.delete(key);
@@ -161,18 +164,19 @@ export class Scheduler {
     this.arm();
   }
 
-  private fire(pipeline: string, overlap: Overlap, why: Why): void {
+  private fire(pipeline: string, overlap: Overlap, why: Why, cron: string): void {
+    const startedBy: StartedBy = { via: 'schedule', schedule: cron };
     const queuedHere = (this.heldBack.has(pipeline) ? 1 : 0) + this.waiting.filter((w) => w.pipeline === pipeline).length;
     const decision = decideFire(overlap, this.runningCount(pipeline), queuedHere);
     if (decision.action === 'skip') {
       this.d.log(`${pipeline}: fire skipped: ${decision.reason}`);
     } else if (decision.action === 'queue') {
-      const p: Pending = { pipeline, why, runId: this.d.newRunId() };
+      const p: Pending = { pipeline, why, runId: this.d.newRunId(), startedBy };
       this.d.accepted?.(p);
       this.heldBack.set(pipeline, p);
       this.d.log(`${pipeline}: queued behind its running run`);
     } else {
-      const p: Pending = { pipeline, why, runId: this.d.newRunId() };
+      const p: Pending = { pipeline, why, runId: this.d.newRunId(), startedBy };
       this.d.accepted?.(p);
       this.waiting.push(p);
       this.pump();

@@ -2,11 +2,12 @@
  * runner serve's HTTP API and dashboard, thin over the serve loop and the run records.
  *   GET  /healthz                      liveness (no token needed)
  *   GET  /metrics                      Prometheus text: runs by status, step durations, queue length
- *   GET  /api/pipelines                pipelines with their next fire times and file errors
+ *   GET  /api/pipelines                pipelines with their next fire times, file errors, and today's spend against
+ *                                      their day budget (today: {spentUsd, budgetPerDayUsd})
  *   POST /api/pipelines/:name/runs     trigger a run: 202 with its run id (it waits for room under --max-concurrent);
  *                                      an optional JSON body {"inputs": {"name": "value"}} sets the pipeline's inputs
  *   GET  /api/runs[?pipeline=&status=&limit=] this server's queued and running runs, then the other records, newest first
- *                                      (summaries: the whole record is GET /api/runs/:id)
+ *                                      (summaries, with startedBy, costUsd and tokens: the whole record is GET /api/runs/:id)
  *   GET  /api/runs/:id                 one run: its record (not_started with its error, for one that never did), or
  *                                      {status: queued | starting} while this server holds it
  *   GET  /api/runs/:id/log             the run's log, live, as Server-Sent Events (one watcher per run, however many
@@ -15,8 +16,17 @@
  *   GET  /api/runs/:id/diff[?file=PATH] the run's change against its base, as a patch; with file, that file's part only
  *   GET  /api/runs/:id/diff/files      the files the patch changes: path, status, lines added and removed, binary, size
  *                                      (diff-index.ts: a patch of thousands of files is listed, then read one file at a time)
+ *   GET  /api/runs/:id/delivery        what a merge or apply would do, to confirm it: project, branches, deliverable
+ *                                      and why not (delivery-view.ts)
+ *   POST /api/runs/:id/merge           merge the run's branch, body {"into"?: branch, "squash"?: bool}; POST .../apply
+ *                                      applies it uncommitted, body {} or none. The CLI's operation and guards
+ *                                      (delivery/deliver.ts): a refusal is a 409 {error, code, details} that changed
+ *                                      nothing; each attempt is written into the record's deliveries, with who asked
+ *   POST /api/runs/:id/rerun           a new run of the same pipeline with the same inputs: 202 {runId, rerunOf}
  *   POST /api/runs/:id/cancel          cancel a run this server is running or has queued
  *   GET  /, /login, /assets/*          the dashboard (see dashboard.ts); POST /login, /logout: its session
+ * Runs started and deliveries made here are recorded as by "dashboard" when the request says
+ * `x-runner-client: dashboard`, else by "api", with the client's address.
  * Who may call what is decided in access.ts.
  */
 import { createReadStream } from 'node:fs';
@@ -24,12 +34,18 @@ import http from 'node:http';
 import path from 'node:path';
 import { pipeline as pipe } from 'node:stream/promises';
 import { errorMessage, RunnerError } from '../common/errors.js';
-import { runListing, type RunRecord } from '../run/record.js';
+import { applyRunById, mergeRunById } from '../delivery/deliver.js';
+import { DeliveryRefused } from '../delivery/refusal.js';
+import { runListing, type DeliveredBy, type RunRecord, type StartedBy } from '../run/record.js';
+import { RunnerHome } from '../workspace/home.js';
 import { listRuns, readRun, runDir } from '../run/records.js';
 import { sumUsage } from '../agents/usage.js';
 import { checkAccess, LOGGED_OUT_COOKIE, sessionCookie, tokenMatches } from './access.js';
 import { SECURITY_HEADERS, withLoginError, withLogout, type Asset } from './dashboard.js';
 import { diffFiles, filePatch, runPatch } from './diff-index.js';
+import { spentTodayByPipeline } from './day-budget.js';
+import { deliveryView } from './delivery-view.js';
+import { planRerun } from './rerun.js';
 import { LogWatches } from './log-watch.js';
 import { DEFAULT_STREAM_CAPS, StreamCaps, type StreamCapSettings } from './stream-caps.js';
 
@@ -53,9 +69,11 @@ export interface ServeState {
     inputs: Record<string, { description?: string | undefined; default?: string | undefined }>;
     /** its newest run, when that one could not start */
     lastFailure: { runId: string; at: string; error: string } | null;
+    /** the smallest budget_per_day in dollars of its schedule entries; null when none sets one */
+    budgetPerDayUsd: number | null;
   }>;
   /** the new run's id, or undefined for an unknown pipeline; throws bad_input for inputs the pipeline does not take */
-  trigger(name: string, inputs: Record<string, string>): Promise<string | undefined>;
+  trigger(name: string, inputs: Record<string, string>, startedBy: StartedBy): Promise<string | undefined>;
   /** true when the run was running (now canceling) or queued (now not_started) */
   cancel(runId: string): Promise<boolean>;
   queueLength(): number;
@@ -64,6 +82,8 @@ export interface ServeState {
   /** a run this server holds queued, or is starting (its record not written yet) */
   notStarted(runId: string): NotStarted | undefined;
   runsDir: string;
+  /** the runner home (its runs/ is runsDir): deliveries merge in its merges/ and lock runs by its name */
+  home: string;
 }
 
 export interface ApiOptions {
@@ -101,15 +121,32 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
     stallMs: streamCaps.stallMs,
     ...(opts.say ? { say: opts.say } : {}),
   });
+  const home = new RunnerHome(state.home);
+  // A run this server has queued or is starting has no record of its own yet: nothing to deliver.
+  const heldHere = async (id: string) => {
+    const r = await record(id);
+    if (!('steps' in r)) throw new DeliveryRefused('not_deliverable', `run ${id} is ${r.status} on this server and has not run yet: wait for it to end`);
+  };
   const routes: Array<[string, RegExp, Handler]> = [
     ['GET', /^\/healthz$/, async (_q, res) => json(res, 200, { ok: true })],
     ['GET', /^\/metrics$/, async (_q, res) => metrics(res, state)],
-    ['GET', /^\/api\/pipelines$/, async (_q, res) => json(res, 200, state.pipelines())],
+    [
+      'GET',
+      /^\/api\/pipelines$/,
+      async (_q, res) => {
+        const spent = await spentTodayByPipeline(state.runsDir, new Date());
+        json(
+          res,
+          200,
+          state.pipelines().map(({ budgetPerDayUsd, ...p }) => ({ ...p, today: { spentUsd: (p.name && spent.get(p.name)) || 0, budgetPerDayUsd } })),
+        );
+      },
+    ],
     [
       'POST',
       new RegExp(`^/api/pipelines/${ID}/runs$`),
       async (req, res, [name]) => {
-        const runId = await state.trigger(name!, await readInputs(req));
+        const runId = await state.trigger(name!, await readInputs(req), { via: client(req), ...from(req) });
         if (runId) json(res, 202, { queued: true, pipeline: name, runId });
         else json(res, 404, { error: `no pipeline ${name} (GET /api/pipelines)` });
       },
@@ -151,6 +188,42 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
       async (_q, res, [id], url) => (url.searchParams.has('file') ? sendFilePatch(res, state.runsDir, id!, url.searchParams.get('file')!) : sendDiff(res, state.runsDir, id!)),
     ],
     ['GET', new RegExp(`^/api/runs/${ID}/diff/files$`), async (_q, res, [id]) => json(res, 200, await diffFiles(state.runsDir, id!))],
+    ['GET', new RegExp(`^/api/runs/${ID}/delivery$`), async (_q, res, [id]) => json(res, 200, await deliveryView(await readRun(state.runsDir, id!)))],
+    [
+      'POST',
+      new RegExp(`^/api/runs/${ID}/merge$`),
+      async (req, res, [id]) => {
+        const body = await readObject(req, ['into', 'squash']);
+        if (body.into !== undefined && !(typeof body.into === 'string' && /^[^\0-\x20\x7f~^:?*[\\]{1,255}$/.test(body.into) && !body.into.startsWith('-'))) {
+          throw new RunnerError('bad_request', '"into" must be a branch name (no spaces, control characters or ~^:?*[\\, not starting with -)');
+        }
+        if (body.squash !== undefined && typeof body.squash !== 'boolean') throw new RunnerError('bad_request', '"squash" must be true or false');
+        await heldHere(id!);
+        const r = await mergeRunById(home, id!, { into: body.into as string | undefined, squash: body.squash === true }, deliverer(req));
+        json(res, 200, { merged: true, runId: id, into: r.into, commit: r.commit, squash: body.squash === true, movedCheckout: r.movedCheckout });
+      },
+    ],
+    [
+      'POST',
+      new RegExp(`^/api/runs/${ID}/apply$`),
+      async (req, res, [id]) => {
+        await readObject(req, []);
+        await heldHere(id!);
+        const r = await applyRunById(home, id!, deliverer(req));
+        json(res, 200, { applied: true, runId: id, project: r.rec.project, files: r.files });
+      },
+    ],
+    [
+      'POST',
+      new RegExp(`^/api/runs/${ID}/rerun$`),
+      async (req, res, [id]) => {
+        await readObject(req, []);
+        const plan = planRerun(await readRun(state.runsDir, id!), state.pipelines());
+        const runId = await state.trigger(plan.pipeline, plan.inputs, { via: 'rerun', rerunOf: id!, ...from(req) });
+        if (runId) json(res, 202, { queued: true, runId, pipeline: plan.pipeline, rerunOf: id });
+        else json(res, 404, { error: `no pipeline ${plan.pipeline} (GET /api/pipelines)`, code: 'pipeline_unknown' });
+      },
+    ],
     [
       'POST',
       new RegExp(`^/api/runs/${ID}/cancel$`),
@@ -186,14 +259,17 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
       handler(req, res, m.slice(1), url).catch((err) => {
         const code = err instanceof RunnerError ? err.code : '';
         const status =
-          code === 'run_unknown' || code === 'no_diff'
-            ? 404
-            : code === 'unsafe_name' || code === 'bad_request' || code === 'bad_input'
-              ? 400
-              : code === 'stopping'
-                ? 503
-                : 500;
-        if (!res.headersSent) json(res, status, { error: errorMessage(err) });
+          err instanceof DeliveryRefused
+            ? 409
+            : code === 'run_unknown' || code === 'no_diff' || code === 'pipeline_unknown'
+              ? 404
+              : code === 'unsafe_name' || code === 'bad_request' || code === 'bad_input'
+                ? 400
+                : code === 'stopping'
+                  ? 503
+                  : 500;
+        const body = err instanceof DeliveryRefused ? { error: errorMessage(err), code, details: err.details } : { error: errorMessage(err), ...(code ? { code } : {}) };
+        if (!res.headersSent) json(res, status, body);
         else res.end();
       });
       return;
@@ -228,6 +304,37 @@ async function readBody(req: http.IncomingMessage, limit: number): Promise<strin
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Who is calling: the dashboard says so in a header; anyone else is "api". */
+function client(req: http.IncomingMessage): 'dashboard' | 'api' {
+  return req.headers['x-runner-client'] === 'dashboard' ? 'dashboard' : 'api';
+}
+
+/** The client's address, for the record. */
+function from(req: http.IncomingMessage): { from?: string } {
+  const a = req.socket.remoteAddress;
+  return a ? { from: a } : {};
+}
+
+function deliverer(req: http.IncomingMessage): DeliveredBy {
+  return { via: client(req), ...from(req) };
+}
+
+/** A small JSON object body (or none: {}), with only the keys named: a misspelt option is a 400, never ignored. */
+async function readObject(req: http.IncomingMessage, keys: string[]): Promise<Record<string, unknown>> {
+  const text = await readBody(req, 4096);
+  if (!text.trim()) return {};
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new RunnerError('bad_request', `the body is not JSON: send ${keys.length ? `an object with ${keys.map((k) => `"${k}"`).join(' or ')}` : '{}'} or nothing`);
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new RunnerError('bad_request', 'the body must be a JSON object');
+  const unknown = Object.keys(body).filter((k) => !keys.includes(k));
+  if (unknown.length) throw new RunnerError('bad_request', `the body has ${unknown.map((k) => JSON.stringify(k)).join(', ')}, which this route does not take${keys.length ? ` (it takes ${keys.join(', ')})` : ''}`);
+  return body as Record<string, unknown>;
 }
 
 /** The trigger's optional body: {"inputs": {"name": "value"}}, values strings (numbers and booleans are taken as text). */

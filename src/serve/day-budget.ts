@@ -45,3 +45,23 @@ export async function dayOf(runsRoot: string, p: PipelineFile, now: Date): Promi
   const runs = await listRuns(runsRoot, { where: (r) => r.pipeline === p.name && r.startedAt >= midnight });
   return { budget, spent: spentToday(runs, p.name, now) };
 }
+
+/**
+ * What each pipeline's runs spent since midnight UTC, in US dollars, for the
+ * pipelines list. Only the records of runs asked for since yesterday are read
+ * (a run id begins with that day): a run queued before midnight that started
+ * after it still counts.
+ */
+export async function spentTodayByPipeline(runsRoot: string, now: Date): Promise<Map<string, number>> {
+  const midnight = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
+  const yesterday = new Date(midnight - 86_400_000);
+  const sinceId = yesterday.toISOString().slice(0, 10).replaceAll('-', '');
+  const since = new Date(midnight).toISOString();
+  const out = new Map<string, number>();
+  for (const r of await listRuns(runsRoot, { sinceId, where: (r) => r.startedAt >= since })) {
+    let usd = 0;
+    for (const s of r.steps ?? []) usd += spentBy(s.usage).usd;
+    out.set(r.pipeline, (out.get(r.pipeline) ?? 0) + usd);
+  }
+  return out;
+}

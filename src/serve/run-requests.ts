@@ -27,6 +27,7 @@ export function queuedRecord(p: Pending, loaded: LoadedPipeline | undefined, at:
     status: 'queued',
     startedAt: at.toISOString(),
     requestedBy: p.why,
+    ...(p.startedBy ? { startedBy: p.startedBy } : {}),
     pid: process.pid,
   });
 }

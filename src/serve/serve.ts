@@ -16,7 +16,7 @@ import type { ContainerRuntime } from '../container/runtime.js';
 import type { Git, GitIdentity } from '../git/git.js';
 import { resolveInputs } from '../pipeline/inputs.js';
 import { executeRun } from '../run/orchestrator.js';
-import { dayOf } from './day-budget.js';
+import { dayBudget, dayOf } from './day-budget.js';
 import type { StepTransport } from '../run/step-transport.js';
 import { reconcile } from '../run/reconcile.js';
 import type { Reporter } from '../run/reporter.js';
@@ -117,7 +117,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
   });
 
   async function startRun(p: Pending, signal: AbortSignal): Promise<void> {
-    const { pipeline: name, why, runId, inputs } = p;
+    const { pipeline: name, why, runId, inputs, startedBy } = p;
     await recorded.get(runId); // its queued record is on disk before its own replaces it
     recorded.delete(runId);
     const loaded = loadedOf(name);
@@ -130,7 +130,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
       const day = await dayOf(home.runs, loaded.pipeline, new Date());
       const r = await executeRun(
         { runtime: deps.runtime, ...(deps.transport ? { transport: deps.transport } : {}), makeGit: deps.makeGit, clock: () => new Date(), reporter: o.reporterFor(name), signal, killSignal: new AbortController().signal },
-        { loaded, home: home.root, keepWorkspace: false, secretSource, runId, ...(inputs ? { inputs } : {}), ...(day ? { day } : {}), ...(o.egressNetwork ? { egressNetwork: o.egressNetwork } : {}), ...(o.egressPrivate ? { egressPrivate: o.egressPrivate } : {}), ...(o.egressDns ? { egressDns: o.egressDns } : {}) },
+        { loaded, home: home.root, keepWorkspace: false, secretSource, runId, requestedBy: why, ...(startedBy ? { startedBy } : {}), ...(inputs ? { inputs } : {}), ...(day ? { day } : {}), ...(o.egressNetwork ? { egressNetwork: o.egressNetwork } : {}), ...(o.egressPrivate ? { egressPrivate: o.egressPrivate } : {}), ...(o.egressDns ? { egressDns: o.egressDns } : {}) },
       );
       o.say(`${name}: run ${r.runId} ${r.status}`);
     } catch (err) {
@@ -142,7 +142,13 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
   // Runs an earlier server accepted and never started, read before this one accepts any: taken up again,
   // ahead of catch-up runs, in the order they were asked for.
   const left = (await requests.leftQueued()).map(
-    (rec): Pending => ({ pipeline: rec.pipeline, why: rec.requestedBy ?? 'trigger', runId: rec.runId, ...(rec.inputs ? { inputs: rec.inputs } : {}) }),
+    (rec): Pending => ({
+      pipeline: rec.pipeline,
+      why: rec.requestedBy ?? 'trigger',
+      runId: rec.runId,
+      ...(rec.inputs ? { inputs: rec.inputs } : {}),
+      ...(rec.startedBy ? { startedBy: rec.startedBy } : {}),
+    }),
   );
   if (left.length) o.say(`taking up ${left.length} run(s) queued before the last stop`);
 
@@ -175,13 +181,14 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
     api = createApi(
       {
         runsDir: home.runs,
+        home: home.root,
         queueLength: () => scheduler.queueLength(),
-        trigger: async (name, inputs) => {
+        trigger: async (name, inputs, startedBy) => {
           if (o.stop.aborted) throw new RunnerError('stopping', 'runner serve is stopping: it takes no new runs');
           const loaded = dir.pipelines().find((p) => p.pipeline.name === name);
           if (!loaded) return undefined;
           resolveInputs(loaded.pipeline, inputs); // a wrong name or a missing value is a 400 now, not a failed run later
-          const runId = scheduler.trigger(name, inputs);
+          const runId = scheduler.trigger(name, inputs, startedBy);
           if (runId) await recorded.get(runId); // the 202 comes once the run is on disk: a crash now cannot lose it
           return runId;
         },
@@ -189,6 +196,11 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
           const dropped = scheduler.dequeue(runId);
           const run = live.get(runId);
           if (run) {
+            // canceled already, and its record says how it ended: it is no longer running (it is only being cleaned up)
+            if (run.cancel.signal.aborted) {
+              const rec = await readRun(home.runs, runId).catch(() => undefined);
+              if (rec && rec.status !== 'running' && rec.status !== 'queued') return false;
+            }
             run.cancel.abort();
             return true;
           }
@@ -216,6 +228,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
             inputs: st.loaded?.pipeline.inputs ?? {},
             errors: st.errors,
             lastFailure: failureOf(st.loaded ? lastFailure.get(st.loaded.pipeline.name) : undefined),
+            budgetPerDayUsd: (st.loaded ? dayBudget(st.loaded.pipeline)?.usd : undefined) ?? null,
           })),
       },
       o.token,

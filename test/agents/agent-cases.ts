@@ -2,7 +2,9 @@
  * What every agent preset is tested for, with its real CLI against the
  * scripted model: it edits a project (owned by a user, and by root: the step
  * then runs as 65532), it asks again after an overloaded answer, and a model
- * that never finishes ends in a timeout with the agent's work committed.
+ * that never finishes ends in a timeout with the agent's work committed. Its
+ * log holds nothing a user cannot act on: no CLI waiting on its stdin, no call
+ * home (telemetry, update checks, model lists) refused by its gateway.
  */
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
@@ -22,6 +24,15 @@ export interface AgentCase {
   check: (r: CliResult, server: ModelServer, f: Fixture) => Promise<void> | void;
 }
 
+/** The step's log says nothing a user cannot act on: each line the CLI's work, or something to fix. */
+async function assertQuiet(f: Fixture, runId: string): Promise<void> {
+  const log = await readFile(path.join(f.home, 'runs', runId, 'steps', 'implement.log'), 'utf8');
+  assert.doesNotMatch(log, /Reading (additional input|prompt) from stdin/, `the CLI waited on no stdin:\n${log}`);
+  assert.deepEqual(log.split('\n').filter((l) => /^runner gateway: refused /.test(l)), [], `the CLI called no host but its model (telemetry, updates, model lists are off):\n${log}`);
+  const events = (await readFile(path.join(f.home, 'runs', runId, 'events.jsonl'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { message: string; host?: string });
+  assert.deepEqual(events.filter((e) => e.message === 'egress_refused').map((e) => e.host), [], 'no egress refusal in the run\'s events');
+}
+
 export function agentCases(c: AgentCase): void {
   const fixture = projectsForThisFile();
   const servers: ModelServer[] = [];
@@ -38,7 +49,7 @@ export function agentCases(c: AgentCase): void {
   };
 
   for (const owner of [1000, undefined]) {
-    test(`${c.preset} edits a ${owner ? 'project owned by a user' : 'root-owned project (the step runs as 65532)'}: committed, its result the subject, usage recorded`, { timeout: 120_000 }, async () => {
+    test(`${c.preset} edits a ${owner ? 'project owned by a user' : 'root-owned project (the step runs as 65532)'}: committed, its result the subject, usage recorded, its log quiet`, { timeout: 120_000 }, async () => {
       const f = await fixture(owner ? { owner } : {});
       const { r, server } = await run(f, c.edits);
       assert.equal(r.code, 0, r.stderr);
@@ -47,6 +58,7 @@ export function agentCases(c: AgentCase): void {
       assert.equal(git(f.project, 'show', `${r.json.branch}:ran.txt`), 'ran');
       assert.equal(commitsOn(f.project, r.json.branch, r.json.baseSha)[0]!.subject, 'step/implement (coder): Wrote hello.txt and ran.txt.');
       await c.check(r, server, f);
+      await assertQuiet(f, r.json.runId);
     });
   }
 

@@ -4,7 +4,7 @@ import { codex } from '../../src/agents/codex.js';
 import { parsePipeline } from '../../src/pipeline/parse.js';
 import { planSteps } from '../../src/plan/step-plan.js';
 
-test('use: codex: exec --json, its sandbox and approvals off (the container is one), an empty stdin, base_url as a provider', () => {
+test('use: codex: exec --json, its sandbox and approvals off (the container is one), the prompt on stdin, analytics off, base_url as a provider', () => {
   const [plan] = planSteps(
     parsePipeline(
       `version: 1\nname: p\nsecrets: [OPENAI_API_KEY]\nagents:\n  c: { use: codex, model: gpt-5-codex, base_url: "http://gw:8080/v1" }\nsteps:\n  - id: s\n    agent: c\n    prompt: go\n`,
@@ -17,8 +17,9 @@ test('use: codex: exec --json, its sandbox and approvals off (the container is o
   assert.equal(plan!.env.OPENAI_API_KEY, 'runner-gateway-placeholder');
   assert.equal(
     plan!.run,
-    `CODEX_API_KEY="\${CODEX_API_KEY:-\$OPENAI_API_KEY}" codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -m 'gpt-5-codex' -c features.plugins=false -c features.apps=false -c features.in_app_updates=false ` +
-      `-c model_provider=runner -c 'model_providers.runner={name="runner",base_url="http://runner-gateway:3128/v1",env_key="OPENAI_API_KEY",wire_api="responses"}' -- "$RUNNER_PROMPT" < /dev/null > /home/agent/.runner/agent-result.json`,
+    `printf '%s' "$RUNNER_PROMPT" | CODEX_API_KEY="\${CODEX_API_KEY:-\$OPENAI_API_KEY}" codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -m 'gpt-5-codex' ` +
+      `-c features.plugins=false -c features.apps=false -c features.in_app_updates=false -c analytics.enabled=false -c check_for_update_on_startup=false ` +
+      `-c model_provider=runner -c 'model_providers.runner={name="runner",base_url="http://runner-gateway:3128/v1",env_key="OPENAI_API_KEY",wire_api="responses"}' - > /home/agent/.runner/agent-result.json`,
   );
 });
 

@@ -51,7 +51,20 @@ test('apply brings the change in as uncommitted changes', async () => {
   assert.equal(await readFile(path.join(f.project, 'data.txt'), 'utf8'), 'one\ntwo\nthree\n');
   assert.deepEqual(git(f.project, 'status', '--porcelain').split('\n').map((l) => l.trim()).sort(), ['?? new.txt', 'M data.txt']);
   assert.equal(git(f.project, 'rev-parse', 'HEAD'), r.baseSha, 'nothing is committed');
-  assert.match((await runCli(['runs', 'show', r.runId, '--home', f.home])).stdout, /delivered\s+apply/);
+  const shown = (await runCli(['runs', 'show', r.runId, '--home', f.home])).stdout;
+  assert.match(shown, /delivered\s+apply/);
+  assert.match(shown, /^started by cli \(.+\)$/m, 'runner exec is recorded as started from the CLI, by its OS user');
+  // A second apply is refused (the checkout now has the change, uncommitted): both attempts are in the record, as the CLI's.
+  assert.equal((await runCli(['apply', r.runId, '--home', f.home])).code, 1);
+  const rec = JSON.parse((await runCli(['runs', 'show', r.runId, '--json', '--home', f.home])).stdout);
+  assert.deepEqual(
+    rec.deliveries.map((d: any) => [d.action, d.ok, d.refused ?? null, d.by.via, typeof d.by.user, typeof d.at]),
+    [
+      ['apply', true, null, 'cli', 'string', 'string'],
+      ['apply', false, 'target_dirty', 'cli', 'string', 'string'],
+    ],
+  );
+  assert.equal(rec.startedBy.via, 'cli');
 });
 
 test('every refusal: target_dirty, verification_failed, patch_invalid, scope_violation, conflict', async () => {

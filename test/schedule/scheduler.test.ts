@@ -28,7 +28,7 @@ class FakeTime {
 
 function harness(maxConcurrent = 4, last: Record<string, Date> = {}) {
   const time = new FakeTime();
-  const started: Array<{ pipeline: string; why: string; at: string; runId: string }> = [];
+  const started: Array<{ pipeline: string; why: string; at: string; runId: string; startedBy?: unknown }> = [];
   let ids = 0;
   const finishers: Array<() => void> = [];
   const logs: string[] = [];
@@ -36,8 +36,8 @@ function harness(maxConcurrent = 4, last: Record<string, Date> = {}) {
     now: () => new Date(time.now),
     setTimer: time.setTimer,
     newRunId: () => `run-${++ids}`,
-    start: ({ pipeline, why, runId }) => {
-      started.push({ pipeline, why, at: new Date(time.now).toISOString(), runId });
+    start: ({ pipeline, why, runId, startedBy }) => {
+      started.push({ pipeline, why, at: new Date(time.now).toISOString(), runId, ...(startedBy ? { startedBy } : {}) });
       return new Promise<void>((r) => finishers.push(r));
     },
     maxConcurrent,
@@ -131,4 +131,18 @@ test('a queued run can be dropped by its id before it starts', async () => {
   await new Promise((r) => setImmediate(r));
   assert.deepEqual(h.started.map((s) => s.pipeline), ['p'], 'the dropped run never starts');
   assert.equal(h.s.queueLength(), 0);
+});
+
+test('what started each run: a schedule fire names its cron; a trigger says who asked', async () => {
+  const h = harness();
+  h.s.setPipelines([every('p', '*/5 * * * *', 'allow')]);
+  await h.time.advance(5 * 60_000);
+  h.s.trigger('p', { topic: 'x' }, { via: 'dashboard', from: '127.0.0.1' });
+  assert.deepEqual(
+    h.started.map((s) => [s.why, s.startedBy]),
+    [
+      ['schedule', { via: 'schedule', schedule: '*/5 * * * *' }],
+      ['trigger', { via: 'dashboard', from: '127.0.0.1' }],
+    ],
+  );
 });

@@ -17,10 +17,13 @@ async function record(runsDir: string, runId: string, status: string, startedAt:
 }
 
 async function serve(state: Partial<ServeState>) {
-  const runsDir = await mkdtemp(path.join(os.tmpdir(), 'runner-api-'));
-  roots.push(runsDir);
+  const home = await mkdtemp(path.join(os.tmpdir(), 'runner-api-'));
+  roots.push(home);
+  const runsDir = path.join(home, 'runs');
+  await mkdir(runsDir);
   const full: ServeState = {
     runsDir,
+    home,
     pipelines: () => [],
     trigger: async () => undefined,
     cancel: async () => false,

@@ -1,0 +1,61 @@
+/**
+ * GET /api/runs/:id/delivery: what a person is asked to confirm before a
+ * merge or an apply from the dashboard. Where the run's work would go (its
+ * project, the branch checked out there, the branches it could be merged
+ * into) and whether it can be delivered at all, with why not. The guards that
+ * need only the record and git's objects are checked here; every guard is
+ * checked again, afresh, by the delivery itself.
+ */
+import { errorMessage } from '../common/errors.js';
+import { changedPaths, checkClean, checkRecorded, checkScope, checkVerification } from '../delivery/guards.js';
+import { currentBranch } from '../delivery/merge.js';
+import { deliverySource, type DeliverySource } from '../delivery/source.js';
+import type { RunRecord } from '../run/record.js';
+
+export interface DeliveryView {
+  project: string;
+  branch: string | null;
+  /** the branch checked out in the project; null when HEAD is detached or the project cannot be read */
+  currentBranch: string | null;
+  /** the project's local branches, runs' own branches (run/...) left out */
+  branches: string[];
+  deliverable: boolean;
+  /** why not, when not deliverable */
+  why?: string;
+  /** the project's checkout has uncommitted changes: an apply, or a merge into the branch checked out, would be refused */
+  checkoutDirty: boolean;
+  /** the last delivery that was done, as the record has it */
+  delivered: RunRecord['delivered'];
+}
+
+/** At most so many branches are listed: a repository with thousands is offered the first ones by name. */
+const MAX_BRANCHES = 500;
+
+export async function deliveryView(rec: RunRecord): Promise<DeliveryView> {
+  const view: DeliveryView = { project: rec.project, branch: rec.branch, currentBranch: null, branches: [], deliverable: false, checkoutDirty: false, delivered: rec.delivered ?? null };
+  let src: DeliverySource;
+  try {
+    src = await deliverySource(rec);
+  } catch (err) {
+    return { ...view, why: errorMessage(err) };
+  }
+  const { git, project } = src;
+  view.currentBranch = (await currentBranch(git, project)) ?? null;
+  const refs = await git.out(['for-each-ref', '--format=%(refname:short)', 'refs/heads/'], { cwd: project.root, gitDir: project.commonDir });
+  view.branches = refs
+    .split('\n')
+    .filter((b) => b && !b.startsWith('run/'))
+    .slice(0, MAX_BRANCHES);
+  view.checkoutDirty = await checkClean(git, project).then(
+    () => false,
+    () => true,
+  );
+  try {
+    checkVerification(rec);
+    checkRecorded(rec);
+    checkScope(rec, await changedPaths(git, project, src.base, src.head));
+  } catch (err) {
+    return { ...view, why: errorMessage(err) };
+  }
+  return { ...view, deliverable: true };
+}
