@@ -310,6 +310,8 @@ test('a diff of 758 files and 10 MB: listed a page at a time, a file opened on c
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   const problems: string[] = [];
   page.on('pageerror', (e) => problems.push(e.message));
+  // diff2html's style sheet and the bundle under the page's Content-Security-Policy: nothing refused
+  page.on('console', (m) => /Content.Security.Policy/i.test(m.text()) && problems.push(m.text()));
   try {
     await page.goto(s.base);
     await page.locator('#pipelines tr[data-pipeline="venv"]').getByRole('button', { name: 'Run now' }).click();
