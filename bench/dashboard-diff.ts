@@ -42,9 +42,11 @@ try {
     page.on('pageerror', (e) => errors.push(e.message));
     const cdp = await page.context().newCDPSession(page);
     await cdp.send('Performance.enable');
+    let nodes = NaN;
     const heap = async () => {
       await cdp.send('HeapProfiler.collectGarbage');
       const { metrics } = await cdp.send('Performance.getMetrics');
+      nodes = metrics.find((m) => m.name === 'Nodes')?.value ?? NaN;
       return (metrics.find((m) => m.name === 'JSHeapUsedSize')?.value ?? NaN) / 1e6;
     };
     await page.goto(`${s.base}/#/runs/${runId}`);
@@ -52,6 +54,7 @@ try {
     const listed = await page.evaluate(() => performance.now());
     const fcp = await page.evaluate(() => performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? NaN);
     const listHeap = await heap();
+    const listNodes = nodes;
     await page.locator('#diff .diff-filter').fill('big_table');
     const big = page.locator(`#diff .diff-file[data-path="${BIG_DIFF.bigFile}"]`);
     await big.locator('button.diff-file-head').click();
@@ -63,8 +66,8 @@ try {
     if (errors.length) throw new Error(`the page threw: ${errors.join('; ')}`);
     rows.push({ fcp, listed, heap: listHeap, bigMs, bigHeap });
     console.log(
-      `load ${i + 1}: first paint ${fcp.toFixed(0)} ms, file list shown ${listed.toFixed(0)} ms, JS heap ${listHeap.toFixed(1)} MB; ` +
-        `the 20,000-line file drawn in ${bigMs.toFixed(0)} ms, JS heap then ${bigHeap.toFixed(1)} MB`,
+      `load ${i + 1}: first paint ${fcp.toFixed(0)} ms, file list shown ${listed.toFixed(0)} ms, JS heap ${listHeap.toFixed(1)} MB, ${listNodes} DOM nodes; ` +
+        `the 20,000-line file drawn in ${bigMs.toFixed(0)} ms, JS heap then ${bigHeap.toFixed(1)} MB, ${nodes} DOM nodes`,
     );
     await page.close();
   }
