@@ -466,6 +466,7 @@ test('a run is delivered from its page: a refusal shows its reason, a merge asks
     await page.waitForURL((u) => u.hash.startsWith('#/runs/') && !u.hash.endsWith(runId));
     const again = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
     await page.locator('#log').getByText('hello delivery!').waitFor({ timeout: 60_000 });
+    assert.equal(await page.locator('#started-by').innerText(), `re-run of ${runId} (127.0.0.1)`, 'the run page says what started it');
     const rec = (await (await fetch(`${s.base}/api/runs/${again}`)).json()) as { inputs: Record<string, string>; startedBy: { via: string; rerunOf: string } };
     assert.deepEqual(rec.inputs, { who: 'delivery', punctuation: '!' });
     assert.deepEqual([rec.startedBy.via, rec.startedBy.rerunOf], ['rerun', runId]);

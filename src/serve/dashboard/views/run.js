@@ -11,6 +11,7 @@ import { showChanges, showDiff } from './diff.js';
 import { stepPanels } from './agents.js';
 import { actions } from './delivery.js';
 import { combinedLog, logStream } from './log.js';
+import { startedBy } from './runs-list.js';
 import { flowSection, stepRows } from './steps.js';
 
 /** @param {string} runId */
@@ -86,6 +87,8 @@ function runHead(r) {
       r.branch && el('dd', {}, el('code', {}, r.branch)),
       r.startedAt && el('dt', {}, 'Started'),
       r.startedAt && el('dd', {}, when(r.startedAt)),
+      (r.startedBy || r.requestedBy) && el('dt', {}, 'Started by'),
+      (r.startedBy || r.requestedBy) && el('dd', { id: 'started-by' }, startedBy(r)),
       r.durationMs !== undefined && el('dt', {}, 'Duration'),
       r.durationMs !== undefined && el('dd', {}, r.status === 'running' ? duration(Date.now() - new Date(r.startedAt).getTime()) : duration(r.durationMs)),
       hasInputs && el('dt', {}, 'Inputs'),
