@@ -13,7 +13,9 @@
  *   GET  /api/runs/:id/log             the run's log, live, as Server-Sent Events (one watcher per run, however many
  *                                      follow it: log-watch.ts); at most so many at once, per client address and in
  *                                      all (stream-caps.ts): a 429 or 503 past them
- *   GET  /api/runs/:id/diff            the run's change against its base, as a patch
+ *   GET  /api/runs/:id/diff[?file=PATH] the run's change against its base, as a patch; with file, that file's part only
+ *   GET  /api/runs/:id/diff/files      the files the patch changes: path, status, lines added and removed, binary, size
+ *                                      (diff-index.ts: a patch of thousands of files is listed, then read one file at a time)
  *   GET  /api/runs/:id/delivery        what a merge or apply would do, to confirm it: project, branches, deliverable
  *                                      and why not (delivery-view.ts)
  *   POST /api/runs/:id/merge           merge the run's branch, body {"into"?: branch, "squash"?: bool}; POST .../apply
@@ -28,7 +30,6 @@
  * Who may call what is decided in access.ts.
  */
 import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
 import { pipeline as pipe } from 'node:stream/promises';
@@ -41,6 +42,7 @@ import { listRuns, readRun, runDir } from '../run/records.js';
 import { sumUsage } from '../agents/usage.js';
 import { checkAccess, LOGGED_OUT_COOKIE, sessionCookie, tokenMatches } from './access.js';
 import { SECURITY_HEADERS, withLoginError, withLogout, type Asset } from './dashboard.js';
+import { diffFiles, filePatch, runPatch } from './diff-index.js';
 import { spentTodayByPipeline } from './day-budget.js';
 import { deliveryView } from './delivery-view.js';
 import { planRerun } from './rerun.js';
@@ -180,7 +182,12 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
         await followLog(res, id!, record, watches);
       },
     ],
-    ['GET', new RegExp(`^/api/runs/${ID}/diff$`), async (_q, res, [id]) => sendDiff(res, state.runsDir, id!)],
+    [
+      'GET',
+      new RegExp(`^/api/runs/${ID}/diff$`),
+      async (_q, res, [id], url) => (url.searchParams.has('file') ? sendFilePatch(res, state.runsDir, id!, url.searchParams.get('file')!) : sendDiff(res, state.runsDir, id!)),
+    ],
+    ['GET', new RegExp(`^/api/runs/${ID}/diff/files$`), async (_q, res, [id]) => json(res, 200, await diffFiles(state.runsDir, id!))],
     ['GET', new RegExp(`^/api/runs/${ID}/delivery$`), async (_q, res, [id]) => json(res, 200, await deliveryView(await readRun(state.runsDir, id!)))],
     [
       'POST',
@@ -351,22 +358,15 @@ async function readInputs(req: http.IncomingMessage): Promise<Record<string, str
 }
 
 async function sendDiff(res: http.ServerResponse, runsDir: string, runId: string): Promise<void> {
-  const rec = await readRun(runsDir, runId);
-  const file = path.join(runDir(runsDir, runId), 'diff.patch');
-  const size = (await stat(file).catch(() => undefined))?.size;
-  if (size === undefined) {
-    const why =
-      rec.workspace === 'persistent_directory'
-        ? "it worked on a persistent directory: its changes are in the record's steps[].changes"
-        : rec.status === 'not_started' || rec.status === 'queued'
-          ? 'it never started'
-          : rec.status === 'running'
-            ? 'it is still running'
-            : 'it ended before its change was recorded';
-    throw new RunnerError('no_diff', `run ${runId} has no diff: ${why}`);
-  }
+  const { file, size } = await runPatch(runsDir, runId);
   res.writeHead(200, { 'content-type': 'text/x-diff; charset=utf-8', 'content-length': size, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
   await pipe(createReadStream(file), res);
+}
+
+async function sendFilePatch(res: http.ServerResponse, runsDir: string, runId: string, name: string): Promise<void> {
+  const part = await filePatch(runsDir, runId, name);
+  res.writeHead(200, { 'content-type': 'text/x-diff; charset=utf-8', 'content-length': part.size, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
+  await pipe(createReadStream(part.file, { start: part.start, end: part.end }), res);
 }
 
 function json(res: http.ServerResponse, status: number, body: unknown): void {

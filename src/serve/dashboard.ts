@@ -1,6 +1,7 @@
 /**
- * The dashboard's files: a page, a script and a style sheet, read once at
- * start from dashboard/ beside this module (the build copies them there).
+ * The dashboard's files: a page, a script and its style sheets, read once at
+ * start from dashboard/ beside this module (scripts/bundle-dashboard.mjs
+ * bundles the script's modules and puts them there).
  * The script builds the page from the JSON API with textContent only, and the
  * Content-Security-Policy allows no inline script at all: whatever a step
  * printed is shown as text.
@@ -28,6 +29,7 @@ const FILES: Record<string, string> = {
   '/login': 'login.html',
   '/assets/app.js': 'app.js',
   '/assets/style.css': 'style.css',
+  '/assets/diff2html.css': 'diff2html.css',
 };
 
 const TYPES: Record<string, string> = {

@@ -6,12 +6,13 @@
  * and screenshots of each view are taken and checked.
  */
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { BIG_DIFF, BIG_DIFF_STEP } from '../fixtures/big-diff.js';
 import { ModelServer } from '../fixtures/model-server.js';
-import { IMAGE, projectsForThisFile, serveFolder, type Fixture } from '../fixtures/project.js';
+import { git, IMAGE, projectsForThisFile, serveFolder, until, type Fixture } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 const CHROMIUM = '/usr/bin/chromium';
@@ -56,6 +57,13 @@ steps:
   return serveFolder(f, { 'talk.yaml': talk, 'greet.yaml': greet, 'broken.yaml': broken, 'needs-key.yaml': needsKey }, listen, { env: { RUNNER_TEST_NO_SUCH_KEY: '', ...env } });
 }
 
+/** A count as the dashboard writes it: 950, 1.4k, 37.8k, 1.2M. */
+function asPeopleWrite(n: number): string {
+  if (n < 1000) return String(n);
+  if (n < 999_950) return `${Math.round(n / 100) / 10}k`;
+  return `${Math.round(n / 100_000) / 10}M`;
+}
+
 /** A screenshot, checked: a PNG of the viewport's size with more than a blank page in it. */
 async function screenshot(page: Page, f: Fixture, name: string): Promise<Buffer> {
   const file = path.join(process.env.RUNNER_SCREENSHOTS ?? f.root, `dashboard-${name}.png`);
@@ -87,13 +95,13 @@ test('a run triggered from the page appears with its live log, printed markup sh
     const runId = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
     await page.locator('#log').getByText('line 3 <script>').waitFor({ timeout: 60_000 });
     await page.locator('.run-head .badge.succeeded').waitFor({ timeout: 60_000 });
-    await page.locator('#diff .add').first().waitFor();
+    await page.locator('#diff .diff-file[data-path="note.txt"] .d2h-ins').first().waitFor();
 
     const log = await page.locator('#log').innerText();
     for (const i of [1, 2, 3]) assert.ok(log.includes(`[talk] line ${i} ${HOSTILE}`), `line ${i} is shown as the characters printed:\n${log}`);
     assert.equal(await page.locator('#log script, #log img, #main script, #main img').count(), 0, 'no element was made from step output');
     assert.equal(await page.evaluate(() => (globalThis as { pwned?: number }).pwned), undefined, 'no step output ran as script');
-    assert.match(await page.locator('#diff').innerText(), /\+written by the step/);
+    assert.match(await page.locator('#diff .d2h-ins .d2h-code-line-ctn').first().innerText(), /^written by the step$/, 'a small change opens its files at once');
     assert.match(await page.locator('#steps').innerText(), /talk\s+completed\s+0/);
     const run = await screenshot(page, f, 'run');
     assert.notDeepEqual(run, home);
@@ -163,7 +171,14 @@ test("an agent step's usage, and the hosts a step was refused, are on its run pa
     const usage = page.locator('#steps tr[data-step="implement"] .usage');
     // as the gateway metered it: what the model reported, call by call
     const seen = model.reportedUsage();
-    await usage.getByText(new RegExp(`${seen.input} in / ${seen.output} out tokens, \\$\\d+\\.\\d{4}, 2 turns, ${seen.calls} calls`)).waitFor();
+    const tokens = `${asPeopleWrite(seen.input)} in / ${asPeopleWrite(seen.output)} out tokens`;
+    await usage.getByText(new RegExp(`${tokens}, \\$\\d+\\.\\d{3,4}, 2 turns, ${seen.calls} calls`)).waitFor();
+    // its panel: the transcript's lines, what it said last, its usage
+    const panel = page.locator('#by-step .step-panel[data-step="implement"]');
+    await panel.locator('.agent-said .text').getByText('Wrote done.txt.').waitFor();
+    assert.match(await panel.locator('summary .agent-usage').innerText(), new RegExp(tokens));
+    assert.match(await panel.locator('pre.step-log').innerText(), /done\.txt/, 'the transcript names the file the agent wrote');
+    assert.equal(await page.locator('#by-step .step-panel[data-step="fetch"]').evaluate((d) => (d as unknown as { open: boolean }).open), false, 'a step that is not an agent folds once it ended');
     await page.locator('#steps tr[data-step="fetch"] .note.egress').getByText('egress refused: denied.example ×1').waitFor();
     await screenshot(page, f, 'agent-run');
   } finally {
@@ -283,6 +298,183 @@ test('with a token, the dashboard asks for it and the API takes the session it s
     assert.equal(await page.evaluate(async () => (await fetch('/api/pipelines')).status), 401);
   } finally {
     await context.close();
+    s.child.kill('SIGTERM');
+  }
+  assert.equal(await s.exited, 0, s.out());
+});
+
+test('a diff of 758 files and 10 MB: listed a page at a time, a file opened on click and closed, a file too long drawn on request', { timeout: 240_000 }, async () => {
+  const f = await fixture();
+  const venv = `version: 1\nname: venv\nproject: { path: ${f.project}, push: never }\ndefaults: { image: ${IMAGE} }\nsteps:\n  - id: install\n    run: ${JSON.stringify(BIG_DIFF_STEP)}\n`;
+  const s = await serveFolder(f, { 'venv.yaml': venv }, '127.0.0.1:0');
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const problems: string[] = [];
+  page.on('pageerror', (e) => problems.push(e.message));
+  // diff2html's style sheet and the bundle under the page's Content-Security-Policy: nothing refused
+  page.on('console', (m) => /Content.Security.Policy/i.test(m.text()) && problems.push(m.text()));
+  try {
+    await page.goto(s.base);
+    await page.locator('#pipelines tr[data-pipeline="venv"]').getByRole('button', { name: 'Run now' }).click();
+    await page.waitForURL(/#\/runs\//);
+    const runId = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
+    await page.locator('.run-head .badge.succeeded').waitFor({ timeout: 120_000 });
+    await page.locator('#diff .diff-summary').getByText('758 files changed').waitFor({ timeout: 30_000 });
+
+    // the API's list, and one file's part of the patch
+    const list = (await (await fetch(`${s.base}/api/runs/${runId}/diff/files`)).json()) as { files: Array<{ path: string; added: number; binary: boolean }>; total: { files: number; bytes: number } };
+    assert.equal(list.files.length, BIG_DIFF.files);
+    assert.ok(list.total.bytes > 10_000_000, `the patch is over 10 MB (${list.total.bytes})`);
+    assert.equal(list.files.find((x) => x.path === BIG_DIFF.binaryFile)?.binary, true);
+    const one = await (await fetch(`${s.base}/api/runs/${runId}/diff?file=${encodeURIComponent(list.files[0]!.path)}`)).text();
+    assert.match(one, new RegExp(`^diff --git a/${list.files[0]!.path}`));
+    assert.equal(one.split('\n').filter((l) => l.startsWith('+') && !l.startsWith('+++')).length, list.files[0]!.added);
+
+    // a page of files at a time, all 758 on request
+    const rows = page.locator('#diff .diff-file');
+    assert.equal(await rows.count(), 100);
+    await screenshot(page, f, 'big-diff');
+    for (;;) {
+      const more = page.locator('#diff .diff-more button');
+      if (!(await more.count())) break;
+      await more.click();
+    }
+    assert.equal(await rows.count(), BIG_DIFF.files);
+
+    // one file opens on click, drawn from its own part of the patch, and closes
+    const binary = page.locator(`#diff .diff-file[data-path="${BIG_DIFF.binaryFile}"]`);
+    await binary.locator('button.diff-file-head').click();
+    await binary.getByText('A binary file: its content is not shown').waitFor();
+    const first = page.locator('#diff .diff-file[data-path="venv/lib/python3.12/site-packages/pkg00/module_000.py"]');
+    await first.locator('button.diff-file-head').click();
+    await first.locator('.d2h-ins').first().waitFor();
+    assert.equal(await first.locator('tr .d2h-code-line-ctn').count(), 351);
+    await first.locator('button.diff-file-head').click();
+    assert.equal(await first.locator('tr').count(), 0, 'a closed file holds no rows');
+
+    // the file of 20,000 lines says so, and draws when asked
+    await page.locator('#diff .diff-filter').fill('big_table');
+    assert.equal(await rows.count(), 1);
+    const big = page.locator(`#diff .diff-file[data-path="${BIG_DIFF.bigFile}"]`);
+    await big.locator('button.diff-file-head').click();
+    await big.getByText('This file changes 20,000 lines').waitFor();
+    await screenshot(page, f, 'big-diff-notice');
+    await big.getByRole('button', { name: 'Show anyway' }).click();
+    await big.locator('tr .d2h-code-line-ctn').nth(19_999).waitFor({ state: 'attached', timeout: 60_000 });
+    await screenshot(page, f, 'big-diff-file');
+    assert.deepEqual(problems, [], 'the page threw no errors');
+  } finally {
+    await page.close();
+    s.child.kill('SIGTERM');
+  }
+  assert.equal(await s.exited, 0, s.out());
+});
+
+test("a step's lines show in its own panel while it runs; the runs list says what started each run and what it cost", { timeout: 120_000 }, async () => {
+  const f = await fixture();
+  const slow = `version: 1\nname: slow\nproject: { path: ${f.project}, push: never }\ndefaults: { image: ${IMAGE} }\nsteps:\n  - id: first\n    run: echo first done\n  - id: work\n    run: |\n      echo "starting <b>work</b>"\n      sleep 4\n      echo finished > out.txt\n`;
+  const s = await serveFolder(f, { 'slow.yaml': slow }, '127.0.0.1:0');
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const problems: string[] = [];
+  page.on('pageerror', (e) => problems.push(e.message));
+  try {
+    await page.goto(s.base);
+    await page.locator('#pipelines tr[data-pipeline="slow"]').getByRole('button', { name: 'Run now' }).click();
+    await page.waitForURL(/#\/runs\//);
+    const runId = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
+    const work = page.locator('#by-step .step-panel[data-step="work"]');
+    await work.locator('pre.step-log').getByText('starting <b>work</b>').waitFor({ timeout: 60_000 });
+    assert.equal(await work.locator('summary .badge').innerText(), 'running', 'the line is shown while its step runs');
+    assert.equal(await page.locator('.run-head .badge').innerText(), 'running');
+    assert.equal(await page.getByRole('button', { name: 'Cancel run' }).count(), 1, 'a running run can be canceled');
+    assert.doesNotMatch(await work.locator('pre.step-log').innerText(), /first done/, "each panel holds its own step's lines");
+    await screenshot(page, f, 'run-live');
+    await page.locator('.run-head .badge.succeeded').waitFor({ timeout: 60_000 });
+    assert.equal(await page.locator('#main b').count(), 0);
+
+    await page.getByRole('link', { name: '← all runs' }).click();
+    const row = page.locator(`#runs tr[data-run="${runId}"]`);
+    await row.waitFor();
+    assert.equal(await row.locator('td.cost').innerText(), '—', 'a run without an agent step cost nothing that was metered');
+    assert.notEqual(await row.locator('td.started-by').innerText(), '', 'what started it is said');
+    assert.match(await page.locator('#pipelines tr[data-pipeline="slow"] td.today').innerText(), /^(—|\$\d)/);
+    await screenshot(page, f, 'home-after-runs');
+    assert.deepEqual(problems, [], 'the page threw no errors');
+  } finally {
+    await page.close();
+    s.child.kill('SIGTERM');
+  }
+  assert.equal(await s.exited, 0, s.out());
+});
+
+test('a run is delivered from its page: a refusal shows its reason, a merge asks naming project and branch and lands, a re-run repeats the inputs', { timeout: 180_000 }, async () => {
+  const f = await fixture();
+  const s = await startServe(f, '127.0.0.1:0');
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const problems: string[] = [];
+  page.on('pageerror', (e) => problems.push(e.message));
+  try {
+    await page.goto(s.base);
+    await page.locator('#pipelines tr[data-pipeline="greet"]').getByRole('button', { name: 'Run now' }).click();
+    await page.getByLabel('who').fill('delivery');
+    await page.getByRole('button', { name: 'Start run' }).click();
+    await page.waitForURL(/#\/runs\//);
+    const runId = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
+    await page.locator('.run-head .badge.succeeded').waitFor({ timeout: 60_000 });
+    const started = (await (await fetch(`${s.base}/api/runs/${runId}`)).json()) as { startedBy?: { via: string } };
+    assert.equal(started.startedBy?.via, 'dashboard', 'the server knows the dashboard started it');
+
+    // the greet step changes nothing: a step that writes a file is needed to deliver; talk does
+    await page.goto(s.base);
+    await page.locator('#pipelines tr[data-pipeline="talk"]').getByRole('button', { name: 'Run now' }).click();
+    await page.waitForURL((u) => u.hash.startsWith('#/runs/') && u.hash !== `#/runs/${runId}`);
+    const talkId = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
+    await page.locator('.run-head .badge.succeeded').waitFor({ timeout: 60_000 });
+
+    // a dirty checkout: the apply is refused, and the page says why
+    await writeFile(path.join(f.project, 'README.md'), '# changed by hand\n');
+    await page.getByRole('button', { name: 'Apply…' }).click();
+    const dialog = page.locator('dialog.confirm');
+    await dialog.waitFor();
+    assert.match(await dialog.innerText(), new RegExp(`${f.project.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`), 'the dialog names the project');
+    await screenshot(page, f, 'apply-dialog');
+    await dialog.getByRole('button', { name: /^Apply to / }).click();
+    const refusal = page.locator('#delivery .action-result .error');
+    await refusal.waitFor({ timeout: 30_000 });
+    assert.match(await refusal.innerText(), /^Not applied: .*(uncommitted|dirty|changes)/i);
+    await screenshot(page, f, 'apply-refused');
+    git(f.project, 'checkout', '--', 'README.md');
+
+    // a merge into main: the dialog names project and branch, and the run's work lands on main
+    await page.getByRole('button', { name: 'Merge…' }).click();
+    await dialog.waitFor();
+    assert.equal(await dialog.locator('select').inputValue(), 'main', 'the project checkout\'s branch is offered first');
+    const text = await dialog.locator('.what').innerText();
+    assert.ok(text.includes(`run/${talkId}`) && text.includes(' main ') && text.includes(f.project), `the dialog says what goes where: ${text}`);
+    await screenshot(page, f, 'merge-dialog');
+    await dialog.getByRole('button', { name: 'Merge into main' }).click();
+    await page.locator('#delivery .action-result .ok').getByText(/^Merged into main as [0-9a-f]{10}/).waitFor({ timeout: 30_000 });
+    assert.equal(git(f.project, 'show', 'main:note.txt'), 'written by the step', "the run's work is on main");
+    const attempts = page.locator('#delivery ul.attempts li');
+    await until('both attempts listed', async () => ((await attempts.count()) === 2 ? true : undefined));
+    assert.match(await attempts.nth(0).innerText(), /merge into main done .* via dashboard/);
+    assert.match(await attempts.nth(1).innerText(), /apply refused \(target_dirty\).* via dashboard/);
+    await screenshot(page, f, 'merged');
+
+    // re-run the greet run: a new run with the same inputs, linked to the old one
+    await page.goto(`${s.base}/#/runs/${encodeURIComponent(runId)}`);
+    await page.getByRole('button', { name: 'Re-run' }).click();
+    await page.waitForURL((u) => u.hash.startsWith('#/runs/') && !u.hash.endsWith(runId));
+    const again = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
+    await page.locator('#log').getByText('hello delivery!').waitFor({ timeout: 60_000 });
+    assert.equal(await page.locator('#started-by').innerText(), `re-run of ${runId} (127.0.0.1)`, 'the run page says what started it');
+    const rec = (await (await fetch(`${s.base}/api/runs/${again}`)).json()) as { inputs: Record<string, string>; startedBy: { via: string; rerunOf: string } };
+    assert.deepEqual(rec.inputs, { who: 'delivery', punctuation: '!' });
+    assert.deepEqual([rec.startedBy.via, rec.startedBy.rerunOf], ['rerun', runId]);
+    await page.getByRole('link', { name: '← all runs' }).click();
+    await page.locator(`#runs tr[data-run="${again}"] td.started-by`).getByText(`re-run of ${runId}`).waitFor();
+    assert.deepEqual(problems, [], 'the page threw no errors');
+  } finally {
+    await page.close();
     s.child.kill('SIGTERM');
   }
   assert.equal(await s.exited, 0, s.out());

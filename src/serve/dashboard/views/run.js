@@ -1,0 +1,101 @@
+// @ts-check
+/**
+ * `#/runs/<id>`: one run. Its head (status, branch, inputs, push), each run
+ * of its steps, the routes its flow took, its live log and its change.
+ */
+import { api, runUrl } from '../lib/api.js';
+import { badge, el } from '../lib/dom.js';
+import { duration, when } from '../lib/format.js';
+import { every } from '../lib/poll.js';
+import { showChanges, showDiff } from './diff.js';
+import { stepPanels } from './agents.js';
+import { actions } from './delivery.js';
+import { combinedLog, logStream } from './log.js';
+import { startedBy } from './runs-list.js';
+import { flowSection, stepRows } from './steps.js';
+
+/** @param {string} runId */
+export function runView(runId) {
+  const head = el('div', { class: 'run-head' });
+  const steps = el('tbody');
+  const flow = el('div', { id: 'flow' });
+  const stream = logStream(runId);
+  const panels = stepPanels(stream);
+  // the actions redraw the record when they are done: refresh is set below, once polling starts
+  const acts = actions(runId, () => refresh());
+  const log = combinedLog(stream);
+  const diff = el('div', { id: 'diff', class: 'diff muted' }, 'The diff appears when the run ends.');
+  const main = el(
+    'div',
+    {},
+    el('p', {}, el('a', { href: '#/' }, '← all runs')),
+    head,
+    acts.node,
+    el('h2', {}, 'Steps'),
+    el(
+      'table',
+      { id: 'steps' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'Step'), el('th', {}, 'Status'), el('th', {}, 'Exit'), el('th', {}, 'Duration'), el('th', {}, 'Commit'), el('th', {}, 'Agent usage'), el('th', {}, 'Timeline'))),
+      steps,
+    ),
+    flow,
+    el('h2', {}, 'By step'),
+    panels.node,
+    el('h2', {}, 'Log'),
+    log,
+    el('h2', {}, 'Diff'),
+    diff,
+  );
+
+  let diffShown = false;
+  const refresh = every(async () => {
+    const r = await api(runUrl(runId));
+    const live = r.status === 'running' || r.status === 'queued' || r.status === 'starting';
+    head.replaceChildren(runHead(r));
+    acts.update(r);
+    steps.replaceChildren(...stepRows(r, live));
+    flow.replaceChildren(...flowSection(r));
+    panels.update(r);
+    if (r.status !== 'queued' && r.status !== 'starting' && r.status !== 'not_started') stream.start();
+    if (!live && !diffShown) {
+      diffShown = true;
+      if (r.status === 'not_started') {
+        diff.textContent = 'The run did not start: it changed nothing.';
+      } else if (r.workspace === 'persistent_directory') {
+        showChanges(r.steps ?? [], diff);
+      } else {
+        await showDiff(runId, diff);
+      }
+    }
+  });
+  return main;
+}
+
+/** @param {any} r */
+function runHead(r) {
+  const hasInputs = r.inputs !== undefined && r.inputs !== null && Object.keys(r.inputs).length > 0;
+  return el(
+    'div',
+    {},
+    el('h1', {}, r.pipeline ?? 'run', ' ', badge(r.status)),
+    el(
+      'dl',
+      {},
+      el('dt', {}, 'Run'),
+      el('dd', {}, el('code', {}, r.runId)),
+      r.branch && el('dt', {}, 'Branch'),
+      r.branch && el('dd', {}, el('code', {}, r.branch)),
+      r.startedAt && el('dt', {}, 'Started'),
+      r.startedAt && el('dd', {}, when(r.startedAt)),
+      (r.startedBy || r.requestedBy) && el('dt', {}, 'Started by'),
+      (r.startedBy || r.requestedBy) && el('dd', { id: 'started-by' }, startedBy(r)),
+      r.durationMs !== undefined && el('dt', {}, 'Duration'),
+      r.durationMs !== undefined && el('dd', {}, r.status === 'running' ? duration(Date.now() - new Date(r.startedAt).getTime()) : duration(r.durationMs)),
+      hasInputs && el('dt', {}, 'Inputs'),
+      hasInputs && el('dd', { id: 'inputs' }, ...Object.entries(r.inputs).map(([k, v]) => el('div', {}, el('code', {}, k), ' = ', String(v)))),
+      r.push && el('dt', {}, 'Push'),
+      r.push && el('dd', {}, r.pushed ? `pushed to ${r.push.remote ?? 'the remote'}` : r.push.error ?? (r.push.reason ? `not pushed (${r.push.reason})` : 'not pushed')),
+    ),
+    r.error && el('p', { class: 'error' }, typeof r.error === 'string' ? r.error : r.error.message),
+  );
+}
