@@ -72,7 +72,10 @@ export async function mergeRun(src: DeliverySource, o: MergeOptions): Promise<Me
   await mkdir(o.scratchRoot, { recursive: true });
   const scratch = await mkdtemp(path.join(o.scratchRoot, `merge-${rec.runId}-`));
   const tmp = path.join(scratch, 'worktree');
-  const config = [...filtersOff(await repositoryFilters(git, project)), 'diff.ignoreSubmodules=all', 'submodule.recurse=false'];
+  // merge.renormalize would make git read .gitattributes from the merged tree, the step's own among them, so a
+  // step could pick a merge driver (a command) the project's config defines and run it on the host: off. The
+  // attributes of a merge are then those of the target's checkout.
+  const config = [...filtersOff(await repositoryFilters(git, project)), 'diff.ignoreSubmodules=all', 'submodule.recurse=false', 'merge.renormalize=false'];
   try {
     await chown(scratch, project.uid, project.gid);
     await withRepoLock(project.commonDir, () =>

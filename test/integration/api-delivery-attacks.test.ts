@@ -1,0 +1,90 @@
+/**
+ * Attacks on delivery through runner serve's API, played for real: a hostile
+ * step's commits, a hostile page in the visitor's browser, a caller who
+ * repeats or floods. Each test names the attack it plays.
+ */
+import assert from 'node:assert/strict';
+import { access, readFile, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import path from 'node:path';
+import { test } from 'node:test';
+import { git, IMAGE, projectsForThisFile, runCli, serveFolder, until, type Fixture } from '../fixtures/project.js';
+
+const fixture = projectsForThisFile();
+
+function commit(f: Fixture, message: string): void {
+  git(f.project, 'add', '-A');
+  git(f.project, '-c', 'user.name=t', '-c', 'user.email=t@localhost', 'commit', '-q', '-m', message);
+}
+
+/** A project whose data.txt has ten lines and that has 15 small files c00..c14; a server over `steps` (pipeline name → its steps). */
+async function setUp(steps: Record<string, string>) {
+  const f = await fixture();
+  await writeFile(path.join(f.project, 'data.txt'), `${[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].join('\n')}\n`);
+  for (let i = 0; i < 15; i++) await writeFile(path.join(f.project, `c${String(i).padStart(2, '0')}`), 'base\n');
+  commit(f, 'ten lines, fifteen files');
+  const files = Object.fromEntries(
+    Object.entries(steps).map(([name, body]) => [`${name}.yaml`, `version: 1\nname: ${name}\nproject: { path: ${f.project}, push: never }\ndefaults: { image: ${IMAGE} }\nsteps:\n${body}`]),
+  );
+  const s = await serveFolder(f, files, '127.0.0.1:0');
+  const recordOf = async (id: string) => JSON.parse(await readFile(path.join(f.home, 'runs', id, 'run.json'), 'utf8'));
+  const runOf = async (name: string) => {
+    const t = await call(s.base, 'POST', `/api/pipelines/${name}/runs`);
+    assert.equal(t.status, 202, JSON.stringify(t.json));
+    const rec = await until(`run of ${name} to end`, async () => {
+      const r = (await call(s.base, 'GET', `/api/runs/${t.json.runId}`)).json;
+      return ['queued', 'starting', 'running'].includes(r.status) ? undefined : r;
+    }, 60_000);
+    assert.equal(rec.status, 'succeeded', JSON.stringify(rec.error));
+    return rec.runId as string;
+  };
+  return { f, s, recordOf, runOf };
+}
+
+async function call(base: string, method: string, p: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any }> {
+  const res = await fetch(`${base}${p}`, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+  });
+  return { status: res.status, json: await res.json() };
+}
+
+/** fetch cannot set Host; http.request can. */
+function postWithHost(base: string, p: string, host: string): Promise<number | undefined> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${base}${p}`, { method: 'POST', headers: { host } }, (res) => {
+      res.resume();
+      resolve(res.statusCode);
+    });
+    req.on('error', reject);
+    req.end('{}');
+  });
+}
+
+const exists = (p: string) => access(p).then(() => true, () => false);
+
+test("attack: a step's .gitattributes picks a merge driver the project's config defines (merge.renormalize on); a merge through the API runs no driver", { timeout: 120_000 }, async () => {
+  const { f, s, recordOf, runOf } = await setUp({
+    driver: `  - id: evil\n    run: |\n      printf '* merge=evil\\n' > .gitattributes\n      sed -i 's/^1$/step/' data.txt\n`,
+  });
+  const pwned = path.join(f.root, 'pwned');
+  try {
+    // The user's config: renormalize on, and a merge driver for files they mark themselves.
+    git(f.project, 'config', 'merge.renormalize', 'true');
+    git(f.project, 'config', 'merge.evil.driver', `touch ${pwned}; cp %B %A`);
+    const id = await runOf('driver');
+    // Both sides change data.txt, so git merges its content: with the step's attribute, by the driver.
+    await writeFile(path.join(f.project, 'data.txt'), `${[1, 2, 3, 4, 5, 6, 7, 8, 9, 'ten-main'].join('\n')}\n`);
+    commit(f, 'main changes line 10');
+
+    const merged = await call(s.base, 'POST', `/api/runs/${id}/merge`, { into: 'main' });
+    assert.equal(merged.status, 200, JSON.stringify(merged.json));
+    assert.equal(await exists(pwned), false, 'the driver the step picked did not run');
+    assert.equal(await readFile(path.join(f.project, 'data.txt'), 'utf8'), `${['step', 2, 3, 4, 5, 6, 7, 8, 9, 'ten-main'].join('\n')}\n`, "git's own merge, both changes in");
+    assert.equal((await recordOf(id)).deliveries.length, 1);
+  } finally {
+    s.child.kill('SIGTERM');
+  }
+  assert.equal(await s.exited, 0, s.out());
+});
