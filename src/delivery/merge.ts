@@ -8,6 +8,7 @@
  */
 import { chown, mkdir, mkdtemp } from 'node:fs/promises';
 import path from 'node:path';
+import { visible } from '../common/visible.js';
 import { filtersOff, type Git, type GitCall } from '../git/git.js';
 import { withRepoLock } from '../git/repo-lock.js';
 import { repositoryFilters } from '../workspace/git-worktree.js';
@@ -15,6 +16,7 @@ import type { ProjectFacts } from '../workspace/project.js';
 import { removeTree } from '../workspace/remove-tree.js';
 import { changedPaths, checkClean, checkRecorded, checkScope, checkVerification } from './guards.js';
 import { guardSymlinks } from './symlinks.js';
+import { branchNameProblem } from './branch-name.js';
 import { DeliveryRefused } from './refusal.js';
 import type { DeliverySource } from './source.js';
 
@@ -51,9 +53,15 @@ export async function mergeRun(src: DeliverySource, o: MergeOptions): Promise<Me
   const checkedOut = await currentBranch(git, project);
   const into = o.into ?? checkedOut;
   if (!into) throw new DeliveryRefused('not_deliverable', `the project's HEAD is detached: name the target with --into BRANCH`);
+  const bad = branchNameProblem(into);
+  if (bad) throw new DeliveryRefused('not_deliverable', `${visible(into)} is not a branch name (${bad}): name a branch of ${project.root}`);
   const target = `refs/heads/${into}`;
   const old = (await git.run(['rev-parse', '--verify', '--quiet', `${target}^{commit}`], { cwd: project.root, gitDir: project.commonDir, allowFail: true })).stdout.trim();
   if (!old) throw new DeliveryRefused('not_deliverable', `there is no branch ${into} in ${project.root}`);
+  // Already merged (a second click, two callers at once): git would say "Already up to date" and succeed, and
+  // the record would show a merge that did nothing.
+  const contained = await git.run(['merge-base', '--is-ancestor', src.head, old], { cwd: project.root, gitDir: project.commonDir, allowFail: true });
+  if (contained.code === 0) throw new DeliveryRefused('not_deliverable', `${into} already holds run ${rec.runId}'s work (commit ${src.head.slice(0, 10)}): nothing to merge`);
 
   checkVerification(rec);
   checkRecorded(rec);

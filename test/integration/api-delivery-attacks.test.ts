@@ -88,3 +88,35 @@ test("attack: a step's .gitattributes picks a merge driver the project's config 
   }
   assert.equal(await s.exited, 0, s.out());
 });
+
+test('attack: the same run merged three times at once (a double click, two tabs): one merge, the others refused as already merged; a target git would read as a revision (main@{0}) is refused before any merge', { timeout: 120_000 }, async () => {
+  const { f, s, recordOf, runOf } = await setUp({ plain: `  - id: plain\n    run: echo plain > plain.txt\n` });
+  try {
+    const id = await runOf('plain');
+    const before = git(f.project, 'rev-parse', 'main');
+    const all = await Promise.all([1, 2, 3].map(() => call(s.base, 'POST', `/api/runs/${id}/merge`, { into: 'main' })));
+    assert.deepEqual(all.map((r) => r.status).sort(), [200, 409, 409], JSON.stringify(all.map((r) => r.json)));
+    for (const r of all.filter((x) => x.status === 409)) {
+      assert.equal(r.json.code, 'not_deliverable');
+      assert.match(r.json.error, /main already holds run \S+'s work .*: nothing to merge$/);
+    }
+    assert.equal(git(f.project, 'rev-list', '--count', `${before}..main`, '--merges'), '1', 'one merge commit');
+    assert.deepEqual((await recordOf(id)).deliveries.map((d: any) => [d.ok, d.refused ?? null]).sort(), [[false, 'not_deliverable'], [false, 'not_deliverable'], [true, null]]);
+
+    // main@{0} is main to git's rev-parse: the merge ran, and only update-ref refused the name, as a "conflict".
+    const head = git(f.project, 'rev-parse', 'main');
+    for (const into of ['main@{0}', 'main/../main', '.main', 'main.lock']) {
+      const r = await call(s.base, 'POST', `/api/runs/${id}/merge`, { into });
+      assert.deepEqual([r.status, r.json.code], [400, 'bad_request'], into);
+      assert.match(r.json.error, /^"into" must be a branch name: (it|a part of it) /);
+    }
+    const cli = await runCli(['merge', id, '--into', 'main@{0}', '--home', f.home]);
+    assert.notEqual(cli.code, 0);
+    assert.match(cli.stderr, /refused \(not_deliverable\): main@\{0\} is not a branch name \(it holds "@\{"\)/);
+    assert.equal(git(f.project, 'rev-parse', 'main'), head);
+
+  } finally {
+    s.child.kill('SIGTERM');
+  }
+  assert.equal(await s.exited, 0, s.out());
+});
