@@ -100,7 +100,7 @@ export async function mergeRun(src: DeliverySource, o: MergeOptions): Promise<Me
       if (conflicted.length) {
         throw new DeliveryRefused(
           'conflict',
-          `merging ${rec.branch} into ${into} conflicts in ${conflicted.join(', ')}; ${into} is unchanged: resolve by hand (git merge ${rec.branch}) or run the pipeline again on the new ${into}`,
+          `merging ${rec.branch} into ${into} conflicts in ${conflicted.slice(0, 10).join(', ')}${conflicted.length > 10 ? ` and ${conflicted.length - 10} more` : ''}; ${into} is unchanged: resolve by hand (git merge ${rec.branch}) or run the pipeline again on the new ${into}`,
           conflicted,
         );
       }

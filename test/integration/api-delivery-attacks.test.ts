@@ -89,7 +89,7 @@ test("attack: a step's .gitattributes picks a merge driver the project's config 
   assert.equal(await s.exited, 0, s.out());
 });
 
-test('attack: the same run merged three times at once (a double click, two tabs): one merge, the others refused as already merged; a target git would read as a revision (main@{0}) is refused before any merge', { timeout: 120_000 }, async () => {
+test('attack: the same run merged three times at once (a double click, two tabs): one merge, the others refused as already merged; a target git would read as a revision (main@{0}) is refused before any merge; a flood of refusals keeps the record bounded', { timeout: 120_000 }, async () => {
   const { f, s, recordOf, runOf } = await setUp({ plain: `  - id: plain\n    run: echo plain > plain.txt\n` });
   try {
     const id = await runOf('plain');
@@ -115,6 +115,29 @@ test('attack: the same run merged three times at once (a double click, two tabs)
     assert.match(cli.stderr, /refused \(not_deliverable\): main@\{0\} is not a branch name \(it holds "@\{"\)/);
     assert.equal(git(f.project, 'rev-parse', 'main'), head);
 
+    // Each refused attempt is written into the record: a caller repeating one cannot grow it without end.
+    for (let i = 0; i < 60; i++) assert.equal((await call(s.base, 'POST', `/api/runs/${id}/merge`, { into: `nope-${i}` })).status, 409);
+    const deliveries = (await recordOf(id)).deliveries as any[];
+    assert.equal(deliveries.length, 51, 'the merge that was done and the newest 50 refusals');
+    assert.equal(deliveries.filter((d) => d.ok).length, 1);
+    assert.equal(deliveries.at(-1).into, 'nope-59');
+  } finally {
+    s.child.kill('SIGTERM');
+  }
+  assert.equal(await s.exited, 0, s.out());
+});
+
+test("attack: a step's change conflicts in many files: the refusal names ten in its message (and in the record), every one in details", { timeout: 120_000 }, async () => {
+  const { f, s, recordOf, runOf } = await setUp({ many: `  - id: many\n    run: for c in c*; do echo step >> "$c"; done\n` });
+  try {
+    const id = await runOf('many');
+    for (let i = 0; i < 15; i++) await writeFile(path.join(f.project, `c${String(i).padStart(2, '0')}`), 'base\nmain\n');
+    commit(f, 'main changes them all');
+    const r = await call(s.base, 'POST', `/api/runs/${id}/merge`, {});
+    assert.deepEqual([r.status, r.json.code], [409, 'conflict']);
+    assert.equal(r.json.details.length, 15);
+    assert.match(r.json.error, /conflicts in c00, c01, c02, c03, c04, c05, c06, c07, c08, c09 and 5 more; main is unchanged/);
+    assert.equal((await recordOf(id)).deliveries[0].message, r.json.error);
   } finally {
     s.child.kill('SIGTERM');
   }
