@@ -143,3 +143,30 @@ test("attack: a step's change conflicts in many files: the refusal names ten in 
   }
   assert.equal(await s.exited, 0, s.out());
 });
+
+test("attack: another site's page in the visitor's browser posts merge, apply and rerun (text/plain, a form, a rebound DNS name): all refused, nothing recorded or queued", { timeout: 120_000 }, async () => {
+  const { f, s, recordOf, runOf } = await setUp({ plain: `  - id: plain\n    run: echo plain > plain.txt\n` });
+  try {
+    const id = await runOf('plain');
+    const head = git(f.project, 'rev-parse', 'main');
+    const runsBefore = (await call(s.base, 'GET', '/api/runs')).json.length;
+    const attempts: Array<[string, unknown, Record<string, string>]> = [
+      ['merge', '{"into":"main"}', { 'content-type': 'text/plain', origin: 'https://attacker.example', 'sec-fetch-site': 'cross-site' }],
+      ['apply', 'x=1', { 'content-type': 'application/x-www-form-urlencoded', origin: 'null' }],
+      ['rerun', undefined, { 'sec-fetch-site': 'same-site' }], // another port of this machine, without an Origin
+      ['merge', '{}', { origin: `http://localhost:${new URL(s.base).port}` }], // another name for this host is another origin
+    ];
+    for (const [route, body, headers] of attempts) {
+      const r = await call(s.base, 'POST', `/api/runs/${id}/${route}`, body, headers);
+      assert.equal(r.status, 403, `${route} ${JSON.stringify(headers)}: ${JSON.stringify(r.json)}`);
+    }
+    for (const route of ['merge', 'apply', 'rerun']) assert.equal(await postWithHost(s.base, `/api/runs/${id}/${route}`, 'rebound.attacker.example'), 403);
+    assert.equal(git(f.project, 'rev-parse', 'main'), head);
+    assert.equal(git(f.project, 'status', '--porcelain'), '');
+    assert.equal((await recordOf(id)).deliveries, undefined);
+    assert.equal((await call(s.base, 'GET', '/api/runs')).json.length, runsBefore);
+  } finally {
+    s.child.kill('SIGTERM');
+  }
+  assert.equal(await s.exited, 0, s.out());
+});
