@@ -114,14 +114,17 @@ export async function mergeRun(src: DeliverySource, o: MergeOptions): Promise<Me
     const commit = await git.out(['rev-parse', 'HEAD'], call);
 
     if (movesCheckout) {
-      // The user's checkout and its branch move together; checked clean again right before.
-      await checkClean(git, project);
-      const ff = await git.run(['merge', '--ff-only', '--quiet', commit], {
-        cwd: project.root,
-        gitDir: project.commonDir,
-        workTree: project.root,
-        config,
-        allowFail: true,
+      // The user's checkout and its branch move together; checked clean again right before, holding the
+      // repository's lock as an apply does: a delivery into the checkout at the same time waits.
+      const ff = await withRepoLock(project.commonDir, async () => {
+        await checkClean(git, project);
+        return git.run(['merge', '--ff-only', '--quiet', commit], {
+          cwd: project.root,
+          gitDir: project.commonDir,
+          workTree: project.root,
+          config,
+          allowFail: true,
+        });
       });
       if (ff.code !== 0) {
         // git moves nothing when it cannot fast-forward (untracked files in the way, say).

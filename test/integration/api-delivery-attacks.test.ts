@@ -170,3 +170,22 @@ test("attack: another site's page in the visitor's browser posts merge, apply an
   }
   assert.equal(await s.exited, 0, s.out());
 });
+
+test('attack: two runs applied into one checkout at once: each found it clean, and both wrote into it; now one applies, the other is refused target_dirty', { timeout: 120_000 }, async () => {
+  const { f, s, recordOf, runOf } = await setUp({ one: `  - id: one\n    run: echo one >> c00\n`, two: `  - id: two\n    run: echo two >> c01\n` });
+  try {
+    const one = await runOf('one');
+    const two = await runOf('two');
+    for (let round = 0; round < 3; round++) {
+      git(f.project, 'checkout', '--', '.');
+      const [a, b] = await Promise.all([one, two].map((id) => call(s.base, 'POST', `/api/runs/${id}/apply`)));
+      assert.deepEqual([a!.status, b!.status].sort(), [200, 409], JSON.stringify([a!.json, b!.json]));
+      assert.equal([a!, b!].find((r) => r.status === 409)!.json.code, 'target_dirty');
+      assert.equal(git(f.project, 'status', '--porcelain').split('\n').length, 1, "one run's change in the checkout, not both");
+    }
+    assert.equal((await recordOf(one)).deliveries.length + (await recordOf(two)).deliveries.length, 6);
+  } finally {
+    s.child.kill('SIGTERM');
+  }
+  assert.equal(await s.exited, 0, s.out());
+});
