@@ -38,9 +38,26 @@ export function attemptEntry(
     if (outcome.commit) e.commit = outcome.commit;
   } else {
     if (outcome.error instanceof DeliveryRefused) e.refused = outcome.error.reason;
-    e.message = errorMessage(outcome.error);
+    const message = errorMessage(outcome.error);
+    e.message = message.length <= MAX_MESSAGE ? message : `${message.slice(0, MAX_MESSAGE)} … (${message.length - MAX_MESSAGE} more characters)`;
   }
   return e;
+}
+
+/** An attempt's message is kept up to so many characters: git can be made to say a lot about a step's files. */
+export const MAX_MESSAGE = 2000;
+/** Failed attempts kept in a record, the newest: anyone who may call the API could otherwise grow it without end. */
+export const MAX_FAILED_KEPT = 50;
+
+/**
+ * The record's deliveries with `entry` added: every delivery that was done is
+ * kept (each one changed the project, and a run is merged or applied a few
+ * times at most); of those refused or failed, the newest MAX_FAILED_KEPT. Pure.
+ */
+export function withAttempt(list: readonly DeliveryAttempt[], entry: DeliveryAttempt): DeliveryAttempt[] {
+  const all = [...list, entry];
+  let failed = all.filter((e) => !e.ok).length;
+  return all.filter((e) => e.ok || failed-- <= MAX_FAILED_KEPT);
 }
 
 /** Merges run `runId` (runner merge); the record gains the attempt, and `delivered` when it merged. Throws DeliveryRefused as mergeRun does. */
@@ -82,11 +99,11 @@ async function attempt<T extends object>(
     } catch (err) {
       // The attempt is recorded; a record that cannot be written does not hide why the delivery failed.
       const entry = attemptEntry(action, by, new Date(), asked, { ok: false, error: err });
-      await writeRun(home.runs, { ...rec, deliveries: [...(rec.deliveries ?? []), entry] }).catch(() => undefined);
+      await writeRun(home.runs, { ...rec, deliveries: withAttempt(rec.deliveries ?? [], entry) }).catch(() => undefined);
       throw err;
     }
     const entry = attemptEntry(action, by, new Date(), asked, { ok: true, ...(done.into ? { into: done.into } : {}), ...(done.commit ? { commit: done.commit } : {}) });
-    rec.deliveries = [...(rec.deliveries ?? []), entry];
+    rec.deliveries = withAttempt(rec.deliveries ?? [], entry);
     await writeRun(home.runs, rec);
     return { ...done.result, rec };
   }, busy);

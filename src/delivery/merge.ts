@@ -8,6 +8,7 @@
  */
 import { chown, mkdir, mkdtemp } from 'node:fs/promises';
 import path from 'node:path';
+import { visible } from '../common/visible.js';
 import { configuredIdentity } from '../git/configured-identity.js';
 import { filtersOff, RUNNER_IDENTITY, type Git, type GitCall, type GitPerson } from '../git/git.js';
 import { withRepoLock } from '../git/repo-lock.js';
@@ -16,6 +17,7 @@ import type { ProjectFacts } from '../workspace/project.js';
 import { removeTree } from '../workspace/remove-tree.js';
 import { changedPaths, checkClean, checkRecorded, checkScope, checkVerification } from './guards.js';
 import { guardSymlinks } from './symlinks.js';
+import { branchNameProblem } from './branch-name.js';
 import { DeliveryRefused } from './refusal.js';
 import type { DeliverySource } from './source.js';
 
@@ -54,9 +56,15 @@ export async function mergeRun(src: DeliverySource, o: MergeOptions): Promise<Me
   const checkedOut = await currentBranch(git, project);
   const into = o.into ?? checkedOut;
   if (!into) throw new DeliveryRefused('not_deliverable', `the project's HEAD is detached: name the target with --into BRANCH`);
+  const bad = branchNameProblem(into);
+  if (bad) throw new DeliveryRefused('not_deliverable', `${visible(into)} is not a branch name (${bad}): name a branch of ${project.root}`);
   const target = `refs/heads/${into}`;
   const old = (await git.run(['rev-parse', '--verify', '--quiet', `${target}^{commit}`], { cwd: project.root, gitDir: project.commonDir, allowFail: true })).stdout.trim();
   if (!old) throw new DeliveryRefused('not_deliverable', `there is no branch ${into} in ${project.root}`);
+  // Already merged (a second click, two callers at once): git would say "Already up to date" and succeed, and
+  // the record would show a merge that did nothing.
+  const contained = await git.run(['merge-base', '--is-ancestor', src.head, old], { cwd: project.root, gitDir: project.commonDir, allowFail: true });
+  if (contained.code === 0) throw new DeliveryRefused('not_deliverable', `${into} already holds run ${rec.runId}'s work (commit ${src.head.slice(0, 10)}): nothing to merge`);
 
   checkVerification(rec);
   checkRecorded(rec);
@@ -75,7 +83,10 @@ export async function mergeRun(src: DeliverySource, o: MergeOptions): Promise<Me
   await mkdir(o.scratchRoot, { recursive: true });
   const scratch = await mkdtemp(path.join(o.scratchRoot, `merge-${rec.runId}-`));
   const tmp = path.join(scratch, 'worktree');
-  const config = [...filtersOff(await repositoryFilters(git, project)), 'diff.ignoreSubmodules=all', 'submodule.recurse=false'];
+  // merge.renormalize would make git read .gitattributes from the merged tree, the step's own among them, so a
+  // step could pick a merge driver (a command) the project's config defines and run it on the host: off. The
+  // attributes of a merge are then those of the target's checkout.
+  const config = [...filtersOff(await repositoryFilters(git, project)), 'diff.ignoreSubmodules=all', 'submodule.recurse=false', 'merge.renormalize=false'];
   try {
     await chown(scratch, project.uid, project.gid);
     await withRepoLock(project.commonDir, () =>
@@ -95,7 +106,7 @@ export async function mergeRun(src: DeliverySource, o: MergeOptions): Promise<Me
       if (conflicted.length) {
         throw new DeliveryRefused(
           'conflict',
-          `merging ${rec.branch} into ${into} conflicts in ${conflicted.join(', ')}; ${into} is unchanged: resolve by hand (git merge ${rec.branch}) or run the pipeline again on the new ${into}`,
+          `merging ${rec.branch} into ${into} conflicts in ${conflicted.slice(0, 10).join(', ')}${conflicted.length > 10 ? ` and ${conflicted.length - 10} more` : ''}; ${into} is unchanged: resolve by hand (git merge ${rec.branch}) or run the pipeline again on the new ${into}`,
           conflicted,
         );
       }
@@ -109,14 +120,17 @@ export async function mergeRun(src: DeliverySource, o: MergeOptions): Promise<Me
     const commit = await git.out(['rev-parse', 'HEAD'], call);
 
     if (movesCheckout) {
-      // The user's checkout and its branch move together; checked clean again right before.
-      await checkClean(git, project);
-      const ff = await git.run(['merge', '--ff-only', '--quiet', commit], {
-        cwd: project.root,
-        gitDir: project.commonDir,
-        workTree: project.root,
-        config,
-        allowFail: true,
+      // The user's checkout and its branch move together; checked clean again right before, holding the
+      // repository's lock as an apply does: a delivery into the checkout at the same time waits.
+      const ff = await withRepoLock(project.commonDir, async () => {
+        await checkClean(git, project);
+        return git.run(['merge', '--ff-only', '--quiet', commit], {
+          cwd: project.root,
+          gitDir: project.commonDir,
+          workTree: project.root,
+          config,
+          allowFail: true,
+        });
       });
       if (ff.code !== 0) {
         // git moves nothing when it cannot fast-forward (untracked files in the way, say).

@@ -34,6 +34,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { pipeline as pipe } from 'node:stream/promises';
 import { errorMessage, RunnerError } from '../common/errors.js';
+import { branchNameProblem } from '../delivery/branch-name.js';
 import { applyRunById, mergeRunById } from '../delivery/deliver.js';
 import { DeliveryRefused } from '../delivery/refusal.js';
 import { runListing, type DeliveredBy, type RunRecord, type StartedBy } from '../run/record.js';
@@ -194,8 +195,10 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
       new RegExp(`^/api/runs/${ID}/merge$`),
       async (req, res, [id]) => {
         const body = await readObject(req, ['into', 'squash']);
-        if (body.into !== undefined && !(typeof body.into === 'string' && /^[^\0-\x20\x7f~^:?*[\\]{1,255}$/.test(body.into) && !body.into.startsWith('-'))) {
-          throw new RunnerError('bad_request', '"into" must be a branch name (no spaces, control characters or ~^:?*[\\, not starting with -)');
+        if (body.into !== undefined) {
+          if (typeof body.into !== 'string') throw new RunnerError('bad_request', '"into" must be a branch name');
+          const bad = branchNameProblem(body.into);
+          if (bad) throw new RunnerError('bad_request', `"into" must be a branch name: ${bad}`);
         }
         if (body.squash !== undefined && typeof body.squash !== 'boolean') throw new RunnerError('bad_request', '"squash" must be true or false');
         await heldHere(id!);

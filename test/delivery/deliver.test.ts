@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { attemptEntry } from '../../src/delivery/deliver.js';
+import { attemptEntry, MAX_FAILED_KEPT, MAX_MESSAGE, withAttempt } from '../../src/delivery/deliver.js';
 import { DeliveryRefused } from '../../src/delivery/refusal.js';
 
 const at = new Date('2026-11-23T08:00:00Z');
@@ -36,4 +36,16 @@ test('a refusal keeps its reason and message; another failure only its message; 
     ok: false,
     message: 'git died',
   });
+});
+
+test('attack: a flood of refused attempts keeps the newest 50 of them and every delivery done; a long message is cut', () => {
+  const done = attemptEntry('merge', { via: 'api' }, at, { squash: false }, { ok: true, into: 'main', commit: 'c1' });
+  let list = [done];
+  for (let i = 0; i < 200; i++) list = withAttempt(list, attemptEntry('merge', { via: 'api' }, at, { into: `b${i}`, squash: false }, { ok: false, error: new DeliveryRefused('not_deliverable', `there is no branch b${i}`) }));
+  assert.equal(list.length, 1 + MAX_FAILED_KEPT);
+  assert.equal(list[0], done, 'the delivery that was done stays, oldest as it is');
+  assert.deepEqual([list[1]!.into, list.at(-1)!.into], ['b150', 'b199'], 'the newest refusals, in order');
+  const huge = attemptEntry('merge', { via: 'cli' }, at, {}, { ok: false, error: new DeliveryRefused('conflict', 'x'.repeat(1_000_000)) });
+  assert.ok(huge.message!.length < MAX_MESSAGE + 100);
+  assert.match(huge.message!, /… \(\d+ more characters\)$/);
 });
