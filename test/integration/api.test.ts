@@ -238,7 +238,9 @@ steps:
     const merged = await call(s.base, 'POST', `/api/runs/${first}/merge`, { into: 'main' }, true);
     assert.equal(merged.status, 200, JSON.stringify(merged.json));
     assert.equal(merged.json.commit, git(f.project, 'rev-parse', 'main'));
-    assert.deepEqual({ ...merged.json, commit: 'x' }, { merged: true, runId: first, into: 'main', commit: 'x', squash: false, movedCheckout: true });
+    // committed as the project's own identity (its config, else this machine's global one), said in the answer
+    assert.deepEqual({ ...merged.json, commit: 'x', author: 'x' }, { merged: true, runId: first, into: 'main', commit: 'x', squash: false, movedCheckout: true, author: 'x' });
+    assert.equal(merged.json.author.name, git(f.project, 'log', '-1', '--format=%an', 'main'));
     assert.equal(await readFile(path.join(f.project, 'data.txt'), 'utf8'), 'one\ntwo\nalpha\n', 'the checkout moved with main');
     assert.equal(git(f.project, 'status', '--porcelain'), '');
     const rec = await recordOf(first);
