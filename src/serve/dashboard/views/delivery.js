@@ -79,7 +79,7 @@ export function actions(runId, refresh) {
     const into = select.value;
     try {
       const r = await post(runUrl(runId, '/merge'), { into, squash: squash.checked });
-      say(`Merged into ${r.into ?? into} as ${String(r.commit ?? '').slice(0, 10)}${r.squash ? ' (squashed)' : ''}${r.movedCheckout ? `; the checkout of ${r.into ?? into} was moved to it` : ''}.`, true);
+      say(`Merged into ${r.into ?? into} as ${String(r.commit ?? '').slice(0, 10)}${r.squash ? ' (squashed)' : ''}${r.movedCheckout ? `; the checkout of ${r.into ?? into} was moved to it` : ''}${r.author ? `; committed as ${r.author.name} <${r.author.email}>${r.author.configured ? '' : ' (the project has no git identity of its own)'}` : ''}.`, true);
     } catch (err) {
       refused(err, `Not merged into ${into}`);
     }

@@ -14,6 +14,9 @@ import { combinedLog, logStream } from './log.js';
 import { startedBy } from './runs-list.js';
 import { flowSection, stepRows } from './steps.js';
 
+/** why a run's branch was not pushed, as the pipeline file says it */
+const PUSH_REASONS = /** @type {Record<string, string>} */ ({ policy_never: 'push: never', no_remote: 'the project has no remote', no_remote_always: 'push: always, and the project has no remote' });
+
 /** @param {string} runId */
 export function runView(runId) {
   const head = el('div', { class: 'run-head' });
@@ -94,7 +97,7 @@ function runHead(r) {
       hasInputs && el('dt', {}, 'Inputs'),
       hasInputs && el('dd', { id: 'inputs' }, ...Object.entries(r.inputs).map(([k, v]) => el('div', {}, el('code', {}, k), ' = ', String(v)))),
       r.push && el('dt', {}, 'Push'),
-      r.push && el('dd', {}, r.pushed ? `pushed to ${r.push.remote ?? 'the remote'}` : r.push.error ?? (r.push.reason ? `not pushed (${r.push.reason})` : 'not pushed')),
+      r.push && el('dd', {}, r.pushed ? `pushed to ${r.push.remote ?? 'the remote'}` : r.push.error ?? (r.push.reason ? `not pushed (${PUSH_REASONS[r.push.reason] ?? r.push.reason})` : 'not pushed')),
     ),
     r.error && el('p', { class: 'error' }, typeof r.error === 'string' ? r.error : r.error.message),
   );
