@@ -386,6 +386,12 @@ test("a step's lines show in its own panel while it runs; the runs list says wha
     assert.equal(await work.locator('summary .badge').innerText(), 'running', 'the line is shown while its step runs');
     assert.equal(await page.locator('.run-head .badge').innerText(), 'running');
     assert.equal(await page.getByRole('button', { name: 'Cancel run' }).count(), 1, 'a running run can be canceled');
+    // canceling asks first; dismissed, the run goes on
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    const ask = page.locator('dialog[open]');
+    assert.match(await ask.innerText(), new RegExp(`Run ${runId} stops`));
+    await ask.getByRole('button', { name: 'Cancel', exact: true }).click();
+    assert.equal(await page.locator('dialog[open]').count(), 0);
     assert.doesNotMatch(await work.locator('pre.step-log').innerText(), /first done/, "each panel holds its own step's lines");
     await screenshot(page, f, 'run-live');
     await page.locator('.run-head .badge.succeeded').waitFor({ timeout: 60_000 });

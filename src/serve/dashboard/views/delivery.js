@@ -130,6 +130,12 @@ export function actions(runId, refresh) {
   };
 
   const cancel = async () => {
+    const sure = await dialog(
+      'Cancel this run',
+      [el('p', { class: 'note' }, `Run ${runId} stops: its running steps are stopped, and what they and the steps before them did stays committed on its branch. A canceled run is not resumed; it can be run again.`)],
+      el('button', { type: 'submit', value: 'yes', class: 'danger' }, 'Cancel the run'),
+    );
+    if (!sure) return;
     try {
       await post(runUrl(runId, '/cancel'));
       setStatus('canceling…');
