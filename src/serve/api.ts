@@ -13,7 +13,7 @@
  *   GET  /api/runs/:id/log             the run's log, live, as Server-Sent Events (one watcher per run, however many
  *                                      follow it: log-watch.ts); at most so many at once, per client address and in
  *                                      all (stream-caps.ts): a 429 or 503 past them
- *   GET  /api/runs/:id/diff[?file=PATH] the run's change against its base, as a patch; with file, that file's part only
+ *   GET  /api/runs/:id/diff[?file=PATH] the run's change against its base, as a patch; with file, that path's part(s) only
  *   GET  /api/runs/:id/diff/files      the files the patch changes: path, status, lines added and removed, binary, size
  *                                      (diff-index.ts: a patch of thousands of files is listed, then read one file at a time)
  *   GET  /api/runs/:id/delivery        what a merge or apply would do, to confirm it: project, branches, deliverable

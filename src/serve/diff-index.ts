@@ -118,6 +118,7 @@ function namesFrom(header: string[]): { paths: { path: string; oldPath?: string 
   let plus: string | null | undefined;
   let status: DiffFile['status'] | undefined;
   let copied = false;
+  let binary: [string | undefined, string | undefined] | undefined;
   for (const l of header.slice(1)) {
     if (l.startsWith('new file mode')) status = 'added';
     else if (l.startsWith('deleted file mode')) status = 'deleted';
@@ -127,18 +128,35 @@ function namesFrom(header: string[]): { paths: { path: string; oldPath?: string 
     else if (l.startsWith('copy to ')) to = unquote(l.slice(8));
     else if (l.startsWith('--- ')) minus = side(l.slice(4));
     else if (l.startsWith('+++ ')) plus = side(l.slice(4));
-    else if (l.startsWith('Binary files ')) {
-      const m = /^Binary files (.+) and (.+) differ$/.exec(l);
-      if (m) (minus ??= side(m[1]!)), (plus ??= side(m[2]!));
-    }
+    else if (l.startsWith('Binary files ')) binary = binarySides(l);
   }
   if (copied) status = 'added';
   const [gitA, gitB] = gitLine(header[0]!);
-  const oldName = from ?? minus ?? gitA;
-  const newName = to ?? plus ?? gitB;
+  // a Binary files line comes last: `Binary files a/x and y and b/x and y differ` splits more than one way
+  const oldName = from ?? minus ?? gitA ?? binary?.[0];
+  const newName = to ?? plus ?? gitB ?? binary?.[1];
   const p = status === 'deleted' ? (oldName ?? newName) : (newName ?? oldName);
   const moved = from !== undefined && to !== undefined && from !== to;
   return { paths: { path: p ?? '', ...(moved ? { oldPath: from } : {}) }, ...(status ? { status } : {}) };
+}
+
+/**
+ * The names of `Binary files A and B differ`: a name may hold ` and `, so of
+ * the ways to split the line, the one whose sides are one path (or /dev/null
+ * and a path) is taken; none, and the names are not known from this line.
+ */
+function binarySides(l: string): [string | undefined, string | undefined] | undefined {
+  const m = /^Binary files (.+) differ$/.exec(l);
+  if (!m) return undefined;
+  const both = m[1]!;
+  for (let at = both.indexOf(' and '); at !== -1; at = both.indexOf(' and ', at + 1)) {
+    const a = both.slice(0, at);
+    const b = both.slice(at + 5);
+    const [sa, sb] = [side(a), side(b)];
+    const shaped = (a === '/dev/null' || /^"?a\//.test(a)) && (b === '/dev/null' || /^"?b\//.test(b));
+    if (shaped && (sa === null || sb === null || sa === sb)) return [sa ?? undefined, sb ?? undefined];
+  }
+  return undefined;
 }
 
 /** `a/x` → `x`; `/dev/null` → null; a quoted name unquoted. */
@@ -234,11 +252,19 @@ export async function diffFiles(runsDir: string, runId: string): Promise<{ files
   return { files: index.files.map(({ offset: _o, ...f }) => f), total: index.total };
 }
 
-/** One file's part of the run's patch: where it lies, for a read stream; not_found when the patch has no such file. */
+/** One file's part of the run's patch (its parts, when it has more than one): where it lies, for a read stream; no_diff when the patch has no such file. */
 export async function filePatch(runsDir: string, runId: string, name: string): Promise<{ file: string; start: number; end: number; size: number }> {
   const { file } = await runPatch(runsDir, runId);
   const index = await indexFile(file);
-  const f = index.files.find((x) => x.path === name) ?? index.files.find((x) => x.oldPath === name);
-  if (!f) throw new RunnerError('no_diff', `run ${runId}'s diff has no file ${name} (GET /api/runs/${runId}/diff/files lists them)`);
-  return { file, start: f.offset, end: f.offset + f.bytes - 1, size: f.bytes };
+  const { files } = index;
+  let i = files.findIndex((x) => x.path === name);
+  if (i === -1) i = files.findIndex((x) => x.oldPath === name);
+  if (i === -1) throw new RunnerError('no_diff', `run ${runId}'s diff has no file ${name} (GET /api/runs/${runId}/diff/files lists them)`);
+  // A path can have more than one part, one after the other (a file that became a symlink: its deletion, then its
+  // addition): all of them are sent, or asking by path would show the first and hide the rest.
+  let last = i;
+  while (files[last + 1]?.path === files[i]!.path) last++;
+  const start = files[i]!.offset;
+  const end = files[last]!.offset + files[last]!.bytes;
+  return { file, start, end: end - 1, size: end - start };
 }

@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm, writeFile, mkdir, unlink } from 'node:fs/promise
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { indexFile, indexPatch, unquote } from '../../src/serve/diff-index.js';
+import { filePatch, indexFile, indexPatch, unquote } from '../../src/serve/diff-index.js';
 
 const dirs: string[] = [];
 after(() => Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))));
@@ -105,4 +105,39 @@ test('quoted paths are read back to their characters', () => {
   assert.equal(unquote('"caf\\303\\251 \\"q\\".txt"'), 'café "q".txt');
   assert.equal(unquote('"tab\\there"'), 'tab\there');
   assert.equal(unquote('plain.txt'), 'plain.txt');
+});
+
+// Attack: a file too big to put in the patch (over 16 MiB) is named by a stub's `Binary files A and B differ` line.
+// A name holding ` and ` split that line the wrong way: `x and README.md` was listed as README.md.
+test('a big binary file whose name holds " and " is listed by its own name, not by the part after the last " and "', async () => {
+  const stub = (p: string, kind: 'A' | 'M' | 'D') =>
+    `diff --git a/${p} b/${p}\n` +
+    (kind === 'A' ? `new file mode 100644\nindex 0000000..1111111\nBinary files /dev/null and b/${p} differ\n` : kind === 'D' ? `deleted file mode 100644\nindex 1111111..0000000\nBinary files a/${p} and /dev/null differ\n` : `index 1111111..2222222 100644\nBinary files a/${p} and b/${p} differ\n`);
+  const text = stub('x and README.md', 'A') + stub('p and q and b/r', 'M') + stub('gone and data.txt', 'D');
+  const index = await indexPatch((async function* () { yield Buffer.from(text); })());
+  assert.deepEqual(
+    index.files.map((f) => [f.path, f.status, f.binary]),
+    [['x and README.md', 'added', true], ['p and q and b/r', 'modified', true], ['gone and data.txt', 'deleted', true]],
+  );
+});
+
+// Attack: a file that became a symlink is two parts of one path in git's patch (its deletion, then its addition).
+// ?file= sent the first part only: the page showed the deletion twice and never where the link points.
+test("?file= sends every part of a path: a file made a symlink is its deletion and its link's target", async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'diff-index-'));
+  dirs.push(dir);
+  const runs = path.join(dir, 'runs');
+  const runId = '20260101-000000-abcdef';
+  await mkdir(path.join(runs, runId), { recursive: true });
+  const deletion = 'diff --git a/data.txt b/data.txt\ndeleted file mode 100644\nindex 814f4a4..0000000\n--- a/data.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-one\n-two\n';
+  const link = 'diff --git a/data.txt b/data.txt\nnew file mode 120000\nindex 0000000..3594e94\n--- /dev/null\n+++ b/data.txt\n@@ -0,0 +1 @@\n+/etc/passwd\n\\ No newline at end of file\n';
+  const other = 'diff --git a/z.txt b/z.txt\nnew file mode 100644\nindex 0000000..1111111\n--- /dev/null\n+++ b/z.txt\n@@ -0,0 +1 @@\n+z\n';
+  const patch = deletion + link + other;
+  await writeFile(path.join(runs, runId, 'diff.patch'), patch);
+  await writeFile(path.join(runs, runId, 'run.json'), JSON.stringify({ runId, status: 'succeeded', steps: [] }));
+  const part = await filePatch(runs, runId, 'data.txt');
+  assert.equal(patch.slice(part.start, part.end + 1), deletion + link, 'both parts of data.txt, and nothing of z.txt');
+  assert.equal(part.size, Buffer.byteLength(deletion + link));
+  const z = await filePatch(runs, runId, 'z.txt');
+  assert.equal(patch.slice(z.start, z.end + 1), other);
 });

@@ -3,7 +3,13 @@
  * Building the page. Every value from the server goes in as text (text
  * nodes, textContent, attributes set one by one), never as markup: steps are
  * hostile, and what they printed is shown as the characters they printed.
+ * Every text node is made visible first (the rule the CLI follows,
+ * src/common/visible.ts): a step's control characters and bidirectional
+ * overrides show as `\x1b`, `\r`, `\u202e`, so a file named `invoice‮hs.txt`
+ * or a line of code reordered by an override (Trojan Source) reads as what it
+ * is, not as what it looks like.
  */
+import { visibleLines } from '../../../common/visible.js';
 
 /** @typedef {Node | string | null | undefined | false} Child */
 
@@ -22,7 +28,7 @@ export function el(tag, props = {}, ...children) {
     else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
     else if (k === 'dataset') Object.assign(node.dataset, v);
     else if (k === 'hidden' || k === 'disabled' || k === 'checked') /** @type {any} */ (node)[k] = Boolean(v);
-    else node.setAttribute(k, String(v));
+    else node.setAttribute(k, k === 'title' ? visibleLines(String(v)) : String(v)); // a tooltip is shown text too
   }
   append(node, children);
   return node;
@@ -34,8 +40,13 @@ export function el(tag, props = {}, ...children) {
  * @param {Node} node @param {Iterable<Child>} children
  */
 export function append(node, children) {
-  for (const c of children) if (c !== null && c !== undefined && c !== false) node.appendChild(typeof c === 'string' ? document.createTextNode(c) : c);
+  for (const c of children) if (c !== null && c !== undefined && c !== false) node.appendChild(typeof c === 'string' ? text(c) : c);
   return node;
+}
+
+/** A text node of `s` with its control characters and bidi overrides made visible (newlines and tabs stay). @param {string} s */
+export function text(s) {
+  return document.createTextNode(visibleLines(s));
 }
 
 /** The node's children replaced by these, however many. @param {Node} node @param {Iterable<Child>} children */
@@ -54,7 +65,7 @@ export function badge(status) {
 /** The line in the header that says what went wrong with the server. @param {string} message */
 export function setStatus(message) {
   const s = document.getElementById('status');
-  if (s) s.textContent = message;
+  if (s) s.textContent = visibleLines(message);
 }
 
 /** An error's message, whatever was thrown. @param {unknown} err */

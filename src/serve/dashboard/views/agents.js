@@ -7,7 +7,7 @@
  * the others fold.
  */
 import { badge, el, fill } from '../lib/dom.js';
-import { logBox } from './log.js';
+import { logBox, shown } from './log.js';
 import { stepRuns, usageText } from './steps.js';
 
 const LINES_PER_STEP = 3000;
@@ -40,7 +40,7 @@ export function stepPanels(stream) {
     node.appendChild(details);
     return p;
   };
-  stream.listen((step, line) => panel(step).add(`${line}\n`));
+  stream.listen((step, line) => panel(step).add(...shown(line)));
   /** The record as it is now: each step's status, agent, usage and final message; panels in the record's order. @param {any} r */
   const update = (r) => {
     const list = stepRuns(r).filter((s) => s.status !== 'skipped');

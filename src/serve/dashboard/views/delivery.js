@@ -10,6 +10,7 @@
 import { api, ApiError, post, runUrl } from '../lib/api.js';
 import { el, fill, messageOf, setStatus } from '../lib/dom.js';
 import { when } from '../lib/format.js';
+import { onLeave } from '../lib/poll.js';
 
 /**
  * @typedef {{ project: string, branch: string, currentBranch: string | null, branches: string[], deliverable: boolean, why?: string, checkoutDirty?: boolean }} Delivery
@@ -24,7 +25,8 @@ export function actions(runId, refresh) {
   const node = el('div', { id: 'delivery' }, buttons, result, history);
   /** @type {Delivery | null | undefined} undefined: not asked yet; null: the server cannot say */
   let delivery;
-  let asking = false;
+  /** @type {Promise<void> | undefined} the question in flight: a click while the page asks waits for its answer */
+  let asking;
   let lastKey = '';
 
   /** What a done or refused action says. @param {string} text @param {boolean} ok @param {string[]} [details] */
@@ -33,16 +35,15 @@ export function actions(runId, refresh) {
   /** @param {unknown} err @param {string} what */
   const refused = (err, what) => say(`${what}: ${plain(messageOf(err))}`, false, err instanceof ApiError ? err.details : []);
 
-  const ask = async () => {
-    if (asking) return;
-    asking = true;
-    try {
-      delivery = await api(runUrl(runId, '/delivery'));
-    } catch {
-      delivery = null; // a server without the route: no merge or apply from here
-    }
-    asking = false;
-  };
+  const ask = () =>
+    (asking ??= (async () => {
+      try {
+        delivery = await api(runUrl(runId, '/delivery'));
+      } catch {
+        delivery = null; // a server without the route: no merge or apply from here
+      }
+      asking = undefined;
+    })());
 
   const merge = async () => {
     await ask();
@@ -65,7 +66,7 @@ export function actions(runId, refresh) {
         squash.checked ? ', as one commit.' : '.',
         dirty && el('div', { class: 'warn' }, `The project's checkout of ${select.value} has uncommitted changes: the server will refuse to merge into it.`),
       ]);
-      confirm.textContent = `Merge into ${select.value}`;
+      fill(confirm, [`Merge into ${select.value}`]);
     };
     select.addEventListener('change', describe);
     squash.addEventListener('change', describe);
@@ -202,7 +203,8 @@ function plain(m) {
 
 /**
  * A modal dialog built from elements (its text set as text): resolves true
- * when its confirm button is pressed, false when it is closed otherwise.
+ * when its confirm button is pressed, false when it is closed otherwise or
+ * its view is left.
  * @param {string} title @param {Array<Node | string | false | null>} body @param {HTMLElement} confirm
  * @returns {Promise<boolean>}
  */
@@ -216,5 +218,7 @@ function dialog(title, body, confirm) {
       d.remove();
     });
     d.showModal();
+    // A dialog outlives its view otherwise (it hangs on the body): after Back, it would ask about this run over another's page.
+    onLeave(() => d.open && d.close('no'));
   });
 }

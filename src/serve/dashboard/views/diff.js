@@ -10,14 +10,18 @@
  */
 import { parse } from 'diff2html/lib-esm/diff-parser.js';
 import { api, runUrl } from '../lib/api.js';
+import { visibleLines } from '../../../common/visible.js';
 import { append, el, fill, messageOf } from '../lib/dom.js';
 import { bytes, count } from '../lib/format.js';
 import { resultName } from './steps.js';
 
 /** Files listed at once; more on request. */
 const PAGE = 100;
-/** A file with more changed lines than this is drawn only on request. */
+/** A file with more changed lines than this, or a bigger part of the patch, is drawn only on request. */
 const TOO_LONG = 5000;
+const TOO_BIG = 1024 * 1024;
+/** A line is drawn up to this many characters (a minified bundle is one line of megabytes); the raw patch has the rest. */
+const LINE_SHOWN = 5000;
 /** Rows a table holds: a long file is drawn as tables one under the other, and the browser lays out only those in view (content-visibility in style.css). */
 const CHUNK = 400;
 /** A change this small opens its files at once. */
@@ -35,7 +39,7 @@ export async function showDiff(runId, into) {
   try {
     list = await api(runUrl(runId, '/diff/files'));
   } catch (err) {
-    into.textContent = messageOf(err);
+    fill(into, [messageOf(err)]);
     return;
   }
   into.classList.remove('muted');
@@ -120,12 +124,12 @@ async function openFile(runId, f, body) {
     return;
   }
   const lines = f.added + f.removed;
-  if (lines > TOO_LONG) {
+  if (lines > TOO_LONG || f.bytes > TOO_BIG) {
     fill(body, [
       el(
         'p',
         { class: 'diff-notice' },
-        `This file changes ${lines.toLocaleString('en')} lines (${bytes(f.bytes)}): too many to draw at once. `,
+        `This file changes ${lines.toLocaleString('en')} line${lines === 1 ? '' : 's'} (${bytes(f.bytes)}): too much to draw at once. `,
         el('button', { type: 'button', class: 'secondary', onclick: () => void draw(raw, body) }, 'Show anyway'),
         ' or get the ',
         rawLink,
@@ -153,10 +157,16 @@ async function draw(url, body) {
 /**
  * A file's patch as diff2html draws it line by line, made of text nodes:
  * a row per hunk header, a row per line with its old and new numbers.
- * @param {string} text
+ *
+ * Before diff2html reads it, every control character is made visible but the
+ * newline: diff2html splits lines at a carriage return too, so a line of
+ * content `x\rdiff --git a/y b/y` would start a file of its own and hide the
+ * lines after it. A path's part can hold more than one file (a file that
+ * became a symlink is a deletion and an addition of one path): all are drawn.
+ * @param {string} patch
  */
-function fileTable(text) {
-  const parsed = parse(text)[0];
+function fileTable(patch) {
+  const files = parse(visibleLines(patch.replace(/\r\n/g, '\n')));
   const wrapper = el('div', { class: 'd2h-code-wrapper' });
   /** @type {HTMLElement | undefined} */
   let tbody;
@@ -166,30 +176,58 @@ function fileTable(text) {
     if (!tbody || rows++ % CHUNK === 0) wrapper.appendChild(el('div', { class: 'd2h-chunk' }, el('table', { class: 'd2h-diff-table' }, (tbody = el('tbody', { class: 'd2h-diff-tbody' })))));
     tbody.appendChild(tr);
   };
-  if (!parsed || parsed.blocks.length === 0) {
-    add(el('tr', {}, el('td', { class: 'd2h-info' }, el('div', { class: 'd2h-code-line' }, 'No lines changed (its mode or name only).'))));
-  }
-  for (const block of parsed?.blocks ?? []) {
-    add(el('tr', {}, el('td', { class: 'd2h-code-linenumber d2h-info' }), el('td', { class: 'd2h-info' }, el('div', { class: 'd2h-code-line' }, block.header))));
-    for (const line of block.lines) {
-      const kind = line.type === 'insert' ? 'd2h-ins' : line.type === 'delete' ? 'd2h-del' : 'd2h-cntx';
-      add(
-        el(
-          'tr',
-          {},
+  /** @param {string} text */
+  const info = (text) => add(el('tr', {}, el('td', { class: 'd2h-code-linenumber d2h-info' }), el('td', { class: 'd2h-info' }, el('div', { class: 'd2h-code-line' }, text))));
+  if (files.length === 0) info('No lines changed (its mode or name only).');
+  for (const parsed of files) {
+    const mode = modeNote(parsed);
+    if (files.length > 1 || mode) info([parsed.isDeleted ? 'deleted' : parsed.isNew ? 'added' : 'changed', mode].filter(Boolean).join(', '));
+    if (parsed.blocks.length === 0 && files.length > 1) info('No lines changed.');
+    for (const block of parsed.blocks) {
+      info(block.header);
+      for (const line of block.lines) {
+        const kind = line.type === 'insert' ? 'd2h-ins' : line.type === 'delete' ? 'd2h-del' : 'd2h-cntx';
+        const rest = line.content.slice(1);
+        const cut = rest.length > LINE_SHOWN;
+        add(
           el(
-            'td',
-            { class: `d2h-code-linenumber ${kind}` },
-            el('div', { class: 'line-num1' }, line.oldNumber === undefined ? '' : String(line.oldNumber)),
-            el('div', { class: 'line-num2' }, line.newNumber === undefined ? '' : String(line.newNumber)),
+            'tr',
+            {},
+            el(
+              'td',
+              { class: `d2h-code-linenumber ${kind}` },
+              el('div', { class: 'line-num1' }, line.oldNumber === undefined ? '' : String(line.oldNumber)),
+              el('div', { class: 'line-num2' }, line.newNumber === undefined ? '' : String(line.newNumber)),
+            ),
+            el(
+              'td',
+              { class: kind },
+              el(
+                'div',
+                { class: 'd2h-code-line' },
+                el('span', { class: 'd2h-code-line-prefix' }, line.content.slice(0, 1) || ' '),
+                el('span', { class: 'd2h-code-line-ctn' }, cut ? rest.slice(0, LINE_SHOWN) : rest),
+                cut && el('span', { class: 'muted line-cut' }, ` … ${(rest.length - LINE_SHOWN).toLocaleString('en')} more characters on this line (raw patch)`),
+              ),
+            ),
           ),
-          el('td', { class: kind }, el('div', { class: 'd2h-code-line' }, el('span', { class: 'd2h-code-line-prefix' }, line.content.slice(0, 1) || ' '), el('span', { class: 'd2h-code-line-ctn' }, line.content.slice(1)))),
-        ),
-      );
+        );
+      }
     }
   }
   if (rows > CHUNK) wrapper.classList.add('chunked');
   return el('div', { class: 'd2h-wrapper d2h-light-color-scheme' }, el('div', { class: 'd2h-file-wrapper' }, el('div', { class: 'd2h-file-diff' }, wrapper)));
+}
+
+const MODES = /** @type {Record<string, string>} */ ({ '120000': 'a symbolic link', '160000': 'a submodule', '100755': 'executable' });
+
+/** What a file's mode lines say, in words: a symlink is a reviewer's business (its content is where it points). @param {any} f */
+function modeNote(f) {
+  const parts = [];
+  if (f.oldMode && f.newMode && f.oldMode !== f.newMode) parts.push(`mode ${f.oldMode} → ${f.newMode}`);
+  const mode = f.newFileMode ?? f.deletedFileMode ?? f.newMode ?? f.mode;
+  if (typeof mode === 'string' && MODES[mode]) parts.push(MODES[mode]);
+  return parts.join(', ');
 }
 
 /**

@@ -8,6 +8,12 @@ import { el } from '../lib/dom.js';
 import { onLeave } from '../lib/poll.js';
 
 const MAX_LOG_LINES = 5000;
+/**
+ * A line is shown up to this many characters: the runner keeps lines of up to
+ * 64 KiB, and a page holding thousands of them (the combined log and each
+ * step's panel) would hold hundreds of megabytes. The log file has them whole.
+ */
+const LINE_SHOWN = 4000;
 
 /** @typedef {(step: string, line: string) => void} LineListener */
 
@@ -54,9 +60,15 @@ export function logBox(props, max = MAX_LOG_LINES) {
   return { box, add };
 }
 
+/** A line of the log as it is shown: cut past LINE_SHOWN, saying how much was left out. @param {string} line @returns {Array<Node | string>} */
+export function shown(line) {
+  if (line.length <= LINE_SHOWN) return [`${line}\n`];
+  return [line.slice(0, LINE_SHOWN), el('span', { class: 'muted line-cut' }, ` … ${(line.length - LINE_SHOWN).toLocaleString('en')} more characters (runner logs has the line whole)`), '\n'];
+}
+
 /** The whole run's log, each line with its step's name. @param {ReturnType<typeof logStream>} stream */
 export function combinedLog(stream) {
   const { box, add } = logBox({ id: 'log' });
-  stream.listen((step, line) => add(el('span', { class: 'step' }, `[${step}] `), `${line}\n`));
+  stream.listen((step, line) => add(el('span', { class: 'step' }, `[${step}] `), ...shown(line)));
   return box;
 }
