@@ -8,6 +8,7 @@
  * (--pip-index), whose host every gateway allows.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -134,4 +135,38 @@ steps:
   assert.match(log, /^tiny=tiny from the mirror$/m);
   assert.match(log, /^index=http:\/\/pypi\.example\/simple\/ trusted=pypi\.example$/m);
   assert.match(net.logs('pypi.example'), /GET \/simple\/runner-tiny\/ HTTP/);
+});
+
+test("the real npm registry: a step with egress: [registry.npmjs.org] and the host's own bundle sees what the host sees", { timeout: 180_000 }, async () => {
+  // what this machine sees with its own bundle (through whatever proxy it is behind), or that it sees nothing
+  let hostSees: string | undefined;
+  try {
+    hostSees = (JSON.parse(execFileSync('curl', ['-sf', '-m', '30', '--cacert', '/etc/ssl/certs/ca-certificates.crt', 'https://registry.npmjs.org/is-number/latest'], { encoding: 'utf8' })) as { version: string }).version;
+  } catch {
+    hostSees = undefined;
+  }
+  const f = await fixture();
+  const file = await writePipeline(
+    f,
+    `version: 1
+name: registry
+project: { path: project }
+steps:
+  - id: view
+    image: runner/toolchain:latest
+    egress: [registry.npmjs.org]
+    timeout: 2m
+    run: npm view is-number version --fetch-retries=0 --fetch-timeout=30000
+`,
+  );
+  const r = await execPipeline(f, file, ['--ca-file', '/etc/ssl/certs/ca-certificates.crt']);
+  const log = r.json ? stepLog(f.home, r.json.runId, 'view') : r.stderr;
+  if (hostSees) {
+    assert.equal(r.code, 0, log);
+    assert.match(log, new RegExp(`^${hostSees.replace(/\./g, '\\.')}$`, 'm'));
+  } else {
+    // a machine that cannot reach the registry: the step cannot either, and says so
+    assert.notEqual(r.code, 0, log);
+    assert.match(log, /npm error/);
+  }
 });
