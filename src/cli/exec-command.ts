@@ -83,7 +83,7 @@ export async function execCommand(args: string[]): Promise<number> {
         noWait: values['no-wait'] === true,
         inputs,
         startedBy: cliActor(),
-        ...egressOptions(values),
+        ...egressOptions(values, (m) => reporter.warn(m)),
         ...(values.task !== undefined ? { task: { id: values.task, ...(values.title !== undefined ? { title: values.title } : {}) } } : {}),
       },
     ));

@@ -6,7 +6,8 @@ Usage:
   runner exec FILE [--json] [--home DIR] [--keep-workspace] [--secrets-file F]
                    [--input NAME=VALUE]... [--task ID [--title TEXT]] [--no-wait]
                    [--egress-network NET] [--egress-private CIDR[,CIDR]]
-                   [--engine local|swarm]
+                   [--egress-proxy URL] [--ca-file F] [--npm-registry URL]
+                   [--pip-index URL] [--engine local|swarm]
       Run the pipeline in FILE. Each run gets branch run/<runId> in the project,
       one commit per step, pushed to the project's remote at the end.
       (A persistent_directory project is worked on in place: no git.)
@@ -31,6 +32,16 @@ Usage:
                            resolve to (a company mirror); default
                            $RUNNER_EGRESS_PRIVATE, else none. This machine's
                            own addresses are refused whatever it says
+        --egress-proxy URL the company's proxy (http://host:port) gateways
+                           reach out through (default: $RUNNER_EGRESS_PROXY,
+                           else $HTTPS_PROXY; none: no proxy)
+        --ca-file F        a PEM bundle every step, agent and gateway trusts
+                           (default: $RUNNER_CA_FILE): the whole set of roots,
+                           e.g. the host's own /etc/ssl/certs/ca-certificates.crt
+        --npm-registry URL, --pip-index URL  package mirrors every step uses
+                           and every gateway allows (default:
+                           $RUNNER_NPM_REGISTRY, $RUNNER_PIP_INDEX); see
+                           docs/company-networks.md
         --engine swarm     run the steps as jobs on the Docker Swarm that
                            DOCKER_HOST manages (default: $RUNNER_ENGINE, else
                            local); see docs/scale-out.md
@@ -69,7 +80,8 @@ Usage:
       work_not_recorded) changes nothing and exits 1.
   runner serve --pipelines DIR [--home DIR] [--max-concurrent N] [--grace 30s]
                [--listen 127.0.0.1:7700] [--secrets-file F] [--egress-network NET]
-               [--egress-private CIDR[,CIDR]] [--engine local|swarm]
+               [--egress-private CIDR[,CIDR]] [--egress-proxy URL] [--ca-file F]
+               [--npm-registry URL] [--pip-index URL] [--engine local|swarm]
                [--max-log-streams 256] [--max-log-streams-per-client 32]
                [--log-stall 60s]
       Run the pipelines in DIR on their schedule: entries (cron, timezone,

@@ -85,7 +85,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       listen,
       logStreams: { ...logStreams, stallMs: logStreams.stallMs },
       secrets,
-      ...egressOptions(values),
+      ...egressOptions(values, (m) => say(`warning: ${m}`)),
       ...(token ? { token } : {}),
       reporterFor: (name) => {
         const prefixed = { write: (s: string) => process.stderr.write(s.replace(/^(?=.)/gm, `[${name}] `)) };

@@ -8,6 +8,7 @@
  */
 import type { ModelApiKind } from './usage-meter.js';
 import type { Price } from './prices.js';
+import type { UpstreamProxy } from './upstream-proxy.js';
 
 export const GATEWAY_PORT = 3128;
 /** where a relay listens, when the config asks for one */
@@ -48,6 +49,10 @@ export interface GatewayConfig {
   listenSubnet: string;
   /** a TCP port on the step's network joined to one address and nothing else (a swarm step's way to the runner's transfer) */
   relay?: { port: number; to: { host: string; port: number } };
+  /** a PEM bundle the gateway trusts besides Node's own roots, for its own TLS (a model call through a TLS-inspecting proxy) */
+  ca?: string;
+  /** the company's proxy the gateway reaches out through (--egress-proxy, or the runner's HTTPS_PROXY) */
+  proxy?: UpstreamProxy;
   /** after this long the gateway stops by itself (the step's timeout and then some): a runner that died cannot stop it */
   deadlineMs?: number;
 }
@@ -115,6 +120,8 @@ export function parseConfig(text: string | undefined): GatewayConfig | string {
   if (typeof c.listenSubnet !== 'string' || !/^\d+\.\d+\.\d+\.\d+\/\d+$/.test(c.listenSubnet)) return 'listenSubnet must be an IPv4 CIDR';
   if (c.model && (typeof c.model.upstream !== 'string' || !/^https?:\/\//.test(c.model.upstream))) return 'model.upstream must be an http(s) URL';
   if (typeof c.prices !== 'object' || c.prices === null) return 'prices must be an object';
+  if (c.ca !== undefined && typeof c.ca !== 'string') return 'ca must be a PEM text';
+  if (c.proxy !== undefined && !(typeof c.proxy?.host === 'string' && Number.isInteger(c.proxy.port) && Array.isArray(c.proxy.noProxy))) return 'proxy must be { host, port, noProxy }';
   if (c.relay && !(Number.isInteger(c.relay.port) && typeof c.relay.to?.host === 'string' && Number.isInteger(c.relay.to.port))) return 'relay must be { port, to: { host, port } }';
   return c;
 }

@@ -13,6 +13,7 @@ import type { Duplex } from 'node:stream';
 import { addressProblem, type AddressPolicy } from './address-policy.js';
 import { helloProblem, readClientHello } from './client-hello.js';
 import { portsFor } from './hosts.js';
+import { bypassesProxy, connectThrough, type UpstreamProxy } from './upstream-proxy.js';
 
 const MAX_HOSTS = 200;
 
@@ -43,6 +44,8 @@ export interface Egress {
   refusals: Refusals;
   /** where an allowed name may lead: never this machine, a private range only when allowed */
   policy: AddressPolicy;
+  /** the company's proxy the gateway reaches out through (NO_PROXY's names go direct) */
+  proxy?: UpstreamProxy | undefined;
 }
 
 /** How long a tunnel's client has to send its ClientHello once the tunnel is open. */
@@ -61,15 +64,46 @@ function checkedLookup(policy: AddressPolicy): net.LookupFunction {
     dns.lookup(host, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, '', 0);
       const ok = addresses.filter((a) => addressProblem(a.address, policy) === undefined);
-      if (!ok.length) {
-        const why = addresses.map((a) => `${a.address}: ${addressProblem(a.address, policy)}`).join('; ');
-        const refused = Object.assign(new Error(`${host} leads where a step may not go (${why})`), { code: 'EFORBIDDEN' });
-        return callback(refused, '', 0);
-      }
+      if (!ok.length) return callback(forbidden(host, addresses.map((a) => `${a.address}: ${addressProblem(a.address, policy)}`).join('; ')), '', 0);
       if (options.all) callback(null, ok);
       else callback(null, ok[0]!.address, ok[0]!.family);
     });
   }) as unknown as net.LookupFunction;
+}
+
+const forbidden = (host: string, why: string) => Object.assign(new Error(`${host} leads where a step may not go (${why})`), { code: 'EFORBIDDEN' });
+
+/**
+ * Behind a proxy, the proxy resolves the name and connects. Where the gateway
+ * can resolve it too, the name must lead somewhere a step may go, as without
+ * a proxy; a name only the proxy can resolve is the proxy's to judge.
+ */
+function checkBeforeProxy(policy: AddressPolicy, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    dns.lookup(host, { all: true }, (err, addresses) => {
+      if (err || !addresses.length) return resolve();
+      if (addresses.some((a) => addressProblem(a.address, policy) === undefined)) return resolve();
+      reject(forbidden(host, addresses.map((a) => `${a.address}: ${addressProblem(a.address, policy)}`).join('; ')));
+    });
+  });
+}
+
+/** The proxy a connection to host:port goes through, if any. */
+function proxyFor(e: Egress, host: string, port: number): UpstreamProxy | undefined {
+  return e.proxy && !bypassesProxy(e.proxy.noProxy, host, port) ? e.proxy : undefined;
+}
+
+/** A TCP connection to an allowed host: direct (to an address checked), or through the company's proxy. */
+function openUpstream(e: Egress, host: string, port: number): Promise<net.Socket> {
+  const proxy = proxyFor(e, host, port);
+  if (proxy) return checkBeforeProxy(e.policy, host).then(() => connectThrough(proxy, host, port));
+  return new Promise((resolve, reject) => {
+    const up = net.connect({ port, host, lookup: checkedLookup(e.policy) }, () => {
+      up.off('error', reject);
+      resolve(up);
+    });
+    up.on('error', reject);
+  });
 }
 
 function whyNot(e: Egress, host: string, port: number, way: 'http' | 'tls'): string | undefined {
@@ -112,7 +146,27 @@ export function forwardHttp(e: Egress, req: http.IncomingMessage, res: http.Serv
   delete headers['proxy-connection'];
   // the host checked is the host asked: a Host header naming another site does not go along
   headers.host = url.host;
-  const up = http.request({ host, port, path: url.pathname + url.search, method: req.method, headers, lookup: checkedLookup(e.policy) }, (answer) => {
+  const proxy = proxyFor(e, host, port);
+  if (proxy?.authorization) headers['proxy-authorization'] = proxy.authorization;
+  // behind a proxy the request goes to it in absolute form, as the step sent it; the proxy resolves the name
+  const where = proxy
+    ? { host: proxy.host, port: proxy.port, path: url.href }
+    : { host, port, path: url.pathname + url.search, lookup: checkedLookup(e.policy) };
+  const checked = proxy ? checkBeforeProxy(e.policy, host) : Promise.resolve();
+  checked.then(
+    () => sendHttp(e, req, res, host, { ...where, method: req.method, headers }),
+    (err: NodeJS.ErrnoException) => {
+      res.writeHead(403, { 'content-type': 'text/plain' });
+      res.end(upstreamFailure(e, host, err));
+      req.resume();
+    },
+  );
+}
+
+function sendHttp(e: Egress, req: http.IncomingMessage, res: http.ServerResponse, host: string, options: http.RequestOptions): void {
+  // the step hung up while its name was looked up
+  if (res.destroyed || res.writableEnded) return void req.resume();
+  const up = http.request(options, (answer) => {
     res.writeHead(answer.statusCode ?? 502, answer.headers);
     answer.pipe(res);
   });
@@ -153,30 +207,40 @@ export function tunnel(e: Egress, req: http.IncomingMessage, client: Duplex, hea
     waiting = false;
   };
   client.on('close', doneWaiting);
-  let opened = false;
-  const up = net.connect({ port, host, lookup: checkedLookup(e.policy) }, () => {
-    opened = true;
-    client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-    readHello(client, head, host, (hello, why) => {
-      doneWaiting();
-      if (why) {
-        e.refusals.note(host, why);
-        client.destroy();
-        up.destroy();
-        return;
-      }
-      up.write(hello);
-      up.pipe(client);
-      client.pipe(up);
-    });
+  let up: net.Socket | undefined;
+  let closed = false;
+  client.on('close', () => {
+    closed = true;
+    up?.destroy();
   });
-  up.on('error', (err: NodeJS.ErrnoException) => {
-    // before the tunnel opened the client hears why; after, its connection just ends
-    if (!opened && client.writable) refuse(e, client, host, upstreamFailure(e, host, err).trim(), err.code === 'EFORBIDDEN' ? 403 : 502, false);
-    else client.destroy();
-  });
-  client.on('close', () => up.destroy());
-  up.on('close', () => client.destroy());
+  openUpstream(e, host, port).then(
+    (socket) => {
+      up = socket;
+      if (closed) return socket.destroy();
+      // after the tunnel opened, a failure just ends the client's connection
+      socket.on('error', () => client.destroy());
+      socket.on('close', () => client.destroy());
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      readHello(client, head, host, (hello, why) => {
+        doneWaiting();
+        if (why) {
+          e.refusals.note(host, why);
+          client.destroy();
+          socket.destroy();
+          return;
+        }
+        socket.write(hello);
+        socket.pipe(client);
+        client.pipe(socket);
+        socket.resume();
+      });
+    },
+    (err: NodeJS.ErrnoException) => {
+      // before the tunnel opened the client hears why
+      if (client.writable) refuse(e, client, host, upstreamFailure(e, host, err).trim(), err.code === 'EFORBIDDEN' ? 403 : 502, false);
+      else client.destroy();
+    },
+  );
 }
 
 function refuse(e: Egress, client: Duplex, host: string, reason: string, status: 403 | 502, note = true): void {

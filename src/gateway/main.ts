@@ -13,6 +13,7 @@ import { startDns } from './dns.js';
 import { Refusals } from './egress.js';
 import { Ledger } from './ledger.js';
 import { ModelCalls } from './model-calls.js';
+import { withRoots } from './outgoing.js';
 import { startRelay } from './relay.js';
 import { gatewayServer } from './server.js';
 
@@ -49,9 +50,11 @@ async function main(): Promise<void> {
   if (!address) throw new Error(`no address in ${config.listenSubnet}: the gateway is not on the step's network`);
   const refusals = new Refusals((host, reason) => emit({ event: 'refused', host, reason }));
   const budgetRefusals = { count: 0 };
-  const calls = config.model ? new ModelCalls(config.model, new Ledger(config.allowance), config.prices, emit, budgetRefusals) : undefined;
+  const ca = withRoots(config.ca);
+  const outgoing = { ...(ca ? { ca } : {}), ...(config.proxy ? { proxy: config.proxy } : {}) };
+  const calls = config.model ? new ModelCalls(config.model, new Ledger(config.allowance), config.prices, emit, budgetRefusals, outgoing) : undefined;
   const policy = { hostAddresses: config.hostAddresses ?? [], privateAllowed: config.privateAllowed ?? [], hostNetworks: config.hostNetworks ?? [] };
-  const server = gatewayServer(config, calls, { allow: config.allow, refusals, policy });
+  const server = gatewayServer(config, calls, { allow: config.allow, refusals, policy, proxy: config.proxy });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(GATEWAY_PORT, address, resolve);

@@ -15,10 +15,10 @@
  * (call-request.ts).
  */
 import http from 'node:http';
-import https from 'node:https';
 import type { CallEvent, GatewayEvent, ModelRoute } from './config.js';
 import { readCallRequest, worstCaseTokens, type CallRequest } from './call-request.js';
 import type { Ledger } from './ledger.js';
+import { outgoingRequest, type Outgoing } from './outgoing.js';
 import { costOf, priceFor, type Price } from './prices.js';
 import { UsageMeter } from './usage-meter.js';
 
@@ -96,6 +96,8 @@ export class ModelCalls {
     private readonly prices: Record<string, Price>,
     private readonly emit: (e: GatewayEvent) => void,
     private readonly budgetRefusals: { count: number },
+    /** how the gateway's own requests go out: the runner's CA bundle, the company's proxy */
+    private readonly outgoing: Outgoing = {},
   ) {
     const all = Object.values(prices);
     this.dearest = all.length ? all.reduce((a, b) => (b.input + b.output > a.input + a.output ? b : a)) : undefined;
@@ -190,7 +192,6 @@ export class ModelCalls {
     headers['accept-encoding'] = 'identity';
     if (call.body.length || req.method !== 'GET') headers['content-length'] = call.body.length;
     if (this.route.auth) headers[this.route.auth.header] = this.route.auth.value;
-    const send = url.protocol === 'https:' ? https.request : http.request;
     const id = this.nextId++;
     // said before it goes: a gateway killed before the answer settles still leaves what the call may cost
     const worstTokens = worstCaseTokens(call, requestBytes, { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 });
@@ -239,7 +240,7 @@ export class ModelCalls {
       settle('cut');
     };
     this.open.add(abandon);
-    const up = send(url, { method: req.method ?? 'POST', headers }, (answer) => {
+    const up = outgoingRequest(url, { method: req.method ?? 'POST', headers }, this.outgoing, (answer) => {
       status = answer.statusCode ?? 502;
       meter = new UsageMeter(this.route.kind, answer.headers['content-type']);
       const back: http.OutgoingHttpHeaders = {};

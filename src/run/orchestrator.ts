@@ -4,6 +4,9 @@
  * step, the step's work recorded after each, a push, and cleanup that always
  * happens. Dependencies are injected; nothing here is global.
  */
+import type { UpstreamProxy } from '../gateway/upstream-proxy.js';
+import type { CompanyNetwork } from '../plan/company-network.js';
+import { companyNetworkOnDisk } from './ca-copy.js';
 import path from 'node:path';
 import { CanceledError, errorMessage, RunnerError, UsageError } from '../common/errors.js';
 import { Masker } from '../common/mask.js';
@@ -73,6 +76,10 @@ export interface ExecOptions {
   egressPrivate?: string[];
   /** name servers gateways resolve with (RUNNER_EGRESS_DNS); default the engine's */
   egressDns?: string[];
+  /** the company's proxy gateways reach out through (--egress-proxy, HTTPS_PROXY) */
+  egressProxy?: UpstreamProxy;
+  /** the CA bundle and mirrors every step gets (--ca-file, --npm-registry, --pip-index) */
+  company?: CompanyNetwork;
   /** what started the run, for its record (runner serve: also why it was asked for, as requestedBy) */
   startedBy?: StartedBy;
   requestedBy?: RunRecord['requestedBy'];
@@ -199,7 +206,16 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
       throw new RunnerError('hook_failed', `the before_run hook failed: the workspace is kept at ${ws.path}`);
     }
 
-    const spending: RunSpending = { egressNetwork: opts.egressNetwork ?? 'bridge', egressPrivate: opts.egressPrivate ?? [], egressDns: opts.egressDns, prices: pipeline.prices, spend: new RunSpend(pipeline.budget, opts.day) };
+    const spending: RunSpending = {
+      egressNetwork: opts.egressNetwork ?? 'bridge',
+      egressPrivate: opts.egressPrivate ?? [],
+      egressDns: opts.egressDns,
+      egressProxy: opts.egressProxy,
+      // the bundle steps mount: a copy in the home, which the engine sees where the runner does
+      company: opts.company && (await companyNetworkOnDisk(home.root, opts.company)),
+      prices: pipeline.prices,
+      spend: new RunSpend(pipeline.budget, opts.day),
+    };
     await runFlow({ deps, home: opts.home, graceSeconds: opts.graceSeconds ?? 5, pipeline, plans, ws, record, store, masker, secrets, spending });
     record.headSha = await ws.head();
     // The run's whole change, kept after the worktree is gone.

@@ -12,6 +12,7 @@ import { LABELS, type ContainerSpec, type Mount } from '../container/runtime.js'
 import { execSizeProblem } from '../plan/exec-size.js';
 import { CONTAINER_PATHS, renderStep, type RunIdentity } from '../plan/render.js';
 import { resolveUser, type StepPlan } from '../plan/step-plan.js';
+import { CA_PATH, networkEnv, SYSTEM_BUNDLE_PATH } from '../plan/company-network.js';
 import { verifyDirectory } from '../workspace/names.js';
 import { removeTree } from '../workspace/remove-tree.js';
 import type { Workspace } from '../workspace/workspace.js';
@@ -350,11 +351,17 @@ function containerSpec(
     { source: ioDir, target: CONTAINER_PATHS.io, readOnly: false },
     ...ws.mounts(),
   ];
+  const company = c.spending.company;
+  const ca = company?.ca?.hostPath ? company.ca : undefined;
+  // the bundle where the variables point, and where the image's own tools look by default; on swarm it travels as files
+  if (ca) for (const target of [CA_PATH, SYSTEM_BUNDLE_PATH]) mounts.push({ source: ca.hostPath!, target, readOnly: true });
   return {
     name: containerName(c),
     image: plan.image,
     cmd: rendered.cmd,
-    env: rendered.env,
+    // the step's own env: wins (a step may name another registry, or its own bundle)
+    env: { ...networkEnv(company), ...rendered.env },
+    ...(ca ? { files: [CA_PATH, SYSTEM_BUNDLE_PATH].map((target) => ({ target, data: ca.pem, secret: false })) } : {}),
     ...(Object.keys(rendered.secretEnv).length ? { secretEnv: rendered.secretEnv } : {}),
     workingDir: CONTAINER_PATHS.workspace,
     user: `${user.uid}:${user.gid}`,

@@ -14,6 +14,8 @@ import type { RunSpend } from '../gateway/host/run-spend.js';
 import { openGateway } from '../gateway/host/step-gateway.js';
 import { DEFAULT_PRICES, type Price } from '../gateway/prices.js';
 import type { StepPlan } from '../plan/step-plan.js';
+import { mirrorAllow, type CompanyNetwork } from '../plan/company-network.js';
+import type { UpstreamProxy } from '../gateway/upstream-proxy.js';
 
 /** What a run's steps spend against, and where their gateways reach out. */
 export interface RunSpending {
@@ -23,6 +25,10 @@ export interface RunSpending {
   egressPrivate?: string[] | undefined;
   /** name servers the gateways resolve allowed names with (RUNNER_EGRESS_DNS); absent: the engine's */
   egressDns?: string[] | undefined;
+  /** the company's proxy the gateways reach out through */
+  egressProxy?: UpstreamProxy | undefined;
+  /** the CA bundle and mirrors every step gets; the gateways trust the one and allow the others */
+  company?: CompanyNetwork | undefined;
   /** the file's prices over the built-in table */
   prices?: Record<string, Price> | undefined;
   /** what the run's calls spent so far, against the run's and the day's budget */
@@ -88,12 +94,14 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
     egressNetwork: s.egressNetwork,
     ...(s.egressDns ? { egressDns: s.egressDns } : {}),
     config: {
-      allow: g.egress,
+      allow: [...g.egress, ...mirrorAllow(s.company)],
       privateAllowed: s.egressPrivate ?? [],
       ...(model ? { model } : {}),
       ...(limit ? { allowance: limit } : {}),
       prices: { ...DEFAULT_PRICES, ...(s.prices ?? {}) },
       deadlineMs: o.timeoutMs + 60_000,
+      ...(s.company?.ca ? { ca: s.company.ca.pem } : {}),
+      ...(s.egressProxy ? { proxy: s.egressProxy } : {}),
     },
     onEvent: (e) => {
       if (e.event === 'call' && !e.refused) {

@@ -130,6 +130,8 @@ export class TarTransport implements StepTransport {
       workingDir: '/',
       cmd: ['bash', '/run/runner/transfer.sh', to.host, String(to.port), ...spec.cmd],
       files: [
+        // the spec's own (the CA bundle) with the transfer's
+        ...(spec.files ?? []),
         { target: '/run/runner/transfer.sh', data: TRANSFER_SCRIPT, secret: false },
         { target: 'runner-transfer', data: t.token, secret: true },
       ],

@@ -4,6 +4,8 @@
  * fire of each schedule (for catch-up) in `<home>/schedule.json`, and on stop
  * lets running steps finish up to a grace period, then cancels them cleanly.
  */
+import type { UpstreamProxy } from '../gateway/upstream-proxy.js';
+import type { CompanyNetwork } from '../plan/company-network.js';
 import { watch, type FSWatcher } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -55,6 +57,10 @@ export interface ServeOptions {
   egressPrivate?: string[];
   /** name servers gateways resolve with (RUNNER_EGRESS_DNS) */
   egressDns?: string[];
+  /** the company's proxy gateways reach out through (--egress-proxy, HTTPS_PROXY) */
+  egressProxy?: UpstreamProxy;
+  /** the CA bundle and mirrors every step gets (--ca-file, --npm-registry, --pip-index) */
+  company?: CompanyNetwork;
 }
 
 export interface ServeDeps {
@@ -130,7 +136,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
       const day = await dayOf(home.runs, loaded.pipeline, new Date());
       const r = await executeRun(
         { runtime: deps.runtime, ...(deps.transport ? { transport: deps.transport } : {}), makeGit: deps.makeGit, clock: () => new Date(), reporter: o.reporterFor(name), signal, killSignal: new AbortController().signal },
-        { loaded, home: home.root, keepWorkspace: false, secretSource, runId, requestedBy: why, ...(startedBy ? { startedBy } : {}), ...(inputs ? { inputs } : {}), ...(day ? { day } : {}), ...(o.egressNetwork ? { egressNetwork: o.egressNetwork } : {}), ...(o.egressPrivate ? { egressPrivate: o.egressPrivate } : {}), ...(o.egressDns ? { egressDns: o.egressDns } : {}) },
+        { loaded, home: home.root, keepWorkspace: false, secretSource, runId, requestedBy: why, ...(startedBy ? { startedBy } : {}), ...(inputs ? { inputs } : {}), ...(day ? { day } : {}), ...(o.egressNetwork ? { egressNetwork: o.egressNetwork } : {}), ...(o.egressPrivate ? { egressPrivate: o.egressPrivate } : {}), ...(o.egressDns ? { egressDns: o.egressDns } : {}), ...(o.egressProxy ? { egressProxy: o.egressProxy } : {}), ...(o.company ? { company: o.company } : {}) },
       );
       o.say(`${name}: run ${r.runId} ${r.status}`);
     } catch (err) {

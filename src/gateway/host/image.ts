@@ -10,7 +10,8 @@ import { ContainerError } from '../../common/errors.js';
 import { packageRoot } from '../../common/package-root.js';
 import type { ContainerRuntime } from '../../container/runtime.js';
 
-export const GATEWAY_IMAGE = 'runner/gateway:latest';
+/** RUNNER_GATEWAY_IMAGE: a gateway image built under another tag (one built from a branch's code, beside the usual one); its version label must match all the same */
+export const GATEWAY_IMAGE = process.env.RUNNER_GATEWAY_IMAGE || 'runner/gateway:latest';
 const VERSION_LABEL = 'dev.runner.version';
 
 let ours: Promise<string> | undefined;
