@@ -62,7 +62,7 @@ export class AgeHistogram {
     let sum = 0;
     for (let i = 0; i < this.buckets; i++) {
       sum += this.bytes[i]!;
-      if (sum >= free) return i === this.buckets - 1 ? this.newest : this.oldest + (i + 1) * this.width;
+      if (sum >= free) return Math.min(this.newest, this.oldest + (i + 1) * this.width);
     }
     return this.newest;
   }

@@ -40,7 +40,7 @@ export function cachePathProblem(p: string): string | undefined {
   if (own) return `a cache at ${norm} would cover the step's ${own}: choose another path`;
   const sys = SYSTEM.find(under);
   if (sys) return `a cache cannot be mounted under ${sys}: choose a path like /home/agent/.cache/<tool>`;
-  if (under(CACHE_MOUNT_ROOT) && parts.length === 3) return `${CACHE_MOUNT_ROOT} is where the runner mounts the caches it knows: leave out path: or choose another`;
+  if (under(CACHE_MOUNT_ROOT) || over(CACHE_MOUNT_ROOT)) return `${CACHE_MOUNT_ROOT} is where the runner mounts the caches it knows: leave out path: or choose another`;
   return undefined;
 }
 
