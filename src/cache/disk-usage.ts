@@ -65,8 +65,10 @@ export async function pruneToBound(dir: string, max: number): Promise<PruneRepor
     if (e) ages.add(e.mtime, e.bytes);
   });
   const cutoff = ages.cutoff(free);
-  // find's -newermt takes a time as @seconds; ! -newermt is "at or before"
-  await find(dir, ['-mindepth', '1', '!', '-type', 'd', '!', '-newermt', `@${cutoff.toFixed(9)}`, '-delete']);
+  // find's -newermt takes a time as @seconds; ! -newermt is "at or before". A double holds a time to about a
+  // microsecond: the cutoff is rounded up to one, and when everything must go, no time is compared at all.
+  const age = cutoff >= ages.newest ? [] : ['!', '-newermt', `@${(Math.ceil(cutoff * 1e6) / 1e6).toFixed(6)}`];
+  await find(dir, ['-mindepth', '1', '!', '-type', 'd', ...age, '-delete']);
   await find(dir, ['-mindepth', '1', '-depth', '-type', 'd', '-empty', '-delete']);
   const after = await diskUsage(dir);
   return { before: u.bytes, after: after.bytes, cutoff };
