@@ -189,3 +189,23 @@ test('a cache a live run uses is neither removed nor measured under it', async (
   assert.equal(again.code, 0, again.stderr);
   assert.match(again.stdout, /removed npm/);
 });
+
+test('two runs of a project fill its npm cache at once; npm finds both and the cache verifies', async () => {
+  const f = await fixture({ owner: 1000 });
+  const add = (n: string) => `  - id: add
+    run: |
+      mkdir -p pkg && cd pkg
+      printf '{"name":"tiny-${n}","version":"1.0.0"}' > package.json
+      for i in 1 2 3 4 5 6 7 8; do head -c 200000 /dev/urandom > blob-$i; done
+      npm pack --silent
+      npm cache add ./tiny-${n}-1.0.0.tgz
+`;
+  const [a, b] = await Promise.all([execPipeline(f, await writePipeline(f, yaml(add('a')), 'a.yaml')), execPipeline(f, await writePipeline(f, yaml(add('b')), 'b.yaml'))]);
+  assert.equal(a.code, 0, a.stderr);
+  assert.equal(b.code, 0, b.stderr);
+  const check = await execPipeline(f, await writePipeline(f, yaml(`  - id: check\n    run: |\n      npm cache ls\n      npm cache verify`), 'check.yaml'));
+  assert.equal(check.code, 0, check.stderr);
+  assert.match(check.stderr, /tiny-a-1\.0\.0\.tgz/);
+  assert.match(check.stderr, /tiny-b-1\.0\.0\.tgz/);
+  assert.match(check.stderr, /Cache verified and compressed/);
+});
