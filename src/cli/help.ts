@@ -70,6 +70,11 @@ Usage:
       (\\x1b, \\r); --raw prints the bytes as kept (runner diff ID --raw | git apply).
   runner gc [RUN_ID...] [--yes]  remove the worktrees ended runs kept (branches stay)
   runner gc --pool [--yes]      remove the prepared worktrees of the pool (RUNNER_WORKTREE_POOL)
+  runner cache ls [--project DIR] [--cache NAME] [--json]
+  runner cache prune [--project DIR] [--cache NAME] [--unused-for 30d] [--all]
+      List or remove the projects' dependency caches (cache: in a pipeline,
+      docs/pipeline-format.md). Prune removes whole caches (a step fetches
+      again what it needs); one a live run uses is kept, said, exit 1.
   runner push RUN_ID       push a run's branch again
   runner apply RUN_ID      the run's change into the project's checkout, uncommitted
   runner merge RUN_ID [--into BRANCH] [--squash] [--push]

@@ -20,6 +20,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   merge: async () => (await import('./merge-command.js')).mergeCommand,
   serve: async () => (await import('./serve-command.js')).serveCommand,
   gc: async () => (await import('./gc-command.js')).gcCommand,
+  cache: async () => (await import('./cache-command.js')).cacheCommand,
   init: async () => (await import('./init-command.js')).initCommand,
 };
 

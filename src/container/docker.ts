@@ -9,7 +9,7 @@ import { packageRoot } from '../common/package-root.js';
 import { hostPathProblem, ownContainerId, type OwnMount } from './host-paths.js';
 import { isOwnImage, ownImageMissing } from './own-images.js';
 import { encodeSecretEnv, preludeArgv } from './secret-env.js';
-import type { ContainerHandle, ContainerRuntime, ContainerSpec, ExitState, NetworkSpec, OutputHandler, PullProgress } from './runtime.js';
+import type { ContainerHandle, ContainerRuntime, ContainerSpec, ExitState, Mount, NetworkSpec, OutputHandler, PullProgress } from './runtime.js';
 
 interface HttpError {
   statusCode?: number;
@@ -130,7 +130,7 @@ export class DockerRuntime implements ContainerRuntime {
   }
 
   async create(spec: ContainerSpec): Promise<ContainerHandle> {
-    await this.checkHostPaths(spec.mounts.map((m) => m.source));
+    await this.checkHostPaths(spec.mounts.flatMap((m) => [m.source, ...(m.overlay ? [m.overlay.upper, m.overlay.work] : [])]));
     const secrets = spec.secretEnv && Object.keys(spec.secretEnv).length ? spec.secretEnv : undefined;
     if (secrets && spec.stdin !== undefined) throw new ContainerError('docker_failed', `a container cannot be given both stdin and secrets (${spec.name}): a bug in the runner`);
     // secrets go on its standard input, to the prelude that exports them and execs the command
@@ -155,7 +155,8 @@ export class DockerRuntime implements ContainerRuntime {
         AttachStdin: stdin !== undefined,
         NetworkDisabled: spec.network === 'none',
         HostConfig: {
-          Binds: spec.mounts.map((m) => `${m.source}:${m.target}:${m.readOnly ? 'ro' : 'rw'}`),
+          Binds: spec.mounts.filter((m) => !m.overlay).map((m) => `${m.source}:${m.target}:${m.readOnly ? 'ro' : 'rw'}`),
+          ...(spec.mounts.some((m) => m.overlay) ? { Mounts: spec.mounts.filter((m) => m.overlay).map(overlayMount) } : {}),
           Memory: spec.memoryBytes,
           MemorySwap: spec.memoryBytes,
           NanoCpus: Math.round(spec.cpus * 1e9),
@@ -453,4 +454,24 @@ function engineError(what: string, err: unknown): ContainerError {
 
 function firstLine(s: string): string {
   return s.split('\n')[0] ?? s;
+}
+
+/**
+ * An overlay as an anonymous volume of the engine's local driver: the engine
+ * mounts it (the runner needs no privilege for it), and removing the
+ * container with its volumes unmounts it.
+ */
+function overlayMount(m: Mount): Docker.MountSettings {
+  return {
+    Type: 'volume',
+    // no name: an anonymous volume, removed with the container
+    Source: '',
+    Target: m.target,
+    ReadOnly: false,
+    VolumeOptions: {
+      NoCopy: true,
+      Labels: {},
+      DriverConfig: { Name: 'local', Options: { type: 'overlay', device: 'overlay', o: `lowerdir=${m.source},upperdir=${m.overlay!.upper},workdir=${m.overlay!.work}` } },
+    },
+  };
 }

@@ -7,6 +7,12 @@ export interface Mount {
   source: string;
   target: string;
   readOnly: boolean;
+  /**
+   * `source` is the lower layer of an overlay: the container reads it, and
+   * what it writes goes to `upper` (with `work`, the overlay's work
+   * directory, on the same filesystem), never to `source`.
+   */
+  overlay?: { upper: string; work: string };
 }
 
 export interface ContainerSpec {

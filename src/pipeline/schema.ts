@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { PRESET_NAMES } from '../agents/presets.js';
 import { parseDuration, parseSize } from '../common/durations.js';
 import { hostPatternProblem } from '../gateway/hosts.js';
+import { cacheSetting } from './cache-setting.js';
 
 export const NAME_RE = /^[A-Za-z0-9._-]+$/;
 export const STEP_ID_RE = /^[a-z0-9_-]+$/;
@@ -85,6 +86,8 @@ export const stepSettings = {
   user: user.optional(),
   read_only: z.boolean().optional(),
   cap_add: z.array(z.string().regex(/^(CAP_)?[A-Z_]+$/, 'expected a capability name like NET_BIND_SERVICE')).optional(),
+  /** the project's caches the step gets (src/cache/): [npm, pip], or { npm: ro, mytool: { path: /x, max: 1g } } */
+  cache: cacheSetting.optional(),
 };
 
 const command = z.array(z.string()).min(1, 'expected a non-empty list of arguments');

@@ -10,6 +10,7 @@ import { PRESETS } from '../agents/presets.js';
 import { GATEWAY_HOST, GATEWAY_PORT } from '../gateway/config.js';
 import type { AgentFile, BudgetFile, PipelineFile } from '../pipeline/schema.js';
 import { CONTAINER_PATHS } from './render.js';
+import { planCaches, type CachePlan } from './cache-plan.js';
 
 /** A step behind a gateway has this as its network until the run gives it one of its own. */
 export const GATEWAY_NETWORK = 'gateway';
@@ -81,6 +82,8 @@ export interface StepPlan {
   verify: boolean;
   /** swarm placement constraints (the local engine has one node) */
   placement?: string[];
+  /** the project's caches mounted into the step (src/cache/) */
+  caches: CachePlan[];
 }
 
 export function planSteps(p: PipelineFile): StepPlan[] {
@@ -128,6 +131,7 @@ export function planSteps(p: PipelineFile): StepPlan[] {
       user: s.user ?? a.user ?? d.user ?? BUILTIN_DEFAULTS.user,
       continueOnError: s.continue_on_error ?? false,
       verify: s.verify ?? false,
+      caches: planCaches(s.cache, a.cache, d.cache),
     };
     if (gated) {
       plan.gateway = {

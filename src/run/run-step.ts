@@ -30,6 +30,8 @@ import { openStepWay, type RunSpending, type StepWay, type StepWayReport } from 
 import { mountTransport, type Prepared } from './step-transport.js';
 import type { RunStore } from './store.js';
 import type { GatewayEvent } from '../gateway/config.js';
+import { openStepCaches, type StepCaches } from '../cache/step-caches.js';
+import { ownerAlive } from './owner-lock.js';
 
 export interface StepContext {
   deps: ExecDeps;
@@ -90,6 +92,17 @@ export async function runStep(c: StepContext): Promise<StepRun> {
   // directory the runner created, git links intact) and goes to the step's user.
   await ws.prepareStep(user);
   await verifyDirectory(ioDir);
+  let caches: StepCaches | undefined;
+  try {
+    caches = await stepCaches(c, user);
+  } catch (err) {
+    log.close();
+    return { result: await refuseStep(c, ioDir, 'cache_failed', `not started: its caches could not be made ready: ${errorMessage(err)}`), outputs: {} };
+  }
+  for (const note of caches?.notes ?? []) {
+    log.line(`runner: ${note}`);
+    deps.reporter.stepLine(name, 'stderr', `runner: ${note}`);
+  }
   let way: StepWay;
   // the run's or the day's budget spent by steps running at once: this one stops too
   const overBudget = new AbortController();
@@ -116,6 +129,7 @@ export async function runStep(c: StepContext): Promise<StepRun> {
         }),
     });
   } catch (err) {
+    await caches?.close();
     log.close();
     return { result: await refuseStep(c, ioDir, 'gateway_failed', errorMessage(err)), outputs: {} };
   }
@@ -138,7 +152,7 @@ export async function runStep(c: StepContext): Promise<StepRun> {
   let agent: Awaited<ReturnType<typeof readAgentResult>> | undefined;
   let notStarted: string | undefined;
   try {
-    prepared = await (deps.transport ?? mountTransport).prepare(containerSpec(c, rendered, user, ioDir, way), { workspace: ws.path, io: ioDir, owner: user });
+    prepared = await (deps.transport ?? mountTransport).prepare(containerSpec(c, rendered, user, ioDir, way, caches), { workspace: ws.path, io: ioDir, owner: user });
     end = await runContainer(deps.runtime, prepared.spec, {
       timeoutMs: plan.timeoutMs,
       signal: AbortSignal.any([deps.signal, overBudget.signal]),
@@ -176,6 +190,8 @@ export async function runStep(c: StepContext): Promise<StepRun> {
       });
     for (const r of wayReport?.refused ?? []) log.line(`runner gateway: refused ${r.host} ${r.count} time${r.count === 1 ? '' : 's'} in all`);
     if (wayReport?.pathsRefused) log.line(`runner gateway: refused ${wayReport.pathsRefused} request${wayReport.pathsRefused === 1 ? '' : 's'} that were not model calls`);
+    // the container is gone: the step's caches are free again, and one it wrote is pruned back under its bound
+    for (const note of (await caches?.close()) ?? []) log.line(`runner: ${note}`);
     log.close();
   }
   if (notStarted !== undefined || !end) return { result: await refuseStep(c, ioDir, 'step_not_started', `not started: ${notStarted ?? 'the container did not run'}`), outputs: {} };
@@ -338,18 +354,42 @@ function gatewayEvent(c: StepContext, e: GatewayEvent, logLine: (line: string) =
   }
 }
 
+/**
+ * The project's caches the step names (src/cache/). A step on another node (swarm) cannot mount the runner's
+ * disk: it runs without them, said in its log, and no setting points its tools at a directory that is not there.
+ */
+async function stepCaches(c: StepContext, user: { uid: number; gid: number }): Promise<StepCaches | undefined> {
+  if (!c.plan.caches.length) return undefined;
+  if (c.deps.transport?.remote) {
+    const names = c.plan.caches.map((x) => x.name).join(', ');
+    return { mounts: [], env: {}, notes: [`cache ${names}: not used on --engine swarm (a step on another node cannot mount the runner's disk); the step runs without`], close: async () => [] };
+  }
+  return openStepCaches({
+    home: c.home,
+    project: c.ws.project,
+    caches: c.plan.caches,
+    runId: c.identity.runId,
+    user,
+    alive: (runId) => ownerAlive(c.home, runId),
+    signal: c.deps.signal,
+    now: c.deps.clock,
+  });
+}
+
 function containerSpec(
   c: StepContext,
   rendered: { cmd: string[]; env: Record<string, string>; secretEnv: Record<string, string> },
   user: { uid: number; gid: number },
   ioDir: string,
   way: StepWay,
+  caches?: StepCaches,
 ): ContainerSpec {
   const { plan, ws } = c;
   const mounts: Mount[] = [
     { source: ws.path, target: CONTAINER_PATHS.workspace, readOnly: false },
     { source: ioDir, target: CONTAINER_PATHS.io, readOnly: false },
     ...ws.mounts(),
+    ...(caches?.mounts ?? []),
   ];
   const company = c.spending.company;
   const ca = company?.ca?.hostPath ? company.ca : undefined;
@@ -359,8 +399,9 @@ function containerSpec(
     name: containerName(c),
     image: plan.image,
     cmd: rendered.cmd,
-    // the step's own env: wins (a step may name another registry, or its own bundle)
-    env: { ...networkEnv(company), ...rendered.env },
+    // the step's own env: wins over the company network's (a step may name another registry, or its own bundle);
+    // a cache's setting wins over both: the step asked for the cache
+    env: { ...networkEnv(company), ...rendered.env, ...(caches?.env ?? {}) },
     ...(ca ? { files: [CA_PATH, SYSTEM_BUNDLE_PATH].map((target) => ({ target, data: ca.pem, secret: false })) } : {}),
     ...(Object.keys(rendered.secretEnv).length ? { secretEnv: rendered.secretEnv } : {}),
     workingDir: CONTAINER_PATHS.workspace,

@@ -1,0 +1,106 @@
+/**
+ * A step's caches, from before its container is made to after it ended:
+ * each one's directory for this project, handed to the step's user, marked
+ * in use, mounted (read-write, or read-only through a throw-away overlay
+ * layer), and after the step pruned back under its bound.
+ */
+import { chown, lstat, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { formatSize } from '../common/durations.js';
+import { errorMessage } from '../common/errors.js';
+import type { Mount } from '../container/runtime.js';
+import type { CachePlan } from '../plan/cache-plan.js';
+import { cacheEnv } from '../plan/cache-plan.js';
+import { handOver } from '../workspace/ownership.js';
+import { cachePaths, ensureOwnDir, projectCacheDir, readMeta, writeMeta, type CachePaths } from './cache-dirs.js';
+import { beginUse, whileUnused, type CacheUse, type RunAlive } from './cache-use.js';
+import { pruneToBound } from './disk-usage.js';
+
+export interface StepCaches {
+  mounts: Mount[];
+  env: Record<string, string>;
+  /** lines for the step's log: a cache the step may not write, one that was pruned */
+  notes: string[];
+  /** After the step: its uses end, and a cache it wrote is pruned back under its bound (when no other step uses it). */
+  close(): Promise<string[]>;
+}
+
+export interface OpenCaches {
+  home: string;
+  /** the project's directory: its real path names its caches */
+  project: string;
+  caches: readonly CachePlan[];
+  runId: string;
+  user: { uid: number; gid: number };
+  alive: RunAlive;
+  signal?: AbortSignal;
+  now: () => Date;
+}
+
+const isRoot = () => process.getuid?.() === 0;
+
+export async function openStepCaches(o: OpenCaches): Promise<StepCaches> {
+  const opened: Array<{ plan: CachePlan; paths: CachePaths; use: CacheUse; real: string }> = [];
+  const mounts: Mount[] = [];
+  const notes: string[] = [];
+  try {
+    const { dir, real } = await projectCacheDir(o.home, o.project);
+    for (const plan of o.caches) {
+      const paths = cachePaths(dir, plan.name);
+      await ensureOwnDir(paths.dir);
+      await mkdir(paths.data, { mode: 0o755 }).catch((e: NodeJS.ErrnoException) => {
+        if (e.code !== 'EEXIST') throw e;
+      });
+      const data = await lstat(paths.data);
+      if (!data.isDirectory()) throw new Error(`${paths.data} is not a directory: remove it (runner cache prune) and run again`);
+      const use = await beginUse(paths, o.runId, o.signal);
+      opened.push({ plan, paths, use, real });
+      const meta = await readMeta(paths.meta);
+      await writeMeta(paths.meta, { ...meta, name: plan.name, project: real, maxBytes: plan.maxBytes, lastUsed: o.now().toISOString() });
+      if (plan.readOnly) {
+        if (/[,:]/.test(paths.dir)) throw new Error(`cache ${plan.name} cannot be used read-only from ${paths.dir}: the engine takes an overlay's directories as a list split at "," and ":"; use a runner home without them`);
+        // the step's writes land in a layer of its own, removed when the use ends
+        const layer = path.join(paths.scratch, use.id);
+        await ensureOwnDir(paths.scratch);
+        await ensureOwnDir(layer);
+        await mkdir(path.join(layer, 'upper'), { mode: 0o755 });
+        await mkdir(path.join(layer, 'work'), { mode: 0o700 });
+        if (isRoot()) await chown(path.join(layer, 'upper'), o.user.uid, o.user.gid);
+        mounts.push({ source: paths.data, target: plan.target, readOnly: false, overlay: { upper: path.join(layer, 'upper'), work: path.join(layer, 'work') } });
+        continue;
+      }
+      // The cache goes to the step's user. With user: auto that is the project's owner, run after run, and nothing moves.
+      if (data.uid !== o.user.uid || data.gid !== o.user.gid) {
+        if (isRoot()) await handOver(paths.data, o.user.uid, o.user.gid, { recursive: true });
+        else notes.push(`cache ${plan.name} belongs to uid ${data.uid} and the step runs as ${o.user.uid}: the runner (not root) cannot give it over, so the step may not write it`);
+      }
+      mounts.push({ source: paths.data, target: plan.target, readOnly: false });
+    }
+  } catch (err) {
+    await Promise.all(opened.map((x) => x.use.end()));
+    throw err;
+  }
+  return {
+    mounts,
+    env: cacheEnv(o.caches),
+    notes,
+    close: async () => {
+      const said: string[] = [];
+      for (const x of opened) {
+        await x.use.end();
+        if (x.plan.readOnly) continue;
+        try {
+          const done = await whileUnused(x.paths, o.alive, () => pruneToBound(x.paths.data, x.plan.maxBytes));
+          if (!done.ran) continue;
+          const r = done.value;
+          const meta = await readMeta(x.paths.meta);
+          if (meta) await writeMeta(x.paths.meta, { ...meta, sizeBytes: r.after, measuredAt: o.now().toISOString() });
+          if (r.cutoff !== undefined) said.push(`cache ${x.plan.name}: pruned from ${formatSize(r.before)} to ${formatSize(r.after)} (its bound is ${formatSize(x.plan.maxBytes)}; the oldest entries went)`);
+        } catch (err) {
+          said.push(`cache ${x.plan.name}: could not prune it: ${errorMessage(err)}`);
+        }
+      }
+      return said;
+    },
+  };
+}
