@@ -20,7 +20,7 @@ export async function initCommand(args: string[]): Promise<number> {
   if (agent !== 'claude-code' && agent !== 'codex') throw new UsageError(`init: --agent takes claude-code or codex, got "${agent}"`);
   const dir = path.resolve(positionals[0] ?? '.');
   if (!(await stat(dir).catch(() => undefined))?.isDirectory()) throw new UsageError(`init: ${dir} is not a directory`);
-  const target = path.join(dir, values.file ?? 'runner.yaml');
+  const target = path.resolve(dir, values.file ?? 'runner.yaml');
   if (existsSync(target)) throw new UsageError(`init: ${target} exists and is left as it is: remove it, or name another file with --file`);
   const read = (n: string) => readFile(path.join(dir, n), 'utf8').catch(() => undefined);
   const names = await readdir(dir);
@@ -38,7 +38,7 @@ export async function initCommand(args: string[]): Promise<number> {
   } catch {
     // a folder name that is no name: the starter is called "project"
   }
-  const text = starterPipeline({ name, agent, git: existsSync(path.join(dir, '.git')), detected });
+  const text = starterPipeline({ name, projectPath: path.relative(path.dirname(target), dir) || '.', fileName: path.basename(target), agent, git: existsSync(path.join(dir, '.git')), detected });
   await writeFile(target, text, { flag: 'wx' });
   process.stdout.write(
     `wrote ${target}: ${detected.ecosystem === 'unknown' ? 'no ecosystem found' : `a ${detected.ecosystem} project`}` +

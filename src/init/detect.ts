@@ -15,6 +15,8 @@ export interface Detected {
   lint?: string;
   /** the hosts the install reaches (the step's egress:) */
   registries?: string[];
+  /** the package cache its install fills (the steps' cache:) */
+  cache?: 'npm' | 'pnpm' | 'yarn' | 'pip';
 }
 
 export interface ProjectFiles {
@@ -77,7 +79,8 @@ export function detect(p: ProjectFiles): Detected {
           ? 'corepack yarn install --frozen-lockfile'
           : has('package-lock.json') || has('npm-shrinkwrap.json')
             ? 'npm ci --no-audit --no-fund'
-            : 'npm install --no-audit --no-fund';
+            : // no lockfile: none is written either (the step would commit one)
+              'npm install --no-audit --no-fund --no-package-lock';
     const run = (script: string) => (pm === 'npm' ? (script === 'test' ? 'npm test' : `npm run ${script}`) : `corepack ${pm} run ${script}`);
     return {
       ecosystem: 'node',
@@ -88,6 +91,7 @@ export function detect(p: ProjectFiles): Detected {
       ...(scripts.lint ? { lint: run('lint') } : {}),
       // corepack fetches pnpm and yarn themselves from the npm registry too
       registries: NPM,
+      cache: pm,
     };
   }
   if (p.pyproject !== undefined || has('requirements.txt') || has('setup.py')) {
@@ -115,6 +119,7 @@ export function detect(p: ProjectFiles): Detected {
       test: usesPytest ? `${VENV}/bin/python -m pytest` : `${VENV}/bin/python -m unittest discover`,
       ...(ruff ? { lint: `${VENV}/bin/ruff check .` } : {}),
       registries: PYPI,
+      cache: 'pip',
     };
   }
   if (p.makefile !== undefined) {

@@ -3,6 +3,10 @@ import type { Detected } from './detect.js';
 
 export interface StarterFacts {
   name: string;
+  /** the project's folder as the file names it (relative to where the file is) */
+  projectPath?: string;
+  /** the file's name, for the comment that says how to run it */
+  fileName?: string;
   agent: 'claude-code' | 'codex';
   git: boolean;
   detected: Detected;
@@ -22,10 +26,10 @@ export function starterPipeline(f: StarterFacts): string {
     `description: An agent does the task it is given${verify.length ? '; the project\'s own checks decide' : ''}.`,
     ``,
     `# Made by runner init. Found: ${d.ecosystem} (${d.evidence}).`,
-    `# Run it: runner exec runner.yaml --input task="Fix the failing test in ..."`,
+    `# Run it: runner exec ${f.fileName ?? 'runner.yaml'} --input task="Fix the failing test in ..."`,
     `# Behind a TLS-inspecting proxy, hand the steps your CA bundle: --ca-file /etc/ssl/certs/ca-certificates.crt`,
     `project:`,
-    `  path: .`,
+    `  path: ${JSON.stringify(f.projectPath ?? '.')}`,
     ...(f.git
       ? [`  push: never                      # runs stay local (runner push RUN); auto: push each run's branch when the project has a remote`]
       : [`  workspace: persistent_directory   # not a git repository: the folder itself is worked on`]),
@@ -35,6 +39,7 @@ export function starterPipeline(f: StarterFacts): string {
     `    description: ${JSON.stringify('What the agent is to do. A run sees committed files only: commit a TASK.md for the default to find it.')}`,
     `    default: ${JSON.stringify(DEFAULT_TASK)}`,
     ``,
+    ...(d.cache ? [`defaults:`, `  cache: [${d.cache}]                  # the project's ${d.cache} cache, kept in the runner home for the next run (runner cache ls)`, ``] : []),
     `secrets: [${CREDENTIAL[f.agent]}]   # from the environment or --secrets-file`,
     ``,
     `agents:`,

@@ -8,7 +8,7 @@ const pkg = (scripts: Record<string, string>) => JSON.stringify({ name: 'x', scr
 
 test('node: the package manager from the lockfile, install, test and lint from the scripts', () => {
   assert.deepEqual(detect({ names: ['package.json', 'package-lock.json'], packageJson: pkg({ test: 'vitest', lint: 'eslint .' }) }), {
-    ecosystem: 'node', evidence: 'package.json and package-lock.json', packageManager: 'npm', install: 'npm ci --no-audit --no-fund', test: 'npm test', lint: 'npm run lint', registries: ['registry.npmjs.org'],
+    ecosystem: 'node', evidence: 'package.json and package-lock.json', packageManager: 'npm', install: 'npm ci --no-audit --no-fund', test: 'npm test', lint: 'npm run lint', registries: ['registry.npmjs.org'], cache: 'npm',
   });
   const pnpm = detect({ names: ['package.json', 'pnpm-lock.yaml'], packageJson: pkg({ test: 'jest' }) });
   assert.equal(pnpm.install, 'corepack pnpm install --frozen-lockfile');
@@ -47,6 +47,7 @@ test('every starter is a valid pipeline', () => {
         assert.equal(p.steps.some((s) => s.verify), detected.test !== undefined || detected.install !== undefined);
         assert.equal(p.inputs?.task?.default, 'Do what TASK.md asks.', 'the task is an input, a committed TASK.md the default');
         if (git) assert.equal(p.project.push, 'never', 'push written out');
+        if (detected.cache) assert.deepEqual(Object.keys(p.defaults?.cache ?? {}), [detected.cache], 'the install fills a cache the next run reads');
         const verify = p.steps.find((s) => s.verify);
         if (verify && detected.registries) {
           assert.deepEqual(verify.egress, detected.registries, 'the verify step reaches its registries through a gateway');
