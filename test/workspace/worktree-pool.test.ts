@@ -115,6 +115,8 @@ test('a claim at a newer base rewrites only the files that differ', async () => 
   assert.equal(await pool.give(git, wt, preparedAt), true, 'an untouched worktree goes back as it is');
   const slot = path.join(pool.dirFor(project), (await readdir(pool.dirFor(project)))[0]!);
   const before = { keep: (await lstat(path.join(slot, 'src/keep.txt'))).ino, changed: (await lstat(path.join(slot, 'data.txt'))).ino };
+  // the old file stays linked elsewhere, so its inode number cannot be reused by the file written in its place
+  await link(path.join(slot, 'data.txt'), path.join(root, 'old-data.txt'));
   await writeFile(path.join(project.root, 'data.txt'), 'moved on\n');
   hostGit(project.root, '-c', 'user.name=t', '-c', 'user.email=t@l', 'commit', '-qam', 'newer');
   const newer = hostGit(project.root, 'rev-parse', 'HEAD');
