@@ -48,10 +48,11 @@ export async function beginUse(paths: CachePaths, runId: string, signal?: AbortS
   };
 }
 
-/** The runs using the cache now; files of runs that are gone are taken away, with their layers. */
-export async function liveUsers(paths: CachePaths, alive: RunAlive): Promise<string[]> {
+/** The runs using the cache now (but the use `except`, the caller's own); files of runs that are gone are taken away, with their layers. */
+export async function liveUsers(paths: CachePaths, alive: RunAlive, except?: string): Promise<string[]> {
   const live: string[] = [];
   for (const id of await readdir(paths.users).catch(() => [] as string[])) {
+    if (id === except) continue;
     const runId = id.replace(/\.[0-9a-f]+$/, '');
     if (await alive(runId)) live.push(runId);
     else {
@@ -64,12 +65,12 @@ export async function liveUsers(paths: CachePaths, alive: RunAlive): Promise<str
 
 export type Exclusive<T> = { ran: true; value: T } | { ran: false; why: string };
 
-/** Runs `fn` when no step uses the cache and nothing else prunes it; else says why not, at once. */
-export async function whileUnused<T>(paths: CachePaths, alive: RunAlive, fn: () => Promise<T>): Promise<Exclusive<T>> {
+/** Runs `fn` when no step uses the cache (but the use `except`, the caller's own) and nothing else prunes it; else says why not, at once. */
+export async function whileUnused<T>(paths: CachePaths, alive: RunAlive, fn: () => Promise<T>, except?: string): Promise<Exclusive<T>> {
   const held = await tryLock(SCOPE, paths.dir);
   if (!held) return { ran: false, why: 'another prune or removal of it is under way' };
   try {
-    const live = await liveUsers(paths, alive);
+    const live = await liveUsers(paths, alive, except);
     if (live.length) return { ran: false, why: `in use by run ${live.join(', ')}` };
     return { ran: true, value: await fn() };
   } finally {

@@ -40,7 +40,7 @@ export interface OpenCaches {
 const isRoot = () => process.getuid?.() === 0;
 
 export async function openStepCaches(o: OpenCaches): Promise<StepCaches> {
-  const opened: Array<{ plan: CachePlan; paths: CachePaths; use: CacheUse; real: string }> = [];
+  const opened: Array<{ plan: CachePlan; paths: CachePaths; use: CacheUse; real: string; layered: boolean }> = [];
   const mounts: Mount[] = [];
   const notes: string[] = [];
   try {
@@ -54,10 +54,24 @@ export async function openStepCaches(o: OpenCaches): Promise<StepCaches> {
       const data = await lstat(paths.data);
       if (!data.isDirectory()) throw new Error(`${paths.data} is not a directory: remove it (runner cache prune) and run again`);
       const use = await beginUse(paths, o.runId, o.signal);
-      opened.push({ plan, paths, use, real });
+      const x = { plan, paths, use, real, layered: plan.readOnly };
+      opened.push(x);
       const meta = await readMeta(paths.meta);
       await writeMeta(paths.meta, { ...meta, name: plan.name, project: real, maxBytes: plan.maxBytes, lastUsed: o.now().toISOString() });
-      if (plan.readOnly) {
+      // The cache goes to the step's user. With user: auto that is the project's owner, run after run, and nothing moves.
+      if (!plan.readOnly && (data.uid !== o.user.uid || data.gid !== o.user.gid)) {
+        if (!isRoot()) notes.push(`cache ${plan.name} belongs to uid ${data.uid} and the step runs as ${o.user.uid}: the runner (not root) cannot give it over, so the step may not write it`);
+        else {
+          // Never while another step has it mounted: that step could swap a directory for a symlink under the walk,
+          // and the hand-over (as root, on the host) would chown what the link leads to. Then this step writes a throw-away layer.
+          const given = await whileUnused(paths, o.alive, () => handOver(paths.data, o.user.uid, o.user.gid, { recursive: true }), use.id);
+          if (!given.ran) {
+            x.layered = true;
+            notes.push(`cache ${plan.name} belongs to uid ${data.uid}, the step runs as ${o.user.uid}, and it cannot be given over now (${given.why}): the step reads it, and what it writes there is thrown away`);
+          }
+        }
+      }
+      if (x.layered) {
         if (/[,:]/.test(paths.dir)) throw new Error(`cache ${plan.name} cannot be used read-only from ${paths.dir}: the engine takes an overlay's directories as a list split at "," and ":"; use a runner home without them`);
         // the step's writes land in a layer of its own, removed when the use ends
         const layer = path.join(paths.scratch, use.id);
@@ -68,11 +82,6 @@ export async function openStepCaches(o: OpenCaches): Promise<StepCaches> {
         if (isRoot()) await chown(path.join(layer, 'upper'), o.user.uid, o.user.gid);
         mounts.push({ source: paths.data, target: plan.target, readOnly: false, overlay: { upper: path.join(layer, 'upper'), work: path.join(layer, 'work') } });
         continue;
-      }
-      // The cache goes to the step's user. With user: auto that is the project's owner, run after run, and nothing moves.
-      if (data.uid !== o.user.uid || data.gid !== o.user.gid) {
-        if (isRoot()) await handOver(paths.data, o.user.uid, o.user.gid, { recursive: true });
-        else notes.push(`cache ${plan.name} belongs to uid ${data.uid} and the step runs as ${o.user.uid}: the runner (not root) cannot give it over, so the step may not write it`);
       }
       mounts.push({ source: paths.data, target: plan.target, readOnly: false });
     }
@@ -88,7 +97,7 @@ export async function openStepCaches(o: OpenCaches): Promise<StepCaches> {
       const said: string[] = [];
       for (const x of opened) {
         await x.use.end();
-        if (x.plan.readOnly) continue;
+        if (x.layered) continue;
         try {
           const done = await whileUnused(x.paths, o.alive, () => pruneToBound(x.paths.data, x.plan.maxBytes));
           if (!done.ran) continue;

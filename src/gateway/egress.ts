@@ -82,10 +82,22 @@ function checkBeforeProxy(policy: AddressPolicy, host: string): Promise<void> {
   return new Promise((resolve, reject) => {
     dns.lookup(host, { all: true }, (err, addresses) => {
       if (err || !addresses.length) return resolve();
-      if (addresses.some((a) => addressProblem(a.address, policy) === undefined)) return resolve();
-      reject(forbidden(host, addresses.map((a) => `${a.address}: ${addressProblem(a.address, policy)}`).join('; ')));
+      const why = beforeProxyProblem(addresses.map((a) => a.address), policy);
+      if (why) reject(forbidden(host, why));
+      else resolve();
     });
   });
+}
+
+/**
+ * Why a name with these addresses may not go to the proxy, or undefined. Every
+ * address must be one a step may reach: the proxy picks among them, not the
+ * gateway (a name leading to a public and a private address would otherwise
+ * reach the private one through the proxy). Pure.
+ */
+export function beforeProxyProblem(addresses: readonly string[], policy: AddressPolicy): string | undefined {
+  const bad = addresses.map((a) => ({ a, why: addressProblem(a, policy) })).filter((x) => x.why !== undefined);
+  return bad.length ? bad.map((x) => `${x.a}: ${x.why}`).join('; ') : undefined;
 }
 
 /** The proxy a connection to host:port goes through, if any. */

@@ -99,7 +99,8 @@ export function caBundleProblem(from: string, text: string, bytes: number): stri
   if (bytes > MAX_CA_BYTES) return `${from} is ${Math.round(bytes / 1024)} KiB: a CA bundle is at most ${MAX_CA_BYTES / 1024 ** 2} MiB (the system's is about 200 KiB); give a PEM bundle, like /etc/ssl/certs/ca-certificates.crt`;
   if (text.includes('\0')) return `${from} is a binary file: give the CA certificates in PEM form (-----BEGIN CERTIFICATE-----); a DER file converts with openssl x509 -inform der -in FILE -out FILE.pem`;
   if (countCertificates(text) === 0) return `${from} holds no PEM certificate (-----BEGIN CERTIFICATE-----): give a PEM bundle, like the host's own /etc/ssl/certs/ca-certificates.crt`;
-  if (/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(text)) return `${from} holds a private key: a CA bundle is certificates only, and every step would read it; give the certificates alone`;
+  // PEM's keys (PKCS#1/8, EC, OpenSSH), PGP's (PRIVATE KEY BLOCK), SSH2's (---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----) and PuTTY's
+  if (/BEGIN [A-Z0-9 ]*PRIVATE KEY|^PuTTY-User-Key-File-|^Private-Lines:/m.test(text)) return `${from} holds a private key: a CA bundle is certificates only, and every step would read it; give the certificates alone`;
   return undefined;
 }
 

@@ -14,7 +14,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { after, before, test } from 'node:test';
 import type { GatewayEvent } from '../../src/gateway/config.js';
-import { Refusals, type Egress } from '../../src/gateway/egress.js';
+import { beforeProxyProblem, Refusals, type Egress } from '../../src/gateway/egress.js';
 import { Ledger } from '../../src/gateway/ledger.js';
 import { ModelCalls } from '../../src/gateway/model-calls.js';
 import { withRoots } from '../../src/gateway/outgoing.js';
@@ -180,4 +180,13 @@ test("a model call reaches an API behind the proxy, trusting a root that only th
   const settled = withCa.events.find((e) => e.event === 'call') as { inputTokens: number; outputTokens: number } | undefined;
   assert.equal(settled?.inputTokens, 3);
   assert.ok(proxy.seen.every((s) => s.target === 'model.example:443'), JSON.stringify(proxy.seen));
+});
+
+test('behind a proxy, a name with a public and a private address is refused: the proxy, not the gateway, picks the address', () => {
+  const policy = { hostAddresses: ['172.17.0.1'], privateAllowed: [] };
+  // attack: an allowed name (the step's own domain) with two A records, one the company's 10.0.0.5; the proxy might connect there
+  assert.match(beforeProxyProblem(['93.184.216.34', '10.0.0.5'], policy) ?? '', /^10\.0\.0\.5: a private or special-purpose address/);
+  assert.match(beforeProxyProblem(['93.184.216.34', '172.17.0.1'], policy) ?? '', /172\.17\.0\.1: an address of this machine/);
+  assert.equal(beforeProxyProblem(['93.184.216.34', '2606:4700::1'], policy), undefined);
+  assert.equal(beforeProxyProblem(['10.0.0.5'], { ...policy, privateAllowed: ['10.0.0.0/8'] }), undefined);
 });

@@ -42,6 +42,10 @@ test('a bundle must hold PEM certificates, no key, within its size; a small one 
   assert.match(caBundleProblem('/b.pem', 'hello', 5)!, /holds no PEM certificate.*\/etc\/ssl\/certs\/ca-certificates\.crt/);
   assert.match(caBundleProblem('/b.der', '0\x82\0\x01', 4)!, /binary file.*openssl x509 -inform der/);
   assert.match(caBundleProblem('/b.pem', `${CERT}-----BEGIN PRIVATE KEY-----\n`, 100)!, /private key/);
+  // attack: keys in the other armours slipped past a check for PEM's alone, and every step would read them
+  for (const key of ['-----BEGIN PGP PRIVATE KEY BLOCK-----', '---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----', 'PuTTY-User-Key-File-3: ssh-ed25519\nPrivate-Lines: 1', '-----BEGIN OPENSSH PRIVATE KEY-----']) {
+    assert.match(caBundleProblem('/b.pem', `${CERT}${key}\n`, 100)!, /private key/, key);
+  }
   assert.match(caBundleProblem('/b.pem', CERT, 5 * 1024 ** 2)!, /at most 1 MiB/);
   assert.match(caWarning({ pem: CERT, certificates: 1, from: '/corp.pem' })!, /holds 1 certificate: .*cat \/etc\/ssl\/certs\/ca-certificates\.crt \/corp\.pem > bundle\.pem/);
   assert.equal(caWarning({ pem: CERT, certificates: 140, from: '/etc/ssl/certs/ca-certificates.crt' }), undefined);
