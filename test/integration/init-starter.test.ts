@@ -113,6 +113,7 @@ test('npm: the starter runs unchanged to a green verify (npm ci, npm test) from 
   const verify1 = stepLog(f, first.json.runId, 'verify');
   assert.match(verify1, /added 1 package/);
   assert.match(verify1, /^tests passed$/m);
+  assert.equal(git(f.project, 'diff', '--name-only', first.json.baseSha, first.json.headSha), 'shout.js', 'the run changed what the agent wrote, and the verify step committed nothing (node_modules is ignored)');
   const firstRequests = requests('npm.example').slice(before1);
   assert.ok(firstRequests.some((l) => l.startsWith(`GET ${TINY_NPM.tarballPath} `) && l.endsWith(' 200')), `the first run downloaded the tarball from the mirror:\n${firstRequests.join('\n')}`);
 
@@ -130,7 +131,7 @@ test('npm: the starter runs unchanged to a green verify (npm ci, npm test) from 
   const ls = await runCli(['cache', 'ls', '--project', f.project, '--home', f.home]);
   assert.equal(ls.code, 0, ls.stderr);
   assert.match(ls.stdout, /npm/);
-  // the project itself is as it was: the starter is the only new file, and nothing was committed to its branch
+  // the user's checkout is as it was: the starter is the only new file
   assert.equal(git(f.project, 'status', '--porcelain'), '?? runner.yaml');
   process.stderr.write(
     `npm: first run ${firstMs} ms (mirror requests: ${firstRequests.length}), second ${secondMs} ms (mirror requests: ${secondRequests.length}: ${secondRequests.join('; ') || 'none'}); verify ${first.json.steps.verify.durationMs ?? '?'} / ${second.json.steps.verify.durationMs ?? '?'} ms\n`,
@@ -144,7 +145,12 @@ test('Python: the starter runs unchanged to a green verify (a venv outside the w
     'test_greeting.py': 'import unittest\n\nimport runner_tiny\nfrom greeting import loud\n\n\nclass T(unittest.TestCase):\n    def test_loud(self):\n        self.assertEqual(loud(), runner_tiny.GREETING.upper())\n\n\nif __name__ == "__main__":\n    unittest.main()\n',
     '.gitignore': '__pycache__/\n',
   });
-  const turns: Turn[] = [{ tool: { name: 'Write', input: { file_path: `${WS}/greeting.py`, content: 'import runner_tiny\n\n\ndef loud():\n    return runner_tiny.GREETING.upper()\n' } } }, { text: 'Added greeting.py.' }];
+  // add greeting.py, run the tests as the prompt asks (the starter's own commands), say what changed
+  const turns: Turn[] = [
+    { tool: { name: 'Write', input: { file_path: `${WS}/greeting.py`, content: 'import runner_tiny\n\n\ndef loud():\n    return runner_tiny.GREETING.upper()\n' } } },
+    { tool: { name: 'Bash', input: { command: 'python3 -m venv /tmp/venv && /tmp/venv/bin/pip install --quiet -r requirements.txt && /tmp/venv/bin/python -m unittest discover 2>&1', description: 'run the tests' } } },
+    { text: 'Added greeting.py; the tests pass.' },
+  ];
   const server = await ModelServer.start({ turns: [...turns, ...turns], usage: { input: 1000, output: 20 } });
   servers.push(server);
   const { file, starter } = await initStarter(f, server);
@@ -160,9 +166,13 @@ test('Python: the starter runs unchanged to a green verify (a venv outside the w
   assert.equal(first.json.status, 'succeeded');
   assert.equal(first.json.steps.verify.status, 'completed');
   assert.ok(sentToModel(server).includes('py-task-91c2'), 'the task given with --input reached the agent');
+  assert.equal(first.json.steps.implement.result, 'Added greeting.py; the tests pass.');
+  // the tool's output goes back to the model: the agent's own install and tests passed in its step
+  assert.match(sentToModel(server), /Ran 1 test.*OK/, "the agent's pip install && unittest, as the model was told of it");
   const verify1 = stepLog(f, first.json.runId, 'verify');
   assert.match(verify1, /Ran 1 test/);
   assert.match(verify1, /^OK$/m);
+  assert.equal(git(f.project, 'diff', '--name-only', first.json.baseSha, first.json.headSha), 'greeting.py', 'the run changed what the agent wrote; the virtualenv, outside the worktree, was never committed');
   const firstRequests = requests('pypi.example').slice(before1);
   assert.ok(firstRequests.some((l) => /^GET \/simple\/runner-tiny\/runner_tiny-0\.1\.0-py3-none-any\.whl HTTP\/1\.\d 200$/.test(l)), `the first run downloaded the wheel from the index:\n${firstRequests.join('\n')}`);
 
@@ -175,7 +185,7 @@ test('Python: the starter runs unchanged to a green verify (a venv outside the w
   assert.match(stepLog(f, second.json.runId, 'verify'), /^OK$/m);
   const secondRequests = requests('pypi.example').slice(before2);
   assert.deepEqual(secondRequests.filter((l) => l.includes('.whl')), [], 'the second run took the wheel from the cache');
-  // the virtualenv is outside the worktree: the verify step committed nothing
+  // the user's checkout is as it was: the starter is the only new file
   assert.equal(git(f.project, 'status', '--porcelain'), '?? runner.yaml');
   process.stderr.write(`pip: first run ${firstMs} ms (index requests: ${firstRequests.join('; ')}), second ${secondMs} ms (index requests: ${secondRequests.join('; ') || 'none'})\n`);
 });
