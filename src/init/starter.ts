@@ -45,7 +45,8 @@ export function starterPipeline(f: StarterFacts): string {
     `agents:`,
     `  coder:`,
     `    use: ${f.agent}`,
-    ...(f.agent === 'codex' ? [`    model: gpt-5-codex`] : [`    max_turns: 40`]),
+    // no model named for Codex: its own default is one it knows (a name it does not know costs an error line each run)
+    ...(f.agent === 'codex' ? [`    # model: ...                   # Codex's own default when unset`] : [`    max_turns: 40`]),
     ...(egress && d.test ? [`    egress: ${egress}   # the tests it runs install packages`] : []),
     ``,
     `steps:`,
