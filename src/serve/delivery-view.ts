@@ -19,6 +19,8 @@ export interface DeliveryView {
   currentBranch: string | null;
   /** the project's local branches, runs' own branches (run/...) left out */
   branches: string[];
+  /** those of them that already hold the run's work (a merge into one is refused: nothing to merge) */
+  mergedInto: string[];
   deliverable: boolean;
   /** why not, when not deliverable */
   why?: string;
@@ -32,7 +34,7 @@ export interface DeliveryView {
 const MAX_BRANCHES = 500;
 
 export async function deliveryView(rec: RunRecord): Promise<DeliveryView> {
-  const view: DeliveryView = { project: rec.project, branch: rec.branch, currentBranch: null, branches: [], deliverable: false, checkoutDirty: false, delivered: rec.delivered ?? null };
+  const view: DeliveryView = { project: rec.project, branch: rec.branch, currentBranch: null, branches: [], mergedInto: [], deliverable: false, checkoutDirty: false, delivered: rec.delivered ?? null };
   let src: DeliverySource;
   try {
     src = await deliverySource(rec);
@@ -46,6 +48,9 @@ export async function deliveryView(rec: RunRecord): Promise<DeliveryView> {
     .split('\n')
     .filter((b) => b && !b.startsWith('run/'))
     .slice(0, MAX_BRANCHES);
+  const holding = await git.run(['for-each-ref', '--contains', src.head, '--format=%(refname:short)', 'refs/heads/'], { cwd: project.root, gitDir: project.commonDir, allowFail: true });
+  const listed = new Set(view.branches);
+  view.mergedInto = holding.code === 0 ? holding.stdout.split('\n').filter((b) => listed.has(b)) : [];
   view.checkoutDirty = await checkClean(git, project).then(
     () => false,
     () => true,

@@ -209,6 +209,7 @@ steps:
       branch: `run/${first}`,
       currentBranch: 'main',
       branches: ['main'],
+      mergedInto: [],
       deliverable: true,
       checkoutDirty: false,
       delivered: null,
@@ -243,6 +244,7 @@ steps:
     assert.equal(merged.json.author.name, git(f.project, 'log', '-1', '--format=%an', 'main'));
     assert.equal(await readFile(path.join(f.project, 'data.txt'), 'utf8'), 'one\ntwo\nalpha\n', 'the checkout moved with main');
     assert.equal(git(f.project, 'status', '--porcelain'), '');
+    assert.deepEqual((await call(s.base, 'GET', `/api/runs/${first}/delivery`)).json.mergedInto, ['main'], 'the view knows main already holds the run');
     const rec = await recordOf(first);
     assert.equal(rec.delivered.how, 'merge');
     assert.deepEqual(

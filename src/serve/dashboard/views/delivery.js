@@ -13,7 +13,7 @@ import { when } from '../lib/format.js';
 import { onLeave } from '../lib/poll.js';
 
 /**
- * @typedef {{ project: string, branch: string, currentBranch: string | null, branches: string[], deliverable: boolean, why?: string, checkoutDirty?: boolean }} Delivery
+ * @typedef {{ project: string, branch: string, currentBranch: string | null, branches: string[], mergedInto?: string[], deliverable: boolean, why?: string, checkoutDirty?: boolean }} Delivery
  * @typedef {{ action: 'merge' | 'apply', at: string, by?: { via?: string, user?: string, from?: string }, into?: string, squash?: boolean, commit?: string, ok: boolean, refused?: string, message?: string }} Attempt
  */
 
@@ -65,6 +65,7 @@ export function actions(runId, refresh) {
         el('code', {}, d.project),
         squash.checked ? ', as one commit.' : '.',
         dirty && el('div', { class: 'warn' }, `The project's checkout of ${select.value} has uncommitted changes: the server will refuse to merge into it.`),
+        (d.mergedInto ?? []).includes(select.value) && el('div', { class: 'warn' }, `${select.value} already holds this run's work: there is nothing to merge into it.`),
       ]);
       fill(confirm, [`Merge into ${select.value}`]);
     };
