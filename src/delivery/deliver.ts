@@ -7,6 +7,7 @@
  * entry, two deliveries of one run go one after the other, and a run still
  * alive (its process holds the lock) is never written under it.
  */
+import { clip } from '../common/clip.js';
 import { errorMessage } from '../common/errors.js';
 import type { DeliveredBy, DeliveryAttempt, RunRecord } from '../run/record.js';
 import { withOwnerLock } from '../run/owner-lock.js';
@@ -38,8 +39,7 @@ export function attemptEntry(
     if (outcome.commit) e.commit = outcome.commit;
   } else {
     if (outcome.error instanceof DeliveryRefused) e.refused = outcome.error.reason;
-    const message = errorMessage(outcome.error);
-    e.message = message.length <= MAX_MESSAGE ? message : `${message.slice(0, MAX_MESSAGE)} … (${message.length - MAX_MESSAGE} more characters)`;
+    e.message = clip(errorMessage(outcome.error), MAX_MESSAGE);
   }
   return e;
 }

@@ -1,10 +1,11 @@
 /**
  * The one hardened wrapper around the git binary. Every host git call passes
  * here: argv arrays (never a shell), a minimal environment, hooks and
- * fsmonitor off, a fixed identity, and an explicit git directory where the
+ * fsmonitor off, the runner's identity (unless a call names whose), and an explicit git directory where the
  * caller pins one. Messages and other data go through stdin, never argv.
  */
 import { spawn } from 'node:child_process';
+import { clip } from '../common/clip.js';
 import { GitError } from '../common/errors.js';
 
 export interface GitIdentity {
@@ -80,6 +81,7 @@ export class Git {
     argv.push(...args);
     const result = await spawnGit(argv, call, this.who);
     if (result.code !== 0 && !call.allowFail) {
+      // the start of what git said: a step can make git say a lot (a warning per file)
       throw new GitError(
         'git_failed',
         `git ${clip(args.join(' '), 500)} failed in ${call.cwd} (exit ${result.code}): ${clip(result.stderr.trim() || result.stdout.trim(), 2000)}`,
@@ -94,10 +96,6 @@ export class Git {
   }
 }
 
-/** An error message keeps the start of what git said: a step can make git say a lot (a warning per file). */
-function clip(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max)} … (${text.length - max} more characters)`;
-}
 
 /**
  * `-c` settings that switch off the filter drivers the repository's config

@@ -6,6 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { homeIn } from '../common/user-home.js';
 
 export type HookName = 'after_create' | 'before_run' | 'after_run' | 'before_remove';
 
@@ -112,12 +113,11 @@ export function runHook(h: HookRun): Promise<HookResult> {
 }
 
 function homeOf(uid: number): string {
+  let passwd = '';
   try {
-    const line = readFileSync('/etc/passwd', 'utf8')
-      .split('\n')
-      .find((l) => l.split(':')[2] === String(uid));
-    return line?.split(':')[5] || '/';
+    passwd = readFileSync('/etc/passwd', 'utf8');
   } catch {
-    return '/';
+    // no passwd: the root of the filesystem, as before
   }
+  return homeIn(passwd, uid) ?? '/';
 }

@@ -22,13 +22,18 @@ export function dayBudget(p: Pick<PipelineFile, 'schedule'>): Budget | undefined
   return { ...(usd !== undefined ? { usd } : {}), ...(tokens !== undefined ? { tokens } : {}) };
 }
 
+/** Midnight UTC of `now`'s day, as an ISO time (records' startedAt compare with it as text). Pure. */
+function midnightOf(now: Date): string {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate())).toISOString();
+}
+
 /** What runs of `pipeline` started since midnight UTC spent. Pure. */
 export function spentToday(runs: readonly RunRecord[], pipeline: string, now: Date): Spent {
-  const midnight = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate())).toISOString();
+  const midnight = midnightOf(now);
   const out = { usd: 0, tokens: 0 };
   for (const r of runs) {
     if (r.pipeline !== pipeline || r.startedAt < midnight) continue;
-    for (const s of r.steps) {
+    for (const s of r.steps ?? []) {
       const x = spentBy(s.usage);
       out.usd += x.usd;
       out.tokens += x.tokens;
@@ -37,31 +42,26 @@ export function spentToday(runs: readonly RunRecord[], pipeline: string, now: Da
   return out;
 }
 
+/**
+ * The records of runs started since midnight UTC. Only those asked for since
+ * yesterday are read (a run id begins with that day): a run queued before
+ * midnight that started after it still counts.
+ */
+async function todaysRuns(runsRoot: string, now: Date, where: (r: RunRecord) => boolean = () => true): Promise<RunRecord[]> {
+  const midnight = midnightOf(now);
+  const sinceId = new Date(Date.parse(midnight) - 86_400_000).toISOString().slice(0, 10).replaceAll('-', '');
+  return listRuns(runsRoot, { sinceId, where: (r) => r.startedAt >= midnight && where(r) });
+}
+
 /** The day's budget and spend for a run about to start, or undefined when the pipeline has no day budget. */
 export async function dayOf(runsRoot: string, p: PipelineFile, now: Date): Promise<{ budget: Budget; spent: Spent } | undefined> {
   const budget = dayBudget(p);
   if (!budget) return undefined;
-  const midnight = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate())).toISOString();
-  const runs = await listRuns(runsRoot, { where: (r) => r.pipeline === p.name && r.startedAt >= midnight });
-  return { budget, spent: spentToday(runs, p.name, now) };
+  return { budget, spent: spentToday(await todaysRuns(runsRoot, now, (r) => r.pipeline === p.name), p.name, now) };
 }
 
-/**
- * What each pipeline's runs spent since midnight UTC, in US dollars, for the
- * pipelines list. Only the records of runs asked for since yesterday are read
- * (a run id begins with that day): a run queued before midnight that started
- * after it still counts.
- */
+/** What each pipeline's runs spent since midnight UTC, in US dollars, for the pipelines list. */
 export async function spentTodayByPipeline(runsRoot: string, now: Date): Promise<Map<string, number>> {
-  const midnight = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
-  const yesterday = new Date(midnight - 86_400_000);
-  const sinceId = yesterday.toISOString().slice(0, 10).replaceAll('-', '');
-  const since = new Date(midnight).toISOString();
-  const out = new Map<string, number>();
-  for (const r of await listRuns(runsRoot, { sinceId, where: (r) => r.startedAt >= since })) {
-    let usd = 0;
-    for (const s of r.steps ?? []) usd += spentBy(s.usage).usd;
-    out.set(r.pipeline, (out.get(r.pipeline) ?? 0) + usd);
-  }
-  return out;
+  const runs = await todaysRuns(runsRoot, now);
+  return new Map([...new Set(runs.map((r) => r.pipeline))].map((name) => [name, spentToday(runs, name, now).usd]));
 }
