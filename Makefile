@@ -20,9 +20,11 @@ deps: node_modules/.installed
 build: deps
 	npm run --silent build
 
-# Starts a Docker engine when none answers (installs Debian's docker.io if needed).
+# Starts a Docker engine when none answers (installs Debian's docker.io if needed), with
+# gVisor's runsc registered when this started it (ensure-gvisor.sh; a user's own engine is left alone).
 docker:
 	@bash scripts/ensure-docker.sh
+	@bash scripts/ensure-gvisor.sh
 
 # runner/base:latest, built without any registry (debootstrap + docker import), then
 # runner/toolchain, runner/gateway and the agent images on it (images/build.sh): each only when missing or out of date.

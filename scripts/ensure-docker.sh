@@ -20,6 +20,8 @@ fi
 if ! docker info >/dev/null 2>&1; then
   log "starting dockerd in the background (log: /var/log/dockerd.log)"
   nohup dockerd >/var/log/dockerd.log 2>&1 &
+  # ensure-gvisor.sh changes the configuration only of an engine started here
+  mkdir -p /run/runner && echo $! > /run/runner/dockerd.pid
   for _ in $(seq 1 60); do
     if docker info >/dev/null 2>&1; then break; fi
     sleep 1

@@ -4,6 +4,7 @@
  * Step output goes to `out` prefixed with the step id; runner messages to `err`.
  * Step-made text is shown with its control characters made visible (visible.ts).
  */
+import type { Isolation } from '../pipeline/schema.js';
 import { formatDuration } from '../common/durations.js';
 import { visible, visibleMessage } from '../common/visible.js';
 import type { PullProgress } from '../container/runtime.js';
@@ -51,9 +52,9 @@ export class ConsoleReporter implements Reporter {
     this.say(`pulling ${image} from its registry${pct}: ${p.status}`);
   }
 
-  stepStarted(s: { id: string; index: number; total: number; image: string }): void {
+  stepStarted(s: { id: string; index: number; total: number; image: string; isolation?: Isolation }): void {
     this.current.set(s.id, { index: s.index, total: s.total, since: Date.now() });
-    this.say(`▶ step ${s.id} (${s.index + 1}/${s.total}) in ${s.image}`);
+    this.say(`▶ step ${s.id} (${s.index + 1}/${s.total}) in ${s.image}${s.isolation === 'gvisor' ? ' under gVisor' : ''}`);
     if (this.live && !this.timer) {
       this.timer = setInterval(() => this.drawStatus(), 1000);
       this.timer.unref();

@@ -11,6 +11,7 @@ import { readSecretsFile } from '../run/secrets-file.js';
 import { checkTaskId } from '../workspace/task-worktree.js';
 import { parseFlags } from './args.js';
 import { EGRESS_FLAGS, egressOptions } from './egress-options.js';
+import { ISOLATION_FLAG, isolationOption } from './isolation-option.js';
 import { onClosedPipe } from './closed-pipe.js';
 import { openHome } from './context.js';
 import { ConsoleReporter } from './console-reporter.js';
@@ -31,6 +32,7 @@ export async function execCommand(args: string[]): Promise<number> {
       'no-wait': { type: 'boolean', default: false },
       ...EGRESS_FLAGS,
       engine: { type: 'string' },
+      ...ISOLATION_FLAG,
     },
     ['FILE'],
   );
@@ -84,6 +86,7 @@ export async function execCommand(args: string[]): Promise<number> {
         inputs,
         startedBy: cliActor(),
         ...egressOptions(values, (m) => reporter.warn(m)),
+        ...isolationOption(values.isolation),
         ...(values.task !== undefined ? { task: { id: values.task, ...(values.title !== undefined ? { title: values.title } : {}) } } : {}),
       },
     ));

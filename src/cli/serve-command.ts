@@ -15,6 +15,7 @@ import { DEFAULT_STREAM_CAPS } from '../serve/stream-caps.js';
 import { canonicalHome } from '../workspace/home.js';
 import { parseFlags } from './args.js';
 import { EGRESS_FLAGS, egressOptions } from './egress-options.js';
+import { ISOLATION_FLAG, isolationOption } from './isolation-option.js';
 import { onClosedPipe } from './closed-pipe.js';
 import { ConsoleReporter } from './console-reporter.js';
 
@@ -31,6 +32,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       'secrets-file': { type: 'string' },
       ...EGRESS_FLAGS,
       engine: { type: 'string' },
+      ...ISOLATION_FLAG,
       'max-log-streams': { type: 'string' },
       'max-log-streams-per-client': { type: 'string' },
       'log-stall': { type: 'string' },
@@ -86,6 +88,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       logStreams: { ...logStreams, stallMs: logStreams.stallMs },
       secrets,
       ...egressOptions(values, (m) => say(`warning: ${m}`)),
+      ...isolationOption(values.isolation),
       ...(token ? { token } : {}),
       reporterFor: (name) => {
         const prefixed = { write: (s: string) => process.stderr.write(s.replace(/^(?=.)/gm, `[${name}] `)) };

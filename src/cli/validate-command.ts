@@ -2,7 +2,8 @@
  * `runner validate FILE`: every problem of the file with its line and column
  * (exit 2), else ok. Warnings, not errors, for what this machine lacks and
  * the one that runs the pipeline may have: the project path, an image; and
- * for an agent that holds its key on an open network.
+ * for an agent that holds its key on an open network, and for steps that ask
+ * for gVisor where the engine has none.
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -14,16 +15,17 @@ import { loadPipeline } from '../pipeline/load.js';
 import { openKeyWarnings, planSteps } from '../plan/step-plan.js';
 import { GATEWAY_IMAGE } from '../gateway/host/image.js';
 import { parseFlags } from './args.js';
+import { ISOLATION_FLAG, isolationOption } from './isolation-option.js';
 
 export async function validateCommand(args: string[]): Promise<number> {
-  const { positionals } = parseFlags('validate', args, {}, ['FILE']);
+  const { values, positionals } = parseFlags('validate', args, { ...ISOLATION_FLAG }, ['FILE']);
   const file = positionals[0]!;
   const loaded = await loadPipeline(file);
   const { pipeline } = loaded;
   const warnings: string[] = [];
   const project = path.resolve(loaded.dir, pipeline.project.path);
   if (!existsSync(project)) warnings.push(`project path ${project} does not exist here (fine if the machine that runs the pipeline has it)`);
-  const plans = planSteps(pipeline);
+  const plans = planSteps(pipeline, isolationOption(values.isolation));
   warnings.push(...openKeyWarnings(plans));
   const images = [...new Set(plans.map((s) => s.image))];
   if (plans.some((p) => p.gateway)) images.push(GATEWAY_IMAGE);
@@ -41,7 +43,23 @@ export async function validateCommand(args: string[]): Promise<number> {
   } catch (err) {
     warnings.push(`images not checked: ${errorMessage(err)}`);
   }
+  // a step that asks for gVisor where the engine has none is refused at run time: said here first
+  const sandboxed = plans.filter((p) => p.isolation === 'gvisor');
+  if (sandboxed.length) {
+    try {
+      const probe = await firstPresent(runtime, sandboxed.map((p) => p.image));
+      if (probe) await runtime.checkIsolation(sandboxed.map((p) => ({ ...p, image: probe })));
+      else warnings.push('isolation: gvisor not checked: none of those steps\' images is on this engine yet');
+    } catch (err) {
+      warnings.push(`${errorMessage(err)} (a run here is refused until then)`);
+    }
+  }
   for (const w of warnings) process.stderr.write(`${visible(`${file}: warning: ${w}`)}\n`);
   process.stdout.write(`${file}: ok (pipeline ${pipeline.name}, ${pipeline.steps.length} step${pipeline.steps.length === 1 ? '' : 's'})\n`);
   return 0;
+}
+
+async function firstPresent(runtime: DockerRuntime, images: string[]): Promise<string | undefined> {
+  for (const image of new Set(images)) if (await runtime.hasImage(image).catch(() => false)) return image;
+  return undefined;
 }

@@ -6,10 +6,13 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { ContainerError, errorMessage } from '../common/errors.js';
 import { packageRoot } from '../common/package-root.js';
+import { DockerGvisor } from './docker-gvisor.js';
+import { gvisorPidLimits } from './gvisor.js';
 import { hostPathProblem, ownContainerId, type OwnMount } from './host-paths.js';
 import { isOwnImage, ownImageMissing } from './own-images.js';
 import { encodeSecretEnv, preludeArgv } from './secret-env.js';
-import type { ContainerHandle, ContainerRuntime, ContainerSpec, ExitState, Mount, NetworkSpec, OutputHandler, PullProgress } from './runtime.js';
+import type { Isolation } from '../pipeline/schema.js';
+import { LABELS, type ContainerHandle, type ContainerRuntime, type ContainerSpec, type ExitState, type Mount, type NetworkSpec, type OutputHandler, type PullProgress } from './runtime.js';
 
 interface HttpError {
   statusCode?: number;
@@ -26,6 +29,7 @@ export function describeEndpoint(): string {
 export class DockerRuntime implements ContainerRuntime {
   private readonly docker: Docker;
   private ownMounts: Promise<OwnMount[] | undefined> | undefined;
+  private readonly gvisor: DockerGvisor;
 
   /**
    * `overlay`: the networks it makes are a swarm's (attachable overlays), so a
@@ -34,6 +38,12 @@ export class DockerRuntime implements ContainerRuntime {
    */
   constructor(docker?: Docker, private readonly networks: 'bridge' | 'overlay' = 'bridge') {
     this.docker = docker ?? new Docker();
+    this.gvisor = new DockerGvisor(this.docker, describeEndpoint());
+  }
+
+  async checkIsolation(steps: ReadonlyArray<{ id: string; isolation: Isolation; image: string }>): Promise<void> {
+    const sandboxed = steps.filter((s) => s.isolation === 'gvisor');
+    if (sandboxed.length) await this.gvisor.runtime([...new Set(sandboxed.map((s) => s.id))], sandboxed[0]!.image);
   }
 
   async ping(): Promise<void> {
@@ -110,6 +120,13 @@ export class DockerRuntime implements ContainerRuntime {
     }
   }
 
+  /** The engine runtime and process caps of the container's sandbox: runc's defaults, or gVisor's (gvisor.ts). */
+  private async sandboxSettings(spec: ContainerSpec): Promise<{ runtime?: string; cgroupPids: number; nproc?: number }> {
+    if (spec.isolation !== 'gvisor') return { cgroupPids: spec.pids };
+    const runtime = await this.gvisor.runtime([spec.labels[LABELS.stepId] ?? spec.name], spec.image);
+    return { runtime, ...gvisorPidLimits(spec.pids) };
+  }
+
   async checkHostPaths(paths: string[]): Promise<void> {
     const mounts = await (this.ownMounts ??= this.readOwnMounts());
     if (!mounts) return;
@@ -136,6 +153,7 @@ export class DockerRuntime implements ContainerRuntime {
     // secrets go on its standard input, to the prelude that exports them and execs the command
     const command = secrets ? await this.throughPrelude(spec) : { Cmd: spec.cmd };
     const stdin = secrets ? encodeSecretEnv(secrets) : spec.stdin;
+    const sandbox = await this.sandboxSettings(spec);
     let c: Docker.Container;
     try {
       c = await this.docker.createContainer({
@@ -160,7 +178,7 @@ export class DockerRuntime implements ContainerRuntime {
           Memory: spec.memoryBytes,
           MemorySwap: spec.memoryBytes,
           NanoCpus: Math.round(spec.cpus * 1e9),
-          PidsLimit: spec.pids,
+          PidsLimit: sandbox.cgroupPids,
           NetworkMode: spec.network,
           ...(spec.dns ? { Dns: spec.dns } : {}),
           ...(spec.sysctls ? { Sysctls: spec.sysctls } : {}),
@@ -171,7 +189,9 @@ export class DockerRuntime implements ContainerRuntime {
           Ulimits: [
             { Name: 'nofile', Soft: spec.openFiles, Hard: spec.openFiles },
             { Name: 'fsize', Soft: spec.fileSizeBytes, Hard: spec.fileSizeBytes },
+            ...(sandbox.nproc !== undefined ? [{ Name: 'nproc', Soft: sandbox.nproc, Hard: sandbox.nproc }] : []),
           ],
+          ...(sandbox.runtime ? { Runtime: sandbox.runtime } : {}),
           ReadonlyRootfs: spec.readOnlyRoot,
           ...(spec.readOnlyRoot ? { Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=256m,mode=1777' } } : {}),
           AutoRemove: false,

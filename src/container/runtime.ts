@@ -2,6 +2,7 @@
  * Our interface to a container engine, in our own types. No dockerode type
  * crosses this file: docker.ts implements it; tests may stand a fake in.
  */
+import type { Isolation } from '../pipeline/schema.js';
 
 export interface Mount {
   source: string;
@@ -61,6 +62,8 @@ export interface ContainerSpec {
   /** swarm: where it may run (`node.labels.gpu == true`) */
   placement?: string[];
   labels: Record<string, string>;
+  /** the sandbox it runs in (default runc); gvisor only after checkIsolation said the engine has it */
+  isolation?: Isolation;
 }
 
 export interface NetworkSpec {
@@ -133,6 +136,13 @@ export interface ContainerRuntime {
   /** the image's labels, or undefined when the engine does not have it */
   imageLabels(image: string): Promise<Record<string, string> | undefined>;
   create(spec: ContainerSpec): Promise<ContainerHandle>;
+  /**
+   * Throws a ContainerError (`no_gvisor`, `gvisor_broken`) that says how to
+   * add or fix the engine's gVisor runtime when `steps` ask for gvisor and the
+   * engine cannot start a container under it; `image` is one of theirs, for
+   * the probe. Never falls back to runc.
+   */
+  checkIsolation(steps: ReadonlyArray<{ id: string; isolation: Isolation; image: string }>): Promise<void>;
   /**
    * Throws a ContainerError with what to change when the engine would not find
    * these paths where the runner sees them (a runner in a container whose

@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import Docker from 'dockerode';
 import { ContainerError, errorMessage } from '../common/errors.js';
+import type { Isolation } from '../pipeline/schema.js';
 import { DockerRuntime, recipesDir, removeSwarmFiles } from './docker.js';
 import { isOwnImage, ownImageMissing } from './own-images.js';
 import { encodeSecretEnv, preludeArgv } from './secret-env.js';
@@ -69,7 +70,13 @@ export class SwarmRuntime extends DockerRuntime {
     })());
   }
 
+  override async checkIsolation(steps: ReadonlyArray<{ id: string; isolation: Isolation }>): Promise<void> {
+    const sandboxed = steps.find((s) => s.isolation === 'gvisor');
+    if (sandboxed) throw new ContainerError('swarm_unsupported', `step ${sandboxed.id} asks for isolation: gvisor, which --engine swarm cannot give (a swarm service cannot name a runtime): run it on the local engine (docs/gvisor.md)`);
+  }
+
   override async create(spec: ContainerSpec): Promise<ContainerHandle> {
+    if (spec.isolation === 'gvisor') await this.checkIsolation([{ id: spec.name, isolation: 'gvisor' }]);
     if (spec.mounts.length) throw new ContainerError('swarm_mounts', 'a swarm step cannot mount the runner\'s disk: its workspace travels by tar (a bug: the tar transport should have taken the mounts)');
     await this.ensureNetwork();
     return new SwarmTask(this.api, { ...spec, image: await this.jobImage(spec.image) }, spec.image);

@@ -75,6 +75,10 @@ const priceSchema = z.strictObject({
   cache_write: z.number().min(0).optional(),
 });
 
+/** runc: a container on the host's kernel; gvisor: under gVisor's runsc, a kernel of its own in user space. */
+export const ISOLATIONS = ['runc', 'gvisor'] as const;
+export type Isolation = (typeof ISOLATIONS)[number];
+
 /** Settings a step, an agent profile or `defaults` may carry. */
 export const stepSettings = {
   image: z.string().min(1).optional(),
@@ -88,6 +92,8 @@ export const stepSettings = {
   cap_add: z.array(z.string().regex(/^(CAP_)?[A-Z_]+$/, 'expected a capability name like NET_BIND_SERVICE')).optional(),
   /** the project's caches the step gets (src/cache/): [npm, pip], or { npm: ro, mytool: { path: /x, max: 1g } } */
   cache: cacheSetting.optional(),
+  /** the sandbox the step's container runs in: runc (the host's kernel, the default) or gvisor (a kernel of its own; docs/gvisor.md) */
+  isolation: z.enum(ISOLATIONS, { error: `expected ${ISOLATIONS.join(' or ')}` }).optional(),
 };
 
 const command = z.array(z.string()).min(1, 'expected a non-empty list of arguments');

@@ -8,7 +8,7 @@ import type { AgentPreset, AgentSettings, ModelApi } from '../agents/preset.js';
 import { AGENT_RESULT_FILE } from '../agents/preset.js';
 import { PRESETS } from '../agents/presets.js';
 import { GATEWAY_HOST, GATEWAY_PORT } from '../gateway/config.js';
-import type { AgentFile, BudgetFile, PipelineFile } from '../pipeline/schema.js';
+import type { AgentFile, BudgetFile, Isolation, PipelineFile } from '../pipeline/schema.js';
 import { CONTAINER_PATHS } from './render.js';
 import { planCaches, type CachePlan } from './cache-plan.js';
 
@@ -84,9 +84,16 @@ export interface StepPlan {
   placement?: string[];
   /** the project's caches mounted into the step (src/cache/) */
   caches: CachePlan[];
+  /** the sandbox its container runs in: step, agent, defaults, then the runner's --isolation, then runc */
+  isolation: Isolation;
 }
 
-export function planSteps(p: PipelineFile): StepPlan[] {
+/** What the runner was told for every step that does not say (--isolation, RUNNER_ISOLATION). */
+export interface PlanOptions {
+  isolation?: Isolation;
+}
+
+export function planSteps(p: PipelineFile, opts: PlanOptions = {}): StepPlan[] {
   const d = p.defaults ?? {};
   return p.steps.map((s, index) => {
     const a: AgentFile = s.agent !== undefined ? (p.agents?.[s.agent] ?? {}) : {};
@@ -132,6 +139,7 @@ export function planSteps(p: PipelineFile): StepPlan[] {
       continueOnError: s.continue_on_error ?? false,
       verify: s.verify ?? false,
       caches: planCaches(s.cache, a.cache, d.cache),
+      isolation: s.isolation ?? a.isolation ?? d.isolation ?? opts.isolation ?? 'runc',
     };
     if (gated) {
       plan.gateway = {

@@ -15,6 +15,7 @@ import { LABELS, type ContainerRuntime } from '../container/runtime.js';
 import type { Git, GitIdentity } from '../git/git.js';
 import { pushLaterHint } from '../git/push.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
+import type { Isolation } from '../pipeline/schema.js';
 import { resolveInputs } from '../pipeline/inputs.js';
 import { planSteps, secretsNeeded } from '../plan/step-plan.js';
 import { flowPlan, inputListProblem } from '../flow/flow-plan.js';
@@ -80,6 +81,8 @@ export interface ExecOptions {
   egressProxy?: UpstreamProxy;
   /** the CA bundle and mirrors every step gets (--ca-file, --npm-registry, --pip-index) */
   company?: CompanyNetwork;
+  /** the sandbox of every step whose file does not name one (--isolation, RUNNER_ISOLATION) */
+  isolation?: Isolation;
   /** what started the run, for its record (runner serve: also why it was asked for, as requestedBy) */
   startedBy?: StartedBy;
   requestedBy?: RunRecord['requestedBy'];
@@ -89,7 +92,7 @@ export interface ExecOptions {
 
 export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<RunRecord> {
   const { pipeline } = opts.loaded;
-  const plans = planSteps(pipeline);
+  const plans = planSteps(pipeline, opts.isolation ? { isolation: opts.isolation } : {});
   const inputs = resolveInputs(pipeline, opts.inputs ?? {});
   const listProblem = inputListProblem(flowPlan(pipeline, 1), inputs);
   if (listProblem) throw new UsageError(listProblem);
@@ -108,11 +111,15 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
         const gated = plans.filter((p) => p.gateway);
         if (gated.length && deps.transport?.remote) throw notOnSwarm(`step ${gated[0]!.id} (an agent preset, or egress:, behind a gateway)`);
         if (gated.length) await checkGatewayImage(deps.runtime);
+        const sandboxed = plans.filter((p) => p.isolation === 'gvisor');
+        if (sandboxed.length && deps.transport?.remote) throw notOnSwarm(`step ${sandboxed[0]!.id} (isolation: gvisor: a swarm service cannot name a runtime)`);
         // The runner's own images first: one that is missing refuses the run before any pull begins.
         const images = [...new Set(plans.map((s) => s.image))].sort((a, b) => Number(isOwnImage(b)) - Number(isOwnImage(a)));
         for (const image of images) {
           await deps.runtime.ensureImage(image, (pr) => deps.reporter.pullProgress(image, pr));
         }
+        // a step asked to run under gVisor runs under it or the run does not start
+        await deps.runtime.checkIsolation(plans);
       })(),
     ]);
     if (project.status === 'rejected') throw project.reason;

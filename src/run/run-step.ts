@@ -68,10 +68,10 @@ export async function runStep(c: StepContext): Promise<StepRun> {
   const item = unit.item !== undefined ? { index: unit.item, value: unit.value ?? '' } : undefined;
   const rendered = renderStep(plan, c.outputs, c.identity, c.secrets, c.inputs, item);
 
-  deps.reporter.stepStarted({ id: name, index: plan.index, total: c.total, image: plan.image });
+  deps.reporter.stepStarted({ id: name, index: plan.index, total: c.total, image: plan.image, isolation: plan.isolation });
   const tooBig = execSizeProblem(rendered);
   if (tooBig) return { result: await refuseStep(c, ioDir, 'step_not_started', `not started: ${tooBig}`), outputs: {} };
-  store.event('step_started', { step: name, attempt: unit.attempt, image: plan.image, user: `${user.uid}:${user.gid}`, network: plan.network });
+  store.event('step_started', { step: name, attempt: unit.attempt, image: plan.image, user: `${user.uid}:${user.gid}`, network: plan.network, isolation: plan.isolation });
   const startedAt = deps.clock();
 
   const log = store.stepLog(name);
@@ -237,6 +237,7 @@ export async function runStep(c: StepContext): Promise<StepRun> {
     commit: null,
     outputs: Object.fromEntries(Object.entries(kept).map(([k, v]) => [k, masker.mask(v)])),
     limits,
+    isolation: plan.isolation,
     ...(end.node ? { node: end.node } : {}),
     // behind a gateway, what the model API reported is the step's usage, whatever the CLI printed
     ...(wayReport?.usage ? { usage: wayReport.usage } : agent?.usage ? { usage: agent.usage } : {}),
@@ -418,6 +419,7 @@ function containerSpec(
     ...(way.dns ? { dns: way.dns } : {}),
     ...(plan.placement ? { placement: plan.placement } : {}),
     labels: stepLabels(c),
+    isolation: plan.isolation,
   };
 }
 

@@ -1,5 +1,6 @@
 /** How a step ended, in one shape for success and failure. Pure. */
 import type { AgentUsage } from '../agents/preset.js';
+import type { Isolation } from '../pipeline/schema.js';
 import type { ChangeList } from '../workspace/snapshot.js';
 
 /** not_recorded: whatever the step did, some of its work is on no commit nor patch (`notRecorded`, or `unsaved`); its exit is in exitCode and limits */
@@ -34,6 +35,8 @@ export interface StepResult {
   usage?: AgentUsage;
   /** the agent profile the step used */
   agent?: string;
+  /** the sandbox its container ran in (absent in records of older runners: runc) */
+  isolation?: Isolation;
   /** the node it ran on (swarm) */
   node?: string;
   /** behind a gateway: the hosts it refused the step, most refused first (`others`: refusals past the bound on hosts) */

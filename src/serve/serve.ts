@@ -6,6 +6,7 @@
  */
 import type { UpstreamProxy } from '../gateway/upstream-proxy.js';
 import type { CompanyNetwork } from '../plan/company-network.js';
+import type { Isolation } from '../pipeline/schema.js';
 import { watch, type FSWatcher } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -61,6 +62,8 @@ export interface ServeOptions {
   egressProxy?: UpstreamProxy;
   /** the CA bundle and mirrors every step gets (--ca-file, --npm-registry, --pip-index) */
   company?: CompanyNetwork;
+  /** the sandbox of every step whose file does not name one (--isolation, RUNNER_ISOLATION) */
+  isolation?: Isolation;
 }
 
 export interface ServeDeps {
@@ -136,7 +139,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
       const day = await dayOf(home.runs, loaded.pipeline, new Date());
       const r = await executeRun(
         { runtime: deps.runtime, ...(deps.transport ? { transport: deps.transport } : {}), makeGit: deps.makeGit, clock: () => new Date(), reporter: o.reporterFor(name), signal, killSignal: new AbortController().signal },
-        { loaded, home: home.root, keepWorkspace: false, secretSource, runId, requestedBy: why, ...(startedBy ? { startedBy } : {}), ...(inputs ? { inputs } : {}), ...(day ? { day } : {}), ...(o.egressNetwork ? { egressNetwork: o.egressNetwork } : {}), ...(o.egressPrivate ? { egressPrivate: o.egressPrivate } : {}), ...(o.egressDns ? { egressDns: o.egressDns } : {}), ...(o.egressProxy ? { egressProxy: o.egressProxy } : {}), ...(o.company ? { company: o.company } : {}) },
+        { loaded, home: home.root, keepWorkspace: false, secretSource, runId, requestedBy: why, ...(startedBy ? { startedBy } : {}), ...(inputs ? { inputs } : {}), ...(day ? { day } : {}), ...(o.egressNetwork ? { egressNetwork: o.egressNetwork } : {}), ...(o.egressPrivate ? { egressPrivate: o.egressPrivate } : {}), ...(o.egressDns ? { egressDns: o.egressDns } : {}), ...(o.egressProxy ? { egressProxy: o.egressProxy } : {}), ...(o.company ? { company: o.company } : {}), ...(o.isolation ? { isolation: o.isolation } : {}) },
       );
       o.say(`${name}: run ${r.runId} ${r.status}`);
     } catch (err) {

@@ -129,3 +129,26 @@ steps:
   assert.deepEqual(d.cmd, ['agent', 'add a publish job using ${{ secrets.NPM_TOKEN }}']);
   assert.equal(d.env.SHA, '${{ github.sha }}');
 });
+
+test('isolation: step, then agent, then defaults, then the runner\'s --isolation, then runc', () => {
+  const file = `version: 1
+name: p
+defaults: { image: base }
+agents:
+  coder: { image: agent, isolation: gvisor, run: "true" }
+steps:
+  - id: plain
+    run: "true"
+  - id: agent
+    agent: coder
+  - id: own
+    agent: coder
+    isolation: runc
+`;
+  const ids = (plans: ReturnType<typeof planSteps>) => plans.map((p) => `${p.id}:${p.isolation}`);
+  assert.deepEqual(ids(planSteps(parsePipeline(file, 'p.yaml'))), ['plain:runc', 'agent:gvisor', 'own:runc']);
+  assert.deepEqual(ids(planSteps(parsePipeline(file, 'p.yaml'), { isolation: 'gvisor' })), ['plain:gvisor', 'agent:gvisor', 'own:runc']);
+  const withDefault = file.replace('defaults: { image: base }', 'defaults: { image: base, isolation: runc }');
+  assert.deepEqual(ids(planSteps(parsePipeline(withDefault, 'p.yaml'), { isolation: 'gvisor' })), ['plain:runc', 'agent:gvisor', 'own:runc']);
+  assert.throws(() => parsePipeline(file.replace('isolation: runc', 'isolation: kata'), 'p.yaml'), /isolation.*expected runc or gvisor/s);
+});

@@ -1,0 +1,77 @@
+/**
+ * gVisor as the engine offers it: which of its runtimes is gVisor's runsc, the
+ * limits a sandbox needs, and what to tell a user whose engine has none or
+ * whose runsc cannot start a container. Pure: docker.ts asks the engine.
+ */
+
+/** A runtime as the engine's `docker info` lists it. */
+export interface EngineRuntime {
+  path?: string;
+  runtimeArgs?: string[];
+}
+
+const DOCS = 'docs/gvisor.md';
+
+/**
+ * The runtime steps under `isolation: gvisor` run with: the one `wanted` names
+ * (RUNNER_GVISOR_RUNTIME), else one called `runsc`, else the first whose
+ * program is runsc. Undefined when the engine has none.
+ */
+export function findGvisorRuntime(runtimes: Readonly<Record<string, EngineRuntime>>, wanted?: string): string | undefined {
+  if (wanted) return runtimes[wanted] ? wanted : undefined;
+  const isRunsc = (r: EngineRuntime) => /(^|\/)runsc$/.test(r.path ?? '');
+  if (runtimes.runsc && isRunsc(runtimes.runsc)) return 'runsc';
+  return Object.keys(runtimes)
+    .sort()
+    .find((name) => isRunsc(runtimes[name]!));
+}
+
+/** What to do when the engine has no gVisor runtime (or not the one RUNNER_GVISOR_RUNTIME names). */
+export function noGvisorMessage(steps: readonly string[], endpoint: string, wanted?: string): string {
+  const who = steps.length === 1 ? `step ${steps[0]}` : `steps ${steps.join(', ')}`;
+  const missing = wanted
+    ? `the Docker engine at ${endpoint} has no runtime called ${wanted} (RUNNER_GVISOR_RUNTIME)`
+    : `the Docker engine at ${endpoint} has no gVisor runtime (none of its runtimes is runsc)`;
+  return (
+    `${who} ${steps.length === 1 ? 'asks' : 'ask'} for isolation: gvisor, but ${missing}. Nothing was started. ` +
+    `Add it: install gVisor (Debian: apt-get install runsc), register it in /etc/docker/daemon.json as ` +
+    `{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--platform=ptrace"]}}} and reload the engine ` +
+    `(kill -HUP $(pidof dockerd); no restart needed); make docker does all of this for an engine it starts. ` +
+    `Or run ${steps.length === 1 ? 'it' : 'them'} with isolation: runc. See ${DOCS}.`
+  );
+}
+
+/** Why the gVisor runtime could not start the probe container, and what to change. */
+export function probeFailureMessage(runtime: string, message: string): string {
+  const head = `the engine's gVisor runtime ${runtime} could not start a container, so no step was started under it`;
+  if (/cannot run with network enabled in root network namespace/.test(message)) {
+    // runsc before 2023 tells the root namespace by /proc/sys/net/core/rmem_default, which newer kernels show in every namespace.
+    return (
+      `${head}: this runsc takes every container's network namespace for the host's (it looks for ` +
+      `/proc/sys/net/core/rmem_default, which kernels since 6.x show in every namespace), so its own network stack never starts. ` +
+      `Give the runtime "--network=host" in its runtimeArgs in /etc/docker/daemon.json and reload the engine (kill -HUP $(pidof dockerd)): ` +
+      `the sandbox then uses the kernel's network stack inside the container's own namespace (what that costs: ${DOCS}); ` +
+      `or install a gVisor release from 2023 or later.`
+    );
+  }
+  if (/newosproc|failed to create new OS thread/.test(message)) {
+    return `${head}: its threads hit a pids limit (${firstLine(message)}). See ${DOCS}.`;
+  }
+  return `${head}: ${firstLine(message)}. Try it by hand: docker run --rm --runtime=${runtime} IMAGE true; see ${DOCS}.`;
+}
+
+/**
+ * Under gVisor the sandbox's own threads count against the container's pids
+ * cgroup (about 9 host threads for each process in it, with the ptrace
+ * platform), and runsc dies when the cgroup refuses one. So the cap on the
+ * step's processes is RLIMIT_NPROC inside the sandbox, where gVisor's kernel
+ * refuses the fork as Linux would (EAGAIN), and the cgroup keeps a backstop
+ * large enough for the sandbox that bounds it on the host.
+ */
+export function gvisorPidLimits(pids: number): { nproc: number; cgroupPids: number } {
+  return { nproc: pids, cgroupPids: pids * 12 + 256 };
+}
+
+function firstLine(s: string): string {
+  return (s.split('\n').find((l) => l.trim()) ?? s).trim().slice(0, 400);
+}
