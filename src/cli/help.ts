@@ -7,7 +7,8 @@ Usage:
                    [--input NAME=VALUE]... [--task ID [--title TEXT]] [--no-wait]
                    [--egress-network NET] [--egress-private CIDR[,CIDR]]
                    [--egress-proxy URL] [--ca-file F] [--npm-registry URL]
-                   [--pip-index URL] [--engine local|swarm]
+                   [--pip-index URL] [--isolation runc|gvisor]
+                   [--engine local|swarm]
       Run the pipeline in FILE. Each run gets branch run/<runId> in the project,
       one commit per step, pushed to the project's remote at the end.
       (A persistent_directory project is worked on in place: no git.)
@@ -42,6 +43,10 @@ Usage:
                            and every gateway allows (default:
                            $RUNNER_NPM_REGISTRY, $RUNNER_PIP_INDEX); see
                            docs/company-networks.md
+        --isolation gvisor the sandbox of every step whose file names none:
+                           runc (the host's kernel) or gvisor (gVisor's
+                           runsc, a kernel of its own; default:
+                           $RUNNER_ISOLATION, else runc); see docs/gvisor.md
         --engine swarm     run the steps as jobs on the Docker Swarm that
                            DOCKER_HOST manages (default: $RUNNER_ENGINE, else
                            local); see docs/scale-out.md
@@ -55,8 +60,9 @@ Usage:
       step, and a verify step with the install and test commands found in its
       manifests (package.json, pyproject.toml, requirements.txt, Makefile).
       Never overwrites a file.
-  runner validate FILE
-      Check FILE and print every problem with its line and column.
+  runner validate FILE [--isolation runc|gvisor]
+      Check FILE and print every problem with its line and column; warn of
+      what this machine lacks (images, a gVisor runtime its steps ask for).
   runner runs ls [--pipeline P] [--status S] [--json]
   runner runs show RUN_ID [--json]
   runner runs prune --older-than 30d [--branches] [--yes]
@@ -86,8 +92,8 @@ Usage:
   runner serve --pipelines DIR [--home DIR] [--max-concurrent N] [--grace 30s]
                [--listen 127.0.0.1:7700] [--secrets-file F] [--egress-network NET]
                [--egress-private CIDR[,CIDR]] [--egress-proxy URL] [--ca-file F]
-               [--npm-registry URL] [--pip-index URL] [--engine local|swarm]
-               [--max-log-streams 256] [--max-log-streams-per-client 32]
+               [--npm-registry URL] [--pip-index URL] [--isolation runc|gvisor]
+               [--engine local|swarm] [--max-log-streams 256] [--max-log-streams-per-client 32]
                [--log-stall 60s]
       Run the pipelines in DIR on their schedule: entries (cron, timezone,
       overlap, catchup), reloading DIR when it changes, with a JSON API on
