@@ -81,6 +81,7 @@ export function stepRows(r, live) {
     if (s.lane) notes.push(laneNote(s.lane));
     if (together.length) notes.push(el('span', { class: 'note together' }, `ran with: ${together.join(', ')}`));
     if (s.node) notes.push(el('span', { class: 'note node' }, `on node ${s.node}`));
+    if (s.isolation === 'gvisor') notes.push(el('span', { class: 'note isolation', title: 'its container ran under gVisor, a kernel of its own (docs/gvisor.md)' }, 'under gVisor'));
     if (s.egress && s.egress.refused.length) {
       notes.push(el('span', { class: 'note egress', title: 'hosts its gateway refused it' }, `egress refused: ${s.egress.refused.slice(0, 5).map((/** @type {{ host: string, count: number }} */ r) => `${r.host} ×${r.count}`).join(', ')}${s.egress.refused.length > 5 || s.egress.others ? ', …' : ''}`));
     }
