@@ -15,11 +15,13 @@ const DOCS = 'docs/gvisor.md';
 /**
  * The runtime steps under `isolation: gvisor` run with: the one `wanted` names
  * (RUNNER_GVISOR_RUNTIME), else one called `runsc`, else the first whose
- * program is runsc. Undefined when the engine has none.
+ * program is runsc. Undefined when the engine has none: a name whose program
+ * is not runsc (runc under another name) is never taken for gVisor.
  */
 export function findGvisorRuntime(runtimes: Readonly<Record<string, EngineRuntime>>, wanted?: string): string | undefined {
-  if (wanted) return runtimes[wanted] ? wanted : undefined;
-  const isRunsc = (r: EngineRuntime) => /(^|\/)runsc$/.test(r.path ?? '');
+  // a runtime is gVisor when its program is runsc (runsc-kvm, runsc-debug: a build of it), whatever the engine calls it
+  const isRunsc = (r: EngineRuntime | undefined) => r !== undefined && /(^|\/)runsc[^/]*$/.test(r.path ?? '');
+  if (wanted) return isRunsc(runtimes[wanted]) ? wanted : undefined;
   if (runtimes.runsc && isRunsc(runtimes.runsc)) return 'runsc';
   return Object.keys(runtimes)
     .sort()
@@ -30,7 +32,7 @@ export function findGvisorRuntime(runtimes: Readonly<Record<string, EngineRuntim
 export function noGvisorMessage(steps: readonly string[], endpoint: string, wanted?: string): string {
   const who = steps.length === 1 ? `step ${steps[0]}` : `steps ${steps.join(', ')}`;
   const missing = wanted
-    ? `the Docker engine at ${endpoint} has no runtime called ${wanted} (RUNNER_GVISOR_RUNTIME)`
+    ? `the Docker engine at ${endpoint} has no gVisor runtime called ${wanted} (RUNNER_GVISOR_RUNTIME names it; a runtime whose program is not runsc is not gVisor)`
     : `the Docker engine at ${endpoint} has no gVisor runtime (none of its runtimes is runsc)`;
   return (
     `${who} ${steps.length === 1 ? 'asks' : 'ask'} for isolation: gvisor, but ${missing}. Nothing was started. ` +

@@ -13,6 +13,9 @@ test('the gVisor runtime is the one named, else runsc, else any whose program is
   // a runtime called runsc that is some other program is not gVisor
   assert.equal(findGvisorRuntime({ runsc: { path: '/usr/bin/runc' } }), undefined);
   assert.equal(findGvisorRuntime({ fake: { path: '/usr/bin/not-runsc' } }), undefined);
+  // RUNNER_GVISOR_RUNTIME cannot make runc pass for gVisor
+  assert.equal(findGvisorRuntime({ runc: { path: 'runc' }, runsc: { path: '/usr/bin/runsc' } }, 'runc'), undefined);
+  assert.equal(findGvisorRuntime({ 'runsc-kvm': { path: '/usr/local/bin/runsc-kvm' } }, 'runsc-kvm'), 'runsc-kvm');
 });
 
 test('no gVisor: the message names the steps and says how to add it and how to do without', () => {
@@ -22,7 +25,7 @@ test('no gVisor: the message names the steps and says how to add it and how to d
   assert.match(m, /\/etc\/docker\/daemon\.json/);
   assert.match(m, /kill -HUP/);
   assert.match(m, /isolation: runc/);
-  assert.match(noGvisorMessage(['x'], 'e', 'mine'), /no runtime called mine \(RUNNER_GVISOR_RUNTIME\)/);
+  assert.match(noGvisorMessage(['x'], 'e', 'mine'), /no gVisor runtime called mine \(RUNNER_GVISOR_RUNTIME/);
 });
 
 test('a runsc whose netstack refuses every container is explained with the fix', () => {
