@@ -48,7 +48,7 @@ export async function validateCommand(args: string[]): Promise<number> {
   if (sandboxed.length) {
     try {
       const probe = await firstPresent(runtime, sandboxed.map((p) => p.image));
-      if (probe) await runtime.checkIsolation(sandboxed.map((p) => ({ ...p, image: probe })));
+      if (probe) warnings.push(...(await runtime.checkIsolation(sandboxed.map((p) => ({ ...p, image: probe })))));
       else warnings.push('isolation: gvisor not checked: none of those steps\' images is on this engine yet');
     } catch (err) {
       warnings.push(`${errorMessage(err)} (a run here is refused until then)`);

@@ -7,10 +7,10 @@
 import type Docker from 'dockerode';
 import { ContainerError, errorMessage } from '../common/errors.js';
 import { LABELS } from './runtime.js';
-import { findGvisorRuntime, noGvisorMessage, probeFailureMessage, type EngineRuntime } from './gvisor.js';
+import { findGvisorRuntime, noGvisorMessage, probeFailureMessage, STATX_NOTE, type EngineRuntime } from './gvisor.js';
 
 export class DockerGvisor {
-  private ready: Promise<string> | undefined;
+  private ready: Promise<{ name: string; notes: string[] }> | undefined;
 
   constructor(
     private readonly docker: Docker,
@@ -19,7 +19,12 @@ export class DockerGvisor {
   ) {}
 
   /** The engine's name for the gVisor runtime, once a container has started under it; throws `no_gvisor` with the fix. */
-  runtime(steps: readonly string[], probeImage: string): Promise<string> {
+  async runtime(steps: readonly string[], probeImage: string): Promise<string> {
+    return (await this.check(steps, probeImage)).name;
+  }
+
+  /** As runtime(), with what a step under it should know (what this runsc cannot do), once per runner. */
+  check(steps: readonly string[], probeImage: string): Promise<{ name: string; notes: string[] }> {
     this.ready ??= this.find(steps, probeImage).catch((err: unknown) => {
       this.ready = undefined;
       throw err;
@@ -27,12 +32,18 @@ export class DockerGvisor {
     return this.ready;
   }
 
-  private async find(steps: readonly string[], probeImage: string): Promise<string> {
+  private async find(steps: readonly string[], probeImage: string): Promise<{ name: string; notes: string[] }> {
     const info = (await this.docker.info()) as { Runtimes?: Record<string, EngineRuntime> };
     const name = findGvisorRuntime(info.Runtimes ?? {}, this.wanted);
     if (!name) throw new ContainerError('no_gvisor', noGvisorMessage(steps, this.endpoint, this.wanted));
-    await this.probe(name, probeImage);
-    return name;
+    await this.probe(name, probeImage, ['--version']);
+    // runsc before 2023 refuses statx with AT_NO_AUTOMOUNT (EINVAL), which Debian 12's ls and stat pass:
+    // `ls -l` fails in every step. Said once, before the run, rather than found in an agent's transcript.
+    const lsFails = await this.probe(name, probeImage, ['--', '/bin/ls', '-ld', '/']).then(
+      () => false,
+      (err: unknown) => /exited with 2\b/.test(errorMessage(err)),
+    );
+    return { name, notes: lsFails ? [STATX_NOTE] : [] };
   }
 
   /**
@@ -40,13 +51,13 @@ export class DockerGvisor {
    * the probe needs nothing of the image but its filesystem; network none, as
    * the strictest step has it.
    */
-  private async probe(runtime: string, image: string): Promise<void> {
+  private async probe(runtime: string, image: string, args: string[]): Promise<void> {
     let c: Docker.Container | undefined;
     try {
       c = await this.docker.createContainer({
         Image: image,
         Entrypoint: ['/sbin/docker-init'],
-        Cmd: ['--version'],
+        Cmd: args,
         NetworkDisabled: true,
         Labels: { [LABELS.role]: 'gvisor-probe' },
         HostConfig: { Runtime: runtime, Init: true, NetworkMode: 'none', AutoRemove: false, LogConfig: { Type: 'none', Config: {} } },

@@ -41,9 +41,10 @@ export class DockerRuntime implements ContainerRuntime {
     this.gvisor = new DockerGvisor(this.docker, describeEndpoint());
   }
 
-  async checkIsolation(steps: ReadonlyArray<{ id: string; isolation: Isolation; image: string }>): Promise<void> {
+  async checkIsolation(steps: ReadonlyArray<{ id: string; isolation: Isolation; image: string }>): Promise<string[]> {
     const sandboxed = steps.filter((s) => s.isolation === 'gvisor');
-    if (sandboxed.length) await this.gvisor.runtime([...new Set(sandboxed.map((s) => s.id))], sandboxed[0]!.image);
+    if (!sandboxed.length) return [];
+    return (await this.gvisor.check([...new Set(sandboxed.map((s) => s.id))], sandboxed[0]!.image)).notes;
   }
 
   async ping(): Promise<void> {

@@ -74,6 +74,12 @@ export function gvisorPidLimits(pids: number): { nproc: number; cgroupPids: numb
   return { nproc: pids, cgroupPids: pids * 12 + 256 };
 }
 
+/** What a step should know under a runsc that refuses `ls -l` (found by the probe). */
+export const STATX_NOTE =
+  'under this engine\'s gVisor, `ls -l`, `ls PATH` and `stat` fail in a step with "Invalid argument" ' +
+  '(its runsc refuses statx with AT_NO_AUTOMOUNT, which Debian 12\'s coreutils pass); plain `ls`, find, test, cp, git and Node work. ' +
+  `A gVisor release from 2023 or later fixes it (${DOCS}).`;
+
 function firstLine(s: string): string {
   return (s.split('\n').find((l) => l.trim()) ?? s).trim().slice(0, 400);
 }

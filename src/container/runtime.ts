@@ -140,9 +140,10 @@ export interface ContainerRuntime {
    * Throws a ContainerError (`no_gvisor`, `gvisor_broken`) that says how to
    * add or fix the engine's gVisor runtime when `steps` ask for gvisor and the
    * engine cannot start a container under it; `image` is one of theirs, for
-   * the probe. Never falls back to runc.
+   * the probe. Never falls back to runc. Returns what a step under it should
+   * know (what the engine's gVisor cannot do), for the run's log.
    */
-  checkIsolation(steps: ReadonlyArray<{ id: string; isolation: Isolation; image: string }>): Promise<void>;
+  checkIsolation(steps: ReadonlyArray<{ id: string; isolation: Isolation; image: string }>): Promise<string[]>;
   /**
    * Throws a ContainerError with what to change when the engine would not find
    * these paths where the runner sees them (a runner in a container whose

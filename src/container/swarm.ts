@@ -70,9 +70,10 @@ export class SwarmRuntime extends DockerRuntime {
     })());
   }
 
-  override async checkIsolation(steps: ReadonlyArray<{ id: string; isolation: Isolation }>): Promise<void> {
+  override async checkIsolation(steps: ReadonlyArray<{ id: string; isolation: Isolation }>): Promise<string[]> {
     const sandboxed = steps.find((s) => s.isolation === 'gvisor');
-    if (sandboxed) throw new ContainerError('swarm_unsupported', `step ${sandboxed.id} asks for isolation: gvisor, which --engine swarm cannot give (a swarm service cannot name a runtime): run it on the local engine (docs/gvisor.md)`);
+    if (!sandboxed) return [];
+    throw new ContainerError('swarm_unsupported', `step ${sandboxed.id} asks for isolation: gvisor, which --engine swarm cannot give (a swarm service cannot name a runtime): run it on the local engine (docs/gvisor.md)`);
   }
 
   override async create(spec: ContainerSpec): Promise<ContainerHandle> {

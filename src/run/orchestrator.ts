@@ -119,12 +119,12 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
           await deps.runtime.ensureImage(image, (pr) => deps.reporter.pullProgress(image, pr));
         }
         // a step asked to run under gVisor runs under it or the run does not start
-        await deps.runtime.checkIsolation(plans);
+        return deps.runtime.checkIsolation(plans);
       })(),
     ]);
     if (project.status === 'rejected') throw project.reason;
     if (engine.status === 'rejected') throw engine.reason;
-    return project.value;
+    return { ...project.value, isolationNotes: engine.value };
   });
 
   const home = new RunnerHome(opts.home);
@@ -170,6 +170,10 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
   if (leftOut) {
     store.event('uncommitted_left_out', { count: prepared.kind !== 'persistent_directory' ? prepared.uncommitted?.count : 0 });
     deps.reporter.warn(leftOut);
+  }
+  for (const note of prepared.isolationNotes) {
+    store.event('isolation_note', { note });
+    deps.reporter.warn(note);
   }
 
   let ws: Workspace | undefined;
