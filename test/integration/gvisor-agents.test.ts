@@ -5,7 +5,8 @@
  * shell tool writes `uname -r`: gVisor's kernel says 4.4.0), edits the
  * project, is refused a host its egress does not name (the gateway answers
  * 403 and says so in the log and the events), and its calls are metered
- * into calls.jsonl, the step's usage their sum.
+ * into calls.jsonl, the step's usage their sum. Both for a project owned by a
+ * user and a root-owned one (the step then runs as 65532).
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -121,46 +122,49 @@ function watchRuntimes(f: Fixture): { seen: Map<string, string>; stop: () => voi
 }
 
 for (const a of AGENTS) {
-  test(`${a.preset} under gVisor: its shell sees gVisor's kernel, it edits the project, a denied host is refused by its gateway, its calls are metered`, { timeout: 120_000 }, async () => {
-    const f = await fixture({ owner: 1000 });
-    const server = await ModelServer.start(a.script);
-    servers.push(server);
-    const watch = watchRuntimes(f);
-    const r = await execPipeline(f, await writePipeline(f, pipeline(a, server)), [], { env: { [a.secret]: a.key } }).finally(watch.stop);
-    const runDir = path.join(f.home, 'runs', r.json?.runId ?? '');
-    const log = await readFile(path.join(runDir, 'steps', 'implement.log'), 'utf8').catch(() => '(no log)');
-    assert.equal(r.code, 0, `${r.stderr}\n${log}`);
-    const step = r.json.steps.implement;
-    assert.equal(step.status, 'completed', log);
-    const record = JSON.parse(await readFile(path.join(runDir, 'run.json'), 'utf8')) as { steps: Array<{ isolation?: string }> };
-    assert.equal(record.steps[0]!.isolation, 'gvisor', 'the record says where it ran');
+  // a root-owned project: the step runs as 65532, its process cap (RLIMIT_NPROC inside the sandbox) counted for that uid
+  for (const owner of [1000, undefined]) {
+    test(`${a.preset} under gVisor, ${owner ? 'a project owned by a user' : 'a root-owned project (the step runs as 65532)'}: its shell sees gVisor's kernel, it edits the project, a denied host is refused by its gateway, its calls are metered`, { timeout: 120_000 }, async () => {
+      const f = await fixture(owner ? { owner } : {});
+      const server = await ModelServer.start(a.script);
+      servers.push(server);
+      const watch = watchRuntimes(f);
+      const r = await execPipeline(f, await writePipeline(f, pipeline(a, server)), [], { env: { [a.secret]: a.key } }).finally(watch.stop);
+      const runDir = path.join(f.home, 'runs', r.json?.runId ?? '');
+      const log = await readFile(path.join(runDir, 'steps', 'implement.log'), 'utf8').catch(() => '(no log)');
+      assert.equal(r.code, 0, `${r.stderr}\n${log}`);
+      const step = r.json.steps.implement;
+      assert.equal(step.status, 'completed', log);
+      const record = JSON.parse(await readFile(path.join(runDir, 'run.json'), 'utf8')) as { steps: Array<{ isolation?: string }> };
+      assert.equal(record.steps[0]!.isolation, 'gvisor', 'the record says where it ran');
 
-    // where it ran: gVisor's kernel, for the agent's container only
-    assert.equal(git(f.project, 'show', `${r.json.branch}:kernel.txt`), '4.4.0', "the agent's shell ran on gVisor's kernel");
-    assert.equal(watch.seen.get('step'), 'runsc', `the agent's container ran under runsc (seen: ${JSON.stringify([...watch.seen])})`);
-    assert.equal(watch.seen.get('gateway'), 'runc', 'its gateway stays under runc');
+      // where it ran: gVisor's kernel, for the agent's container only
+      assert.equal(git(f.project, 'show', `${r.json.branch}:kernel.txt`), '4.4.0', "the agent's shell ran on gVisor's kernel");
+      assert.equal(watch.seen.get('step'), 'runsc', `the agent's container ran under runsc (seen: ${JSON.stringify([...watch.seen])})`);
+      assert.equal(watch.seen.get('gateway'), 'runc', 'its gateway stays under runc');
 
-    // its edit, committed with its final message
-    assert.equal(git(f.project, 'show', `${r.json.branch}:hello.txt`), 'hello from gVisor');
-    assert.equal(step.result, 'Probed, and wrote hello.txt.');
+      // its edit, committed with its final message
+      assert.equal(git(f.project, 'show', `${r.json.branch}:hello.txt`), 'hello from gVisor');
+      assert.equal(step.result, 'Probed, and wrote hello.txt.');
 
-    // a host its egress does not name: refused by the gateway, said in the log and the events
-    assert.equal(git(f.project, 'show', `${r.json.branch}:denied.txt`), '403', log);
-    assert.match(log, /runner gateway: refused denied\.example \(not in the step's egress list\)/);
-    const events = (await readFile(path.join(runDir, 'events.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { message: string; host?: string });
-    assert.deepEqual(events.filter((e) => e.message === 'egress_refused').map((e) => e.host), ['denied.example']);
+      // a host its egress does not name: refused by the gateway, said in the log and the events
+      assert.equal(git(f.project, 'show', `${r.json.branch}:denied.txt`), '403', log);
+      assert.match(log, /runner gateway: refused denied\.example \(not in the step's egress list\)/);
+      const events = (await readFile(path.join(runDir, 'events.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { message: string; host?: string });
+      assert.deepEqual(events.filter((e) => e.message === 'egress_refused').map((e) => e.host), ['denied.example']);
 
-    // metered by the gateway: a line per call, the step's usage their sum, as the model reported it
-    const calls = (await readFile(path.join(runDir, 'calls.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { step: string; status: number; inputTokens: number; outputTokens: number });
-    const seen = server.reportedUsage();
-    assert.equal(calls.length, seen.calls);
-    assert.ok(calls.every((c) => c.step === 'implement' && c.status === 200), JSON.stringify(calls));
-    assert.equal(step.usage.calls, calls.length);
-    assert.equal(step.usage.inputTokens, calls.reduce((n, c) => n + c.inputTokens, 0));
-    assert.equal(step.usage.outputTokens, calls.reduce((n, c) => n + c.outputTokens, 0));
-    assert.equal(step.usage.inputTokens, seen.input);
-    assert.equal(step.usage.outputTokens, seen.output);
-    assert.ok(seen.input >= 3 * a.script.usage!.input, 'three turns at least');
-    assert.doesNotMatch(log, new RegExp(a.key), 'the key stays outside');
-  });
+      // metered by the gateway: a line per call, the step's usage their sum, as the model reported it
+      const calls = (await readFile(path.join(runDir, 'calls.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { step: string; status: number; inputTokens: number; outputTokens: number });
+      const seen = server.reportedUsage();
+      assert.equal(calls.length, seen.calls);
+      assert.ok(calls.every((c) => c.step === 'implement' && c.status === 200), JSON.stringify(calls));
+      assert.equal(step.usage.calls, calls.length);
+      assert.equal(step.usage.inputTokens, calls.reduce((n, c) => n + c.inputTokens, 0));
+      assert.equal(step.usage.outputTokens, calls.reduce((n, c) => n + c.outputTokens, 0));
+      assert.equal(step.usage.inputTokens, seen.input);
+      assert.equal(step.usage.outputTokens, seen.output);
+      assert.ok(seen.input >= 3 * a.script.usage!.input, 'three turns at least');
+      assert.doesNotMatch(log, new RegExp(a.key), 'the key stays outside');
+    });
+  }
 }
