@@ -6,6 +6,14 @@
  * them, metrics go to ab.chatgpt.com), plugins, apps and update checks off
  * (they call out at start). It ignores OPENAI_BASE_URL: base_url becomes a
  * model provider of its config. It has no turn limit to set.
+ *
+ * Its own sandbox stays off under either isolation, and cannot be turned on:
+ * Codex 0.169 sandboxes a command with bubblewrap (the landlock-only fallback
+ * panics without it). Under runc, Docker's seccomp profile refuses bwrap its
+ * user namespace; under gVisor (runsc 2022), bwrap fails reading
+ * /proc/sys/kernel/overflowuid, which gVisor's /proc does not have. Either
+ * way every command would fail. The step's container, and under gVisor its
+ * own kernel, is the sandbox.
  */
 import { jsonLines, num, shQuote, str, withV1, type AgentOutcome, type AgentPreset, type AgentSettings } from './preset.js';
 import { messageLines, oneLine, toolResult } from './render.js';
