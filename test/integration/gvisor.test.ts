@@ -7,8 +7,8 @@
  * gVisor (or a runtime that is not gVisor) is refused before anything starts.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -123,4 +123,141 @@ test('under gVisor each cap is reported as itself: memory (oom), processes (pids
   const show = await runCli(['runs', 'show', r.json.runId, '--home', f.home]);
   assert.match(show.stdout, /forker .*limits: pids/);
   assert.deepEqual(containersOfRun(r.json.runId), []);
+});
+
+test('a persistent_directory under gVisor: what the step writes is owned on the host by the directory\'s owner', async () => {
+  const f = await fixture();
+  const dir = path.join(f.root, 'content');
+  await mkdir(dir);
+  await writeFile(path.join(dir, 'keep.txt'), 'old\n');
+  execFileSync('chown', ['-R', '1000:1000', dir]);
+  const file = await writePipeline(
+    f,
+    `version: 1
+name: digest
+project: { path: ${dir}, workspace: persistent_directory }
+defaults: { image: ${IMAGE}, timeout: 1m, isolation: gvisor }
+steps:
+  - id: write
+    run: |
+      uname -r > kernel.txt
+      mkdir -p sub && echo new > sub/new.txt
+      echo more >> keep.txt
+`,
+  );
+  const r = await execPipeline(f, file);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(await readFile(path.join(dir, 'kernel.txt'), 'utf8'), '4.4.0\n');
+  for (const p of ['kernel.txt', 'sub', 'sub/new.txt', 'keep.txt']) {
+    const s = await stat(path.join(dir, p));
+    assert.deepEqual([p, s.uid, s.gid], [p, 1000, 1000]);
+  }
+  assert.equal(await readFile(path.join(dir, 'keep.txt'), 'utf8'), 'old\nmore\n');
+  assert.deepEqual(r.json.steps.write.changes.added.map((x: any) => x.path).sort(), ['kernel.txt', 'sub', 'sub/new.txt']);
+});
+
+test('lanes under gVisor run at once and are merged; hooks run around them', async () => {
+  const f = await fixture();
+  const m = path.join(f.root, 'marks.txt');
+  const file = await writePipeline(
+    f,
+    pipelineYaml(`  - id: left
+    needs: []
+    run: |
+      ${WHERE('left')}
+      date +%s%N > left.at; sleep 2
+  - id: right
+    needs: []
+    run: |
+      ${WHERE('right')}
+      date +%s%N > right.at; sleep 2
+  - id: join
+    needs: [left, right]
+    run: cat left.kernel right.kernel > joined.txt
+`)
+      .replace('defaults:\n', 'defaults:\n  isolation: gvisor\n')
+      .replace('steps:', `hooks:\n  after_create: echo "after_create $PWD" >> ${m}\n  before_run: echo "before_run" >> ${m}\nsteps:`),
+  );
+  const t0 = Date.now();
+  const r = await execPipeline(f, file);
+  const took = Date.now() - t0;
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(ranIn(f, r.json.branch, 'left'), 'gvisor');
+  assert.equal(ranIn(f, r.json.branch, 'right'), 'gvisor');
+  assert.equal(git(f.project, 'show', `${r.json.branch}:joined.txt`), '4.4.0\n4.4.0');
+  const at = (n: string) => Number(git(f.project, 'show', `${r.json.branch}:${n}.at`)) / 1e6;
+  assert.ok(Math.abs(at('left') - at('right')) < 1800, 'the two lanes ran at once');
+  const marks = (await readFile(m, 'utf8')).trim().split('\n');
+  // the run's worktree, then one per lane
+  assert.deepEqual(marks.filter((l) => l.startsWith('after_create')).length, 3, marks.join('\n'));
+  assert.ok(marks.some((l) => l.includes(`${r.json.runId}.left`)) && marks.some((l) => l.includes(`${r.json.runId}.right`)), marks.join('\n'));
+  assert.ok(marks.includes('before_run'));
+  assert.deepEqual(otherWorktrees(f), []);
+  assert.deepEqual(containersOfRun(r.json.runId), []);
+  assert.ok(took < 60_000, `took ${took} ms`);
+});
+
+/** Starts `runner exec` and resolves with the child and its run id once `marker` is printed. */
+function startRun(file: string, home: string, marker: string): Promise<{ child: ReturnType<typeof spawn>; runId: string; done: Promise<number | null> }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, 'exec', file, '--home', home], { env: { ...process.env, CI: 'true' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const done = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
+    let out = '';
+    let runId = '';
+    const seen = (b: Buffer) => {
+      out += b.toString();
+      runId ||= /run (\d{8}-\d{6}-[a-z0-9]{6})/.exec(out)?.[1] ?? '';
+      if (runId && out.includes(marker)) resolve({ child, runId, done });
+    };
+    child.stdout.on('data', seen);
+    child.stderr.on('data', seen);
+    setTimeout(() => reject(new Error(`no ${marker} in 60 s: ${out}`)), 60_000).unref();
+  });
+}
+
+/** Host processes whose command line names `id` (a sandbox, its gofer, a shim). */
+function processesNaming(id: string): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      if (cmd.includes(id)) found.push(`${pid} ${cmd.slice(0, 120)}`);
+    } catch {
+      // gone
+    }
+  }
+  return found;
+}
+
+test('kill -9 of the runner mid-step under gVisor: the next command recovers it and nothing of the sandbox is left', async () => {
+  const f = await fixture();
+  const file = await writePipeline(
+    f,
+    pipelineYaml(`  - id: long
+    run: |
+      echo partial > partial.txt
+      echo "long step running"
+      sleep 300
+`).replace('defaults:\n', 'defaults:\n  isolation: gvisor\n'),
+  );
+  const { child, runId, done } = await startRun(file, f.home, '[long] long step running');
+  const [id] = containersOfRun(runId);
+  const full = execFileSync('docker', ['inspect', '-f', '{{.Id}}', id!], { encoding: 'utf8' }).trim();
+  assert.equal(execFileSync('docker', ['inspect', '-f', '{{.HostConfig.Runtime}}', id!], { encoding: 'utf8' }).trim(), 'runsc');
+  assert.ok(processesNaming(full).length > 0, 'the sandbox runs');
+  child.kill('SIGKILL');
+  await done;
+
+  const ls = await runCli(['runs', 'ls', '--home', f.home, '--json']);
+  assert.equal(ls.code, 0, ls.stderr);
+  assert.match(ls.stderr, new RegExp(`run ${runId} was interrupted`));
+  assert.deepEqual(containersOfRun(runId), [], 'no container left');
+  await until('the sandbox\'s processes to end', async () => (processesNaming(full).length === 0 ? true : undefined), 15_000).catch(() => {
+    assert.deepEqual(processesNaming(full), [], 'no process of the sandbox left');
+  });
+  assert.equal(existsSync(path.join(f.home, 'worktrees', runId)), false, 'no worktree left');
+  assert.deepEqual(otherWorktrees(f), []);
+  const rec = await record(f, runId);
+  assert.deepEqual(rec.steps.map((s: any) => [s.id, s.status, s.isolation]), [['long', 'interrupted', 'gvisor']]);
+  assert.equal(git(f.project, 'show', `run/${runId}:partial.txt`), 'partial', 'the step\'s partial work is on the branch');
 });
