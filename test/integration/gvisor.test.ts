@@ -261,3 +261,64 @@ test('kill -9 of the runner mid-step under gVisor: the next command recovers it 
   assert.deepEqual(rec.steps.map((s: any) => [s.id, s.status, s.isolation]), [['long', 'interrupted', 'gvisor']]);
   assert.equal(git(f.project, 'show', `run/${runId}:partial.txt`), 'partial', 'the step\'s partial work is on the branch');
 });
+
+/** Everything of the fixture's home on the engine: containers (also the probe's) and networks. */
+function engineLeftovers(f: Fixture): string[] {
+  const label = `label=dev.runner.home=${f.home}`;
+  const out = (...args: string[]) => execFileSync('docker', args, { encoding: 'utf8' }).split('\n').filter(Boolean);
+  return [...out('ps', '-a', '-q', '--filter', label), ...out('network', 'ls', '-q', '--filter', label)];
+}
+
+test('no such gVisor runtime: exec exits 2 before anything starts, with the fix; validate warns; serve marks the run not_started', { timeout: 90_000 }, async () => {
+  const f = await fixture();
+  const body = pipelineYaml(`  - id: boxed\n    isolation: gvisor\n    run: echo never > never.txt\n`);
+  const file = await writePipeline(f, body);
+  const env = { RUNNER_GVISOR_RUNTIME: 'nonexistent' };
+  const branchesBefore = git(f.project, 'branch', '--list');
+  const r = await execPipeline(f, file, [], { env });
+  assert.equal(r.code, 2, r.stderr);
+  assert.match(r.stderr, /step boxed asks for isolation: gvisor, but the Docker engine at .* has no runtime called nonexistent \(RUNNER_GVISOR_RUNTIME\)\. Nothing was started\. .*apt-get install runsc.*isolation: runc/);
+  assert.equal(git(f.project, 'branch', '--list'), branchesBefore, 'no branch');
+  assert.deepEqual(otherWorktrees(f), [], 'no worktree');
+  assert.deepEqual(engineLeftovers(f), [], 'no container, no network');
+  const runs = existsSync(path.join(f.home, 'runs')) ? await readdir(path.join(f.home, 'runs')) : [];
+  assert.deepEqual(runs, [], 'no run directory');
+
+  const v = await runCli(['validate', file], { env });
+  assert.equal(v.code, 0, v.stderr);
+  assert.match(v.stderr, /warning: step boxed asks for isolation: gvisor, but .*no runtime called nonexistent.*\(a run here is refused until then\)/);
+
+  const s = await serveFolder(f, { 'boxed.yaml': body.replace('path: project', `path: ${f.project}\n  push: never`) }, '127.0.0.1:0', { env });
+  try {
+    const res = await fetch(`${s.base}/api/pipelines/it/runs`, { method: 'POST' });
+    assert.equal(res.status, 202, await res.clone().text());
+    const { runId } = (await res.json()) as { runId: string };
+    const rec = await until('the run to be marked', async () => {
+      const x = (await (await fetch(`${s.base}/api/runs/${runId}`)).json()) as { status: string; error?: { code: string; message: string } };
+      return x.status === 'not_started' ? x : undefined;
+    });
+    assert.equal(rec.error?.code, 'no_gvisor');
+    assert.match(rec.error!.message, /no runtime called nonexistent.*apt-get install runsc/);
+    assert.deepEqual(containersOfRun(runId), []);
+  } finally {
+    s.child.kill('SIGTERM');
+    await s.exited;
+  }
+  assert.equal(git(f.project, 'branch', '--list'), branchesBefore, 'no branch');
+});
+
+test('a runtime that is there but is not gVisor (RUNNER_GVISOR_RUNTIME=runc) is refused, never run under', async () => {
+  const f = await fixture();
+  const file = await writePipeline(f, pipelineYaml(`  - id: boxed\n    isolation: gvisor\n    run: ${WHERE('boxed')}\n`));
+  const r = await execPipeline(f, file, [], { env: { RUNNER_GVISOR_RUNTIME: 'runc' } });
+  assert.equal(r.code, 2, r.stderr);
+  assert.match(r.stderr, /the runtime runc \(RUNNER_GVISOR_RUNTIME\) of the Docker engine at .* is not gVisor: it runs runc, not runsc/);
+  assert.equal(git(f.project, 'branch', '--list', 'run/*'), '', 'no run branch');
+  assert.deepEqual(engineLeftovers(f), []);
+  const v = await runCli(['validate', file], { env: { RUNNER_GVISOR_RUNTIME: 'runc' } });
+  assert.match(v.stderr, /warning: .* is not gVisor: it runs runc/);
+  // the engine's own runsc, named, is taken
+  const ok = await execPipeline(f, file, [], { env: { RUNNER_GVISOR_RUNTIME: 'runsc' } });
+  assert.equal(ok.code, 0, ok.stderr);
+  assert.equal(ranIn(f, ok.json.branch, 'boxed'), 'gvisor');
+});
