@@ -8,10 +8,12 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
+import { startFakeInternet } from '../fixtures/fake-internet.js';
 import { CLI, commitsOn, containersOfRun, execPipeline, git, IMAGE, otherWorktrees, pipelineYaml, projectsForThisFile, runCli, serveFolder, until, writePipeline, type Fixture } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
@@ -321,4 +323,91 @@ test('a runtime that is there but is not gVisor (RUNNER_GVISOR_RUNTIME=runc) is 
   const ok = await execPipeline(f, file, [], { env: { RUNNER_GVISOR_RUNTIME: 'runsc' } });
   assert.equal(ok.code, 0, ok.stderr);
   assert.equal(ranIn(f, ok.json.branch, 'boxed'), 'gvisor');
+});
+
+test('under gVisor: a read-only cache overlay, a read-only root and a step with secrets work as under runc', async () => {
+  const f = await fixture({ owner: 1000 });
+  const SECRET = `gv-s3cr3t 'quoted' $HOME\nsecond line`;
+  const file = await writePipeline(
+    f,
+    pipelineYaml(`  - id: fill
+    isolation: runc
+    cache: [npm]
+    run: echo filled > "$npm_config_cache/mark"
+  - id: reader
+    cache: { npm: ro }
+    run: |
+      ${WHERE('reader')}
+      cat "$npm_config_cache/mark" > cache-read.txt
+      echo thrown-away > "$npm_config_cache/new" && echo wrote >> cache-read.txt
+  - id: locked
+    read_only: true
+    run: |
+      ${WHERE('locked')}
+      if touch /etc/pwned 2>/dev/null; then echo root-writable; else echo root-read-only; fi > ro.txt
+      echo tmp > /tmp/t && cat /tmp/t >> ro.txt
+  - id: secretive
+    secrets: [GVX_SECRET]
+    run: |
+      ${WHERE('secretive')}
+      printf %s "$GVX_SECRET" | sha256sum | cut -c1-64 > secret.sha
+`)
+      .replace('defaults:\n', 'defaults:\n  isolation: gvisor\n')
+      .replace('steps:', 'secrets: [GVX_SECRET]\nsteps:'),
+  );
+  const r = await execPipeline(f, file, [], { env: { GVX_SECRET: SECRET } });
+  assert.equal(r.code, 0, r.stderr);
+  const show = (p: string) => git(f.project, 'show', `${r.json.branch}:${p}`);
+  for (const s of ['reader', 'locked', 'secretive']) assert.equal(ranIn(f, r.json.branch, s), 'gvisor', s);
+  assert.equal(show('cache-read.txt'), 'filled\nwrote', 'the cache is read, and what the step writes to it lands in its overlay');
+  const onHost = execFileSync('find', [path.join(f.home, 'caches'), '-name', 'new', '-o', '-name', 'mark'], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  assert.deepEqual(onHost.map((p) => path.basename(p)), ['mark'], 'nothing the read-only user wrote reached the cache');
+  assert.equal(show('ro.txt'), 'root-read-only\ntmp');
+  assert.equal(show('secret.sha'), createHash('sha256').update(SECRET).digest('hex'), 'the secret reached the step byte-exact');
+  assert.doesNotMatch(r.stderr, /gv-s3cr3t/);
+});
+
+test('a step with egress: under gVisor reaches its allowed host through its gateway (which stays runc), and nothing else', { timeout: 120_000 }, async () => {
+  const net = startFakeInternet(['allowed.example', 'denied.example']);
+  try {
+    const f = await fixture();
+    const file = await writePipeline(
+      f,
+      `version: 1
+name: egress
+project: { path: project }
+steps:
+  - id: probe
+    image: runner/toolchain:latest
+    isolation: gvisor
+    egress: [allowed.example]
+    timeout: 2m
+    run: |
+      set +e
+      ${WHERE('probe')}
+      say() { echo "$1=$2" | tee -a probe.txt; }
+      say http "$(curl -s -m 10 http://allowed.example/)"
+      say denied "$(curl -s -m 10 -o /dev/null -w '%{http_code}' http://denied.example/)"
+      say direct "$(curl -s -m 3 --noproxy '*' http://${net.ips['allowed.example']}/ ; echo " exit $?")"
+`,
+    );
+    let gatewayRuntime = '';
+    const r = await execPipeline(f, file, ['--egress-network', net.network, '--egress-private', net.subnet], {
+      onLine: (line) => {
+        if (gatewayRuntime || !line.includes('[probe] http=')) return;
+        const gw = execFileSync('docker', ['ps', '-q', '--filter', `label=dev.runner.home=${f.home}`, '--filter', 'label=dev.runner.role=gateway'], { encoding: 'utf8' }).trim().split('\n')[0];
+        if (gw) gatewayRuntime = execFileSync('docker', ['inspect', '-f', '{{.HostConfig.Runtime}}', gw], { encoding: 'utf8' }).trim();
+      },
+    });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(ranIn(f, r.json.branch, 'probe'), 'gvisor');
+    const said = Object.fromEntries(git(f.project, 'show', `${r.json.branch}:probe.txt`).split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    assert.equal(said.http, 'this is allowed.example');
+    assert.equal(said.denied, '403');
+    assert.match(said.direct!, / exit [1-9]\d*$/, 'a direct connection to an address fails');
+    assert.equal(gatewayRuntime, 'runc', 'the gateway (the runner\'s own code) runs under runc');
+    assert.deepEqual(engineLeftovers(f), []);
+  } finally {
+    net.close();
+  }
 });
