@@ -111,3 +111,17 @@ export function sandboxTasks(statsJson: string): number | undefined {
     return undefined;
   }
 }
+
+/**
+ * What steps under gVisor ask for that the sandbox does not give, said by
+ * `runner validate`: runsc drops CAP_NET_RAW from every container unless the
+ * engine runs it with --net-raw (measured: cap_add NET_RAW leaves CapBnd 0).
+ */
+export function gvisorCaveats(steps: ReadonlyArray<{ id: string; capAdd: readonly string[] }>): string[] {
+  const raw = steps.filter((s) => s.capAdd.some((c) => c.replace(/^CAP_/, '') === 'NET_RAW')).map((s) => s.id);
+  if (!raw.length) return [];
+  return [
+    `${raw.length === 1 ? `step ${raw[0]} asks` : `steps ${raw.join(', ')} ask`} for cap_add NET_RAW under isolation: gvisor, which gVisor's runsc ` +
+      `drops unless the engine runs it with --net-raw in its runtimeArgs: raw sockets (ping) fail there. See ${DOCS}.`,
+  ];
+}

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { findGvisorRuntime, gvisorPidLimits, noGvisorMessage, probeFailureMessage, sandboxRoot, sandboxTasks } from '../../src/container/gvisor.js';
+import { findGvisorRuntime, gvisorCaveats, gvisorPidLimits, noGvisorMessage, probeFailureMessage, sandboxRoot, sandboxTasks } from '../../src/container/gvisor.js';
 
 test('the gVisor runtime is the one named, else runsc, else any whose program is runsc', () => {
   const runtimes = { runc: { path: 'runc' }, 'gvisor-kvm': { path: '/usr/local/bin/runsc' }, runsc: { path: '/usr/bin/runsc' } };
@@ -58,4 +58,10 @@ test('under gVisor the process cap is RLIMIT_NPROC, with a cgroup backstop the s
   assert.deepEqual(gvisorPidLimits(512), { nproc: 512, cgroupPids: 512 * 12 + 256 });
   // measured: 61 processes in a sandbox were 537 host threads (ptrace platform)
   assert.ok(gvisorPidLimits(61).cgroupPids > 537);
+});
+
+test('validate says what gVisor drops of what a step asks: NET_RAW', () => {
+  assert.deepEqual(gvisorCaveats([{ id: 'a', capAdd: ['NET_BIND_SERVICE'] }]), []);
+  const [w] = gvisorCaveats([{ id: 'a', capAdd: ['CAP_NET_RAW'] }, { id: 'b', capAdd: ['NET_RAW'] }]);
+  assert.match(w!, /^steps a, b ask for cap_add NET_RAW under isolation: gvisor.*--net-raw/);
 });

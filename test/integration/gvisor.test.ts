@@ -411,3 +411,26 @@ steps:
     net.close();
   }
 });
+
+test('cap_add under gVisor: NET_BIND_SERVICE is given; NET_RAW is dropped by runsc, and validate says so', async () => {
+  const f = await fixture();
+  const file = await writePipeline(
+    f,
+    pipelineYaml(`  - id: binder
+    image: runner/toolchain:latest
+    cap_add: [NET_BIND_SERVICE]
+    run: python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 80)); print("bound")' > bind.txt
+  - id: raw
+    cap_add: [NET_RAW]
+    run: grep CapBnd /proc/self/status > raw.txt
+`).replace('defaults:\n', 'defaults:\n  isolation: gvisor\n'),
+  );
+  const v = await runCli(['validate', file]);
+  assert.equal(v.code, 0, v.stderr);
+  assert.match(v.stderr, /warning: step raw asks for cap_add NET_RAW under isolation: gvisor, which gVisor's runsc drops unless the engine runs it with --net-raw/);
+  assert.doesNotMatch(v.stderr, /binder/);
+  const r = await execPipeline(f, file);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(git(f.project, 'show', `${r.json.branch}:bind.txt`), 'bound');
+  assert.match(git(f.project, 'show', `${r.json.branch}:raw.txt`), /CapBnd:\s+0+$/, 'what this engine\'s runsc gives: no NET_RAW');
+});
