@@ -95,6 +95,13 @@ test('under gVisor each cap is reported as itself: memory (oom), processes (pids
       for i in $(seq 1 40); do (sleep 20 &) 2>/dev/null || refused=$((refused + 1)); done
       echo "refused=$refused" > forks.txt
       sleep 2
+  - id: forker_runc
+    isolation: runc
+    continue_on_error: true
+    resources: { pids: 16 }
+    run: |
+      for i in $(seq 1 40); do (sleep 20 &) 2>/dev/null || true; done
+      sleep 2
   - id: writer
     continue_on_error: true
     resources: { file_size: 1m }
@@ -111,12 +118,14 @@ test('under gVisor each cap is reported as itself: memory (oom), processes (pids
   assert.equal(r.code, 0, r.stderr);
   const rec = await record(f, r.json.runId);
   const by = Object.fromEntries(rec.steps.map((s: any) => [s.id, s]));
-  for (const s of rec.steps) assert.equal(s.isolation, 'gvisor', s.id);
+  for (const s of rec.steps) assert.equal(s.isolation, s.id === 'forker_runc' ? 'runc' : 'gvisor', s.id);
   assert.equal(by.hog.status, 'oom');
   assert.deepEqual(by.hog.limits, ['memory']);
   const refused = Number(/refused=(\d+)/.exec(git(f.project, 'show', `${r.json.branch}:forks.txt`))?.[1]);
   assert.ok(refused >= 20, `forks past 16 processes were refused (${refused} of 40)`);
   assert.deepEqual(by.forker.limits, ['pids']);
+  assert.match(r.stderr, /forker completed .*pids limit reached: the sandbox held 16 processes, its cap, where forks are refused/);
+  assert.deepEqual(by.forker_runc.limits, ['pids'], 'under runc the cgroup still says it');
   assert.equal(by.writer.status, 'failed');
   assert.deepEqual(by.writer.limits, ['file_size']);
   assert.equal((await stat(path.join(f.home, 'worktrees', r.json.runId, 'big.bin')).catch(() => undefined))?.size ?? 1024 * 1024, 1024 * 1024);
