@@ -30,6 +30,8 @@ const BAD_INPUT_CODES = new Set([
   'task_uncommitted',
   'bad_input',
   'home_unreachable',
+  // the file asks for a sandbox this engine does not have (a broken one, gvisor_broken, is infrastructure: 3)
+  'no_gvisor',
 ]);
 
 /** A run that ended in error for one of these failed as a step would have: exit 1. */

@@ -16,6 +16,7 @@ import { openKeyWarnings, planSteps } from '../plan/step-plan.js';
 import { GATEWAY_IMAGE } from '../gateway/host/image.js';
 import { parseFlags } from './args.js';
 import { ISOLATION_FLAG, isolationOption } from './isolation-option.js';
+import { gvisorCaveats } from '../container/gvisor.js';
 
 export async function validateCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseFlags('validate', args, { ...ISOLATION_FLAG }, ['FILE']);
@@ -45,6 +46,7 @@ export async function validateCommand(args: string[]): Promise<number> {
   }
   // a step that asks for gVisor where the engine has none is refused at run time: said here first
   const sandboxed = plans.filter((p) => p.isolation === 'gvisor');
+  warnings.push(...gvisorCaveats(sandboxed));
   if (sandboxed.length) {
     try {
       const probe = await firstPresent(runtime, sandboxed.map((p) => p.image));

@@ -4,13 +4,20 @@
  * gVisor runs under it or is refused before anything starts (never under
  * runc instead). One per DockerRuntime; a success is kept, a failure is not.
  */
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import type Docker from 'dockerode';
 import { ContainerError, errorMessage } from '../common/errors.js';
 import { LABELS } from './runtime.js';
-import { findGvisorRuntime, noGvisorMessage, probeFailureMessage, STATX_NOTE, type EngineRuntime } from './gvisor.js';
+import { findGvisorRuntime, noGvisorMessage, probeFailureMessage, sandboxRoot, sandboxTasks, STATX_NOTE, type EngineRuntime } from './gvisor.js';
+
+const run = promisify(execFile);
 
 export class DockerGvisor {
   private ready: Promise<{ name: string; notes: string[] }> | undefined;
+  /** the runsc program the engine runs for it (its `docker info` path), to ask a sandbox how many tasks it holds */
+  private program: string | undefined;
 
   constructor(
     private readonly docker: Docker,
@@ -34,9 +41,11 @@ export class DockerGvisor {
 
   private async find(steps: readonly string[], probeImage: string): Promise<{ name: string; notes: string[] }> {
     const info = (await this.docker.info()) as { Runtimes?: Record<string, EngineRuntime> };
-    const name = findGvisorRuntime(info.Runtimes ?? {}, this.wanted);
-    if (!name) throw new ContainerError('no_gvisor', noGvisorMessage(steps, this.endpoint, this.wanted));
+    const runtimes = info.Runtimes ?? {};
+    const name = findGvisorRuntime(runtimes, this.wanted);
+    if (!name) throw new ContainerError('no_gvisor', noGvisorMessage(steps, this.endpoint, this.wanted, this.wanted ? runtimes[this.wanted] : undefined));
     await this.probe(name, probeImage, ['--version']);
+    this.program = runtimes[name]!.path;
     // runsc before 2023 refuses statx with AT_NO_AUTOMOUNT (EINVAL), which Debian 12's ls and stat pass:
     // `ls -l` fails in every step. Said once, before the run, rather than found in an agent's transcript.
     const lsFails = await this.probe(name, probeImage, ['--', '/bin/ls', '-ld', '/']).then(
@@ -44,6 +53,23 @@ export class DockerGvisor {
       (err: unknown) => /exited with 2\b/.test(errorMessage(err)),
     );
     return { name, notes: lsFails ? [STATX_NOTE] : [] };
+  }
+
+  /**
+   * How many tasks the sandbox of container `id` holds, as gVisor's kernel
+   * counts them (`runsc events --stats`): the count RLIMIT_NPROC is held to,
+   * which the host's cgroup does not see (it counts the sandbox's threads).
+   * Asks runsc as the engine names it, in the state directory the shim gave
+   * the sandbox; undefined where that cannot be done (a remote engine, a
+   * runner that may not read runsc's state: not root).
+   */
+  async tasks(id: string, sandboxPid: number): Promise<number | undefined> {
+    if (!this.program) return undefined;
+    const argv = (await readFile(`/proc/${sandboxPid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+    const root = sandboxRoot(argv);
+    if (!root) return undefined;
+    const out = await run(this.program, [`--root=${root}`, 'events', '--stats', id], { timeout: 5000, maxBuffer: 1 << 20 }).catch(() => undefined);
+    return out ? sandboxTasks(out.stdout) : undefined;
   }
 
   /**

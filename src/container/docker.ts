@@ -154,7 +154,7 @@ export class DockerRuntime implements ContainerRuntime {
     // secrets go on its standard input, to the prelude that exports them and execs the command
     const command = secrets ? await this.throughPrelude(spec) : { Cmd: spec.cmd };
     const stdin = secrets ? encodeSecretEnv(secrets) : spec.stdin;
-    const sandbox = await this.sandboxSettings(spec);
+    const settings = await this.sandboxSettings(spec);
     let c: Docker.Container;
     try {
       c = await this.docker.createContainer({
@@ -179,7 +179,7 @@ export class DockerRuntime implements ContainerRuntime {
           Memory: spec.memoryBytes,
           MemorySwap: spec.memoryBytes,
           NanoCpus: Math.round(spec.cpus * 1e9),
-          PidsLimit: sandbox.cgroupPids,
+          PidsLimit: settings.cgroupPids,
           NetworkMode: spec.network,
           ...(spec.dns ? { Dns: spec.dns } : {}),
           ...(spec.sysctls ? { Sysctls: spec.sysctls } : {}),
@@ -190,9 +190,9 @@ export class DockerRuntime implements ContainerRuntime {
           Ulimits: [
             { Name: 'nofile', Soft: spec.openFiles, Hard: spec.openFiles },
             { Name: 'fsize', Soft: spec.fileSizeBytes, Hard: spec.fileSizeBytes },
-            ...(sandbox.nproc !== undefined ? [{ Name: 'nproc', Soft: sandbox.nproc, Hard: sandbox.nproc }] : []),
+            ...(settings.nproc !== undefined ? [{ Name: 'nproc', Soft: settings.nproc, Hard: settings.nproc }] : []),
           ],
-          ...(sandbox.runtime ? { Runtime: sandbox.runtime } : {}),
+          ...(settings.runtime ? { Runtime: settings.runtime } : {}),
           ReadonlyRootfs: spec.readOnlyRoot,
           ...(spec.readOnlyRoot ? { Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=256m,mode=1777' } } : {}),
           AutoRemove: false,
@@ -212,7 +212,8 @@ export class DockerRuntime implements ContainerRuntime {
         `image ${spec.image} has no /bin/sh, which a step given secrets (${Object.keys(secrets).join(', ')}) needs: they reach its command through a /bin/sh prelude that reads them on its standard input, so that they never show in the container's config (docker inspect). Use an image with a POSIX shell at /bin/sh, or give the step no secrets:`,
       );
     }
-    return new DockerContainer(c, this.docker, stdin);
+    const sandbox = settings.nproc !== undefined ? { nproc: settings.nproc, tasks: (pid: number) => this.gvisor.tasks(c.id, pid) } : undefined;
+    return new DockerContainer(c, this.docker, stdin, sandbox);
   }
 
   /**
@@ -317,6 +318,8 @@ class DockerContainer implements ContainerHandle {
     private readonly docker: Docker,
     /** handed to its standard input when attached (the engine holds it until the container starts) */
     private readonly stdin?: string,
+    /** under gVisor: its process cap (RLIMIT_NPROC) and how to ask the sandbox's kernel how many tasks it holds */
+    private readonly sandbox?: { nproc: number; tasks: (sandboxPid: number) => Promise<number | undefined> },
   ) {}
 
   get id(): string {
@@ -381,14 +384,30 @@ class DockerContainer implements ContainerHandle {
     return { exitCode: info.State.ExitCode, oomKilled: info.State.OOMKilled };
   }
 
+  private initPid?: Promise<number | undefined>;
   private pidsEventsFile?: string | null;
+  private asking?: Promise<number | undefined>;
 
+  /**
+   * The cgroup's count of refused forks; under gVisor also 1 once the
+   * sandbox's kernel holds as many tasks as RLIMIT_NPROC lets it, where it
+   * refuses the next fork (the cgroup, a backstop sized for the sandbox's own
+   * threads, does not see those refusals).
+   */
   async pidsLimitHits(): Promise<number | undefined> {
-    if (this.pidsEventsFile === undefined) this.pidsEventsFile = await findPidsEvents(this.c).catch(() => null);
-    if (!this.pidsEventsFile) return undefined;
-    const text = await readFile(this.pidsEventsFile, 'utf8').catch(() => undefined);
+    this.initPid ??= this.c.inspect().then((i) => i.State.Pid || undefined, () => undefined);
+    const pid = await this.initPid;
+    // not started yet, or already gone: asked again next time
+    if (!pid) return (this.initPid = undefined);
+    if (this.pidsEventsFile === undefined) this.pidsEventsFile = await findPidsEvents(pid).catch(() => null);
+    const text = this.pidsEventsFile ? await readFile(this.pidsEventsFile, 'utf8').catch(() => undefined) : undefined;
     const m = text ? /^max (\d+)/m.exec(text) : null;
-    return m ? Number(m[1]) : undefined;
+    const refused = m ? Number(m[1]) : undefined;
+    if (!this.sandbox) return refused;
+    // one question at a time: runsc answers in some tens of milliseconds, the poll comes every 250
+    const tasks = await (this.asking ??= this.sandbox.tasks(pid).finally(() => (this.asking = undefined)));
+    if (tasks === undefined) return refused;
+    return Math.max(refused ?? 0, tasks >= this.sandbox.nproc ? 1 : 0);
   }
 
   async stop(graceSeconds: number): Promise<void> {
@@ -446,9 +465,7 @@ async function hasShell(c: Docker.Container): Promise<boolean> {
 }
 
 /** The container's pids cgroup `pids.events`, found through its init process (cgroup v1 and v2). */
-async function findPidsEvents(c: Docker.Container): Promise<string | null> {
-  const pid = (await c.inspect()).State.Pid;
-  if (!pid) return null;
+async function findPidsEvents(pid: number): Promise<string | null> {
   const lines = (await readFile(`/proc/${pid}/cgroup`, 'utf8')).split('\n');
   const v1 = lines.find((l) => /^\d+:([^:]*,)?pids(,[^:]*)?:/.test(l));
   if (v1) return path.join('/sys/fs/cgroup/pids', v1.slice(v1.lastIndexOf(':') + 1), 'pids.events');

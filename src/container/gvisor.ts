@@ -3,11 +3,19 @@
  * limits a sandbox needs, and what to tell a user whose engine has none or
  * whose runsc cannot start a container. Pure: docker.ts asks the engine.
  */
+import path from 'node:path';
 
 /** A runtime as the engine's `docker info` lists it. */
 export interface EngineRuntime {
   path?: string;
   runtimeArgs?: string[];
+  /** a containerd shim (io.containerd.runsc.v1), for a runtime registered without a path */
+  runtimeType?: string;
+}
+
+/** Whether the engine runs this runtime with gVisor's runsc (its program, or its containerd shim). */
+export function isGvisor(r: EngineRuntime | undefined): boolean {
+  return !!r && (/(^|\/)runsc[^/]*$/.test(r.path ?? '') || /^io\.containerd\.runsc\./.test(r.runtimeType ?? ''));
 }
 
 const DOCS = 'docs/gvisor.md';
@@ -19,21 +27,23 @@ const DOCS = 'docs/gvisor.md';
  * is not runsc (runc under another name) is never taken for gVisor.
  */
 export function findGvisorRuntime(runtimes: Readonly<Record<string, EngineRuntime>>, wanted?: string): string | undefined {
-  // a runtime is gVisor when its program is runsc (runsc-kvm, runsc-debug: a build of it), whatever the engine calls it
-  const isRunsc = (r: EngineRuntime | undefined) => r !== undefined && /(^|\/)runsc[^/]*$/.test(r.path ?? '');
-  if (wanted) return isRunsc(runtimes[wanted]) ? wanted : undefined;
-  if (runtimes.runsc && isRunsc(runtimes.runsc)) return 'runsc';
+  // a name the user gave is taken only if it is gVisor: RUNNER_GVISOR_RUNTIME=runc must not run steps under runc
+  if (wanted) return isGvisor(runtimes[wanted]) ? wanted : undefined;
+  if (isGvisor(runtimes.runsc)) return 'runsc';
   return Object.keys(runtimes)
     .sort()
-    .find((name) => isRunsc(runtimes[name]!));
+    .find((name) => isGvisor(runtimes[name]));
 }
 
 /** What to do when the engine has no gVisor runtime (or not the one RUNNER_GVISOR_RUNTIME names). */
-export function noGvisorMessage(steps: readonly string[], endpoint: string, wanted?: string): string {
+export function noGvisorMessage(steps: readonly string[], endpoint: string, wanted?: string, wantedRuntime?: EngineRuntime): string {
   const who = steps.length === 1 ? `step ${steps[0]}` : `steps ${steps.join(', ')}`;
-  const missing = wanted
-    ? `the Docker engine at ${endpoint} has no gVisor runtime called ${wanted} (RUNNER_GVISOR_RUNTIME names it; a runtime whose program is not runsc is not gVisor)`
-    : `the Docker engine at ${endpoint} has no gVisor runtime (none of its runtimes is runsc)`;
+  const missing = !wanted
+    ? `the Docker engine at ${endpoint} has no gVisor runtime (none of its runtimes is runsc)`
+    : wantedRuntime
+      ? `the runtime ${wanted} (RUNNER_GVISOR_RUNTIME) of the Docker engine at ${endpoint} is not gVisor: it runs ` +
+        `${wantedRuntime.path ?? wantedRuntime.runtimeType ?? 'an unnamed program'}, not runsc (unset RUNNER_GVISOR_RUNTIME to use the engine's runsc)`
+      : `the Docker engine at ${endpoint} has no runtime called ${wanted} (RUNNER_GVISOR_RUNTIME)`;
   return (
     `${who} ${steps.length === 1 ? 'asks' : 'ask'} for isolation: gvisor, but ${missing}. Nothing was started. ` +
     `Add it: install gVisor (Debian: apt-get install runsc), register it in /etc/docker/daemon.json as ` +
@@ -82,4 +92,43 @@ export const STATX_NOTE =
 
 function firstLine(s: string): string {
   return (s.split('\n').find((l) => l.trim()) ?? s).trim().slice(0, 400);
+}
+
+/**
+ * The state directory runsc keeps its sandboxes in, from the sandbox
+ * process's command line (`--root=DIR`, which the engine's shim chose):
+ * undefined when it has none, or one that is not a plain absolute path.
+ */
+export function sandboxRoot(argv: readonly string[]): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const dir = a.startsWith('--root=') ? a.slice('--root='.length) : a === '--root' ? argv[i + 1] : undefined;
+    if (dir !== undefined) return path.isAbsolute(dir) && !dir.split('/').includes('..') ? dir : undefined;
+    if (a === 'boot') break;
+  }
+  return undefined;
+}
+
+/** The number of tasks in the sandbox, as gVisor's kernel counts them, from `runsc events --stats`; undefined when it does not say. */
+export function sandboxTasks(statsJson: string): number | undefined {
+  try {
+    const n = (JSON.parse(statsJson) as { data?: { pids?: { current?: unknown } } }).data?.pids?.current;
+    return typeof n === 'number' && Number.isInteger(n) && n >= 0 ? n : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * What steps under gVisor ask for that the sandbox does not give, said by
+ * `runner validate`: runsc drops CAP_NET_RAW from every container unless the
+ * engine runs it with --net-raw (measured: cap_add NET_RAW leaves CapBnd 0).
+ */
+export function gvisorCaveats(steps: ReadonlyArray<{ id: string; capAdd: readonly string[] }>): string[] {
+  const raw = steps.filter((s) => s.capAdd.some((c) => c.replace(/^CAP_/, '') === 'NET_RAW')).map((s) => s.id);
+  if (!raw.length) return [];
+  return [
+    `${raw.length === 1 ? `step ${raw[0]} asks` : `steps ${raw.join(', ')} ask`} for cap_add NET_RAW under isolation: gvisor, which gVisor's runsc ` +
+      `drops unless the engine runs it with --net-raw in its runtimeArgs: raw sockets (ping) fail there. See ${DOCS}.`,
+  ];
 }

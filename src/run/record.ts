@@ -111,6 +111,8 @@ export interface RunningStep {
   /** `implement#2`, `build[0]` */
   name: string;
   startedAt: string;
+  /** the sandbox it runs in, kept on the step recovery marks interrupted */
+  isolation?: StepResult['isolation'];
   /** a lane's worktree, for recovery */
   lane?: { worktree: string; branch: string; recovery: NonNullable<RunRecord['recovery']> };
 }

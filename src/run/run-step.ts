@@ -430,7 +430,10 @@ function describeLimit(limit: ReturnType<typeof limitsHit>[number], plan: StepPl
     case 'timeout':
       return `timed out: stopped at its timeout of ${Math.round(plan.timeoutMs / 1000)}s (raise timeout)`;
     case 'pids':
-      return `pids limit reached: forks were refused at ${plan.pids} processes (raise resources.pids)`;
+      // under gVisor the runner sees the sandbox reach its cap (where the next fork is refused), not each refusal
+      return plan.isolation === 'gvisor'
+        ? `pids limit reached: the sandbox held ${plan.pids} processes, its cap, where forks are refused (raise resources.pids)`
+        : `pids limit reached: forks were refused at ${plan.pids} processes (raise resources.pids)`;
     case 'file_size':
       return `file size limit reached: a write past ${formatSize(plan.fileSizeBytes)} was refused (raise resources.file_size)`;
   }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { findGvisorRuntime, gvisorPidLimits, noGvisorMessage, probeFailureMessage } from '../../src/container/gvisor.js';
+import { findGvisorRuntime, gvisorCaveats, gvisorPidLimits, noGvisorMessage, probeFailureMessage, sandboxRoot, sandboxTasks } from '../../src/container/gvisor.js';
 
 test('the gVisor runtime is the one named, else runsc, else any whose program is runsc', () => {
   const runtimes = { runc: { path: 'runc' }, 'gvisor-kvm': { path: '/usr/local/bin/runsc' }, runsc: { path: '/usr/bin/runsc' } };
@@ -13,9 +13,29 @@ test('the gVisor runtime is the one named, else runsc, else any whose program is
   // a runtime called runsc that is some other program is not gVisor
   assert.equal(findGvisorRuntime({ runsc: { path: '/usr/bin/runc' } }), undefined);
   assert.equal(findGvisorRuntime({ fake: { path: '/usr/bin/not-runsc' } }), undefined);
-  // RUNNER_GVISOR_RUNTIME cannot make runc pass for gVisor
-  assert.equal(findGvisorRuntime({ runc: { path: 'runc' }, runsc: { path: '/usr/bin/runsc' } }, 'runc'), undefined);
   assert.equal(findGvisorRuntime({ 'runsc-kvm': { path: '/usr/local/bin/runsc-kvm' } }, 'runsc-kvm'), 'runsc-kvm');
+  // a name given that is there but is not gVisor is refused, not run under whatever it is
+  assert.equal(findGvisorRuntime(runtimes, 'runc'), undefined);
+  assert.equal(findGvisorRuntime({ shim: { runtimeType: 'io.containerd.runsc.v1' } }, 'shim'), 'shim');
+  assert.equal(findGvisorRuntime({ kata: { runtimeType: 'io.containerd.kata.v2' } }), undefined);
+});
+
+test('a runtime named that is not gVisor: the message says what it runs and how to use the engine\'s runsc', () => {
+  const m = noGvisorMessage(['x'], 'e', 'runc', { path: 'runc' });
+  assert.match(m, /the runtime runc \(RUNNER_GVISOR_RUNTIME\) .* is not gVisor: it runs runc, not runsc \(unset RUNNER_GVISOR_RUNTIME/);
+  assert.match(m, /Nothing was started/);
+});
+
+test('the sandbox\'s task count: runsc\'s state directory from the sandbox\'s command line, the count from its stats', () => {
+  assert.equal(sandboxRoot(['runsc-sandbox', '--root=/var/run/docker/runtime-runc/moby', '--log=/x', 'boot', '--root=/evil']), '/var/run/docker/runtime-runc/moby');
+  assert.equal(sandboxRoot(['runsc', '--root', '/run/r', 'boot']), '/run/r');
+  assert.equal(sandboxRoot(['runsc-sandbox', '--root=relative', 'boot']), undefined);
+  assert.equal(sandboxRoot(['runsc-sandbox', '--root=/run/../etc', 'boot']), undefined);
+  assert.equal(sandboxRoot(['runsc-sandbox', 'boot', '--root=/after/boot']), undefined);
+  assert.equal(sandboxTasks('{"type":"stats","id":"x","data":{"cpu":{},"pids":{"current":20}}}'), 20);
+  assert.equal(sandboxTasks('{"type":"stats","data":{}}'), undefined);
+  assert.equal(sandboxTasks('{"data":{"pids":{"current":"20"}}}'), undefined);
+  assert.equal(sandboxTasks('not json'), undefined);
 });
 
 test('no gVisor: the message names the steps and says how to add it and how to do without', () => {
@@ -25,7 +45,7 @@ test('no gVisor: the message names the steps and says how to add it and how to d
   assert.match(m, /\/etc\/docker\/daemon\.json/);
   assert.match(m, /kill -HUP/);
   assert.match(m, /isolation: runc/);
-  assert.match(noGvisorMessage(['x'], 'e', 'mine'), /no gVisor runtime called mine \(RUNNER_GVISOR_RUNTIME/);
+  assert.match(noGvisorMessage(['x'], 'e', 'mine'), /has no runtime called mine \(RUNNER_GVISOR_RUNTIME\)/);
 });
 
 test('a runsc whose netstack refuses every container is explained with the fix', () => {
@@ -39,4 +59,10 @@ test('under gVisor the process cap is RLIMIT_NPROC, with a cgroup backstop the s
   assert.deepEqual(gvisorPidLimits(512), { nproc: 512, cgroupPids: 512 * 12 + 256 });
   // measured: 61 processes in a sandbox were 537 host threads (ptrace platform)
   assert.ok(gvisorPidLimits(61).cgroupPids > 537);
+});
+
+test('validate says what gVisor drops of what a step asks: NET_RAW', () => {
+  assert.deepEqual(gvisorCaveats([{ id: 'a', capAdd: ['NET_BIND_SERVICE'] }]), []);
+  const [w] = gvisorCaveats([{ id: 'a', capAdd: ['CAP_NET_RAW'] }, { id: 'b', capAdd: ['NET_RAW'] }]);
+  assert.match(w!, /^steps a, b ask for cap_add NET_RAW under isolation: gvisor.*--net-raw/);
 });
