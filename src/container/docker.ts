@@ -386,7 +386,10 @@ class DockerContainer implements ContainerHandle {
 
   private initPid?: Promise<number | undefined>;
   private pidsEventsFile?: string | null;
-  private asking?: Promise<number | undefined>;
+  private asking?: Promise<unknown> | undefined;
+  private askedAt = 0;
+  /** under gVisor: the sandbox was seen holding as many tasks as its cap */
+  private atCap = false;
 
   /**
    * The cgroup's count of refused forks; under gVisor also 1 once the
@@ -404,10 +407,14 @@ class DockerContainer implements ContainerHandle {
     const m = text ? /^max (\d+)/m.exec(text) : null;
     const refused = m ? Number(m[1]) : undefined;
     if (!this.sandbox) return refused;
-    // one question at a time: runsc answers in some tens of milliseconds, the poll comes every 250
-    const tasks = await (this.asking ??= this.sandbox.tasks(pid).finally(() => (this.asking = undefined)));
-    if (tasks === undefined) return refused;
-    return Math.max(refused ?? 0, tasks >= this.sandbox.nproc ? 1 : 0);
+    // one question at a time, at most one a second: runsc takes some tens of milliseconds of CPU to answer, and
+    // a sandbox at its cap stays there (its forks keep failing), so a slower look still sees it
+    if (!this.asking && Date.now() - this.askedAt >= 1000) {
+      this.askedAt = Date.now();
+      this.asking = this.sandbox.tasks(pid).then((n) => (n !== undefined && n >= this.sandbox!.nproc ? (this.atCap = true) : undefined), () => undefined).finally(() => (this.asking = undefined));
+    }
+    if (this.asking) await this.asking;
+    return this.atCap ? Math.max(refused ?? 0, 1) : refused;
   }
 
   async stop(graceSeconds: number): Promise<void> {
