@@ -137,6 +137,7 @@ async function recoverRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord)
       commit: null,
       outputs: {},
       limits: [],
+      ...('isolation' in r && r.isolation ? { isolation: r.isolation } : {}),
       ...(r.lane ? { lane: { branch: r.lane.branch, merge: 'not_merged' as const } } : {}),
     });
   }

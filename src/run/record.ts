@@ -111,6 +111,8 @@ export interface RunningStep {
   /** `implement#2`, `build[0]` */
   name: string;
   startedAt: string;
+  /** the sandbox it runs in: an interrupted step's record still says which */
+  isolation?: StepResult['isolation'];
   /** a lane's worktree, for recovery */
   lane?: { worktree: string; branch: string; recovery: NonNullable<RunRecord['recovery']> };
 }

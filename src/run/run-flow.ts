@@ -75,7 +75,7 @@ export async function runFlow(c: FlowContext): Promise<void> {
 
   const runUnit = async (u: Unit): Promise<void> => {
     const plan = c.plans[u.step]!;
-    const entry: RunningStep = { id: u.id, name: u.name, startedAt: deps.clock().toISOString() };
+    const entry: RunningStep = { id: u.id, name: u.name, startedAt: deps.clock().toISOString(), isolation: plan.isolation };
     record.running!.push(entry);
     let result: StepResult;
     let outputs: Record<string, string> = {};
