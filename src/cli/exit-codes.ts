@@ -30,6 +30,8 @@ const BAD_INPUT_CODES = new Set([
   'task_uncommitted',
   'bad_input',
   'home_unreachable',
+  // the file asks for isolation: gvisor and the engine has none: refused before anything starts, as issue 25 and docs/gvisor.md say
+  'no_gvisor',
 ]);
 
 /** A run that ended in error for one of these failed as a step would have: exit 1. */
