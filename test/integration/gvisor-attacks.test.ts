@@ -15,6 +15,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -309,6 +310,9 @@ test('under gVisor: memory, file-size and /tmp caps fire as themselves; the step
       cut -d' ' -f5 /proc/self/mountinfo > mounts.txt
       { test -e /var/run/docker.sock || test -e /run/docker.sock; } && echo yes > socket.txt || echo no > socket.txt
       mount -t tmpfs none /mnt 2>/dev/null && echo yes > mounted.txt || echo no > mounted.txt
+      echo "$PORT" > port.txt
+      perl -MIO::Socket::INET -e 'print IO::Socket::INET->new(PeerAddr => "127.0.0.1", PeerPort => $ENV{PORT}, Timeout => 3) ? "yes" : "no"' > host-loopback.txt
+    env: { PORT: "\${{ inputs.port }}" }
   - id: ctrl
     outputs: [isolation]
     run: |
@@ -317,9 +321,14 @@ test('under gVisor: memory, file-size and /tmp caps fire as themselves; the step
       echo isolation=runc >> "$RUNNER_OUTPUT"
       echo summary=ran under runc >> "$RUNNER_OUTPUT"
 `,
+      'inputs:\n  port: {}\n',
     ),
   );
-  const r = await execPipeline(f, file);
+  // a service on the host's loopback, which no step may reach
+  const server = net.createServer((sock) => sock.end('host service\n'));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as net.AddressInfo).port;
+  const r = await execPipeline(f, file, ['--input', `port=${port}`]).finally(() => server.close());
   assert.equal(r.code, 0, r.stderr);
   const runId = r.json.runId;
   const show = (name: string) => git(f.project, 'show', `run/${runId}:${name}`);
@@ -338,6 +347,8 @@ test('under gVisor: memory, file-size and /tmp caps fire as themselves; the step
   assert.ok(Number(show('gvisor-dmesg.txt')) >= 1, 'the step did not run under gVisor');
   assert.equal(show('socket.txt'), 'no');
   assert.equal(show('mounted.txt'), 'no', 'root mounted a file system inside the sandbox');
+  assert.equal(show('port.txt'), String(port));
+  assert.equal(show('host-loopback.txt'), 'no', 'the sandbox reached a service on the host\'s loopback');
   const mounts = show('mounts.txt').split('\n');
   const ours = ['/', '/dev', '/sys', '/proc', '/dev/pts', '/dev/shm', '/dev/mqueue', '/etc/hostname', '/etc/hosts', '/etc/resolv.conf', '/home/agent/.runner', '/usr/sbin/docker-init', '/sbin/docker-init', '/home/agent/run-workspace', '/home/agent/project-workspace', path.join(f.project, '.git')];
   assert.deepEqual(mounts.filter((m) => !ours.includes(m)), [], 'the sandbox sees a mount the runner did not make');
@@ -387,8 +398,14 @@ test('kill -9 of the runner mid-step under gVisor: recovery removes the sandbox 
   });
   child.kill('SIGKILL');
   await done;
-  const running = execFileSync('docker', ['ps', '-q', '--filter', `label=dev.runner.run-id=${runId}`], { encoding: 'utf8' }).trim();
-  assert.ok(running, 'the killed runner left no sandbox running: the kill landed too late');
+  // under runsc the step can print before the engine has marked its container running: asked for a few seconds
+  let running = '';
+  for (let i = 0; i < 50 && !running; i++) {
+    running = execFileSync('docker', ['ps', '-q', '--filter', `label=dev.runner.run-id=${runId}`], { encoding: 'utf8' }).trim();
+    if (!running) await new Promise((r) => setTimeout(r, 100));
+  }
+  const states = () => execFileSync('docker', ['ps', '-a', '--format', '{{.ID}} {{.Status}}', '--filter', `label=dev.runner.run-id=${runId}`], { encoding: 'utf8' });
+  assert.ok(running, `the killed runner left no sandbox running: ${states()}`);
   assert.equal(execFileSync('docker', ['inspect', '--format', '{{.HostConfig.Runtime}}', running], { encoding: 'utf8' }).trim(), 'runsc');
 
   const ls = await runCli(['runs', 'ls', '--home', f.home]);
