@@ -73,7 +73,7 @@ async function runsShow(args: string[]): Promise<number> {
     return 0;
   }
   const together = ranTogether(r.steps);
-  // which sandbox each step ran in, on every line once one of them ran under gVisor
+  // which sandbox each step ran in, on every line once one of them ran under gVisor; a step whose record does not say (skipped, refused) is not said to be under runc
   const sandboxed = r.steps.some((s) => s.isolation === 'gvisor');
   const lines = [
     `run        ${r.runId}`,
@@ -90,7 +90,7 @@ async function runsShow(args: string[]): Promise<number> {
     'steps',
     ...r.steps.flatMap((s, i) => [
       `  ${resultName(s).padEnd(16)} ${s.status.padEnd(11)} ${s.exitCode ?? '-'}`.padEnd(34) +
-        ` ${formatDuration(s.durationMs).padStart(7)}  ${s.commit?.slice(0, 10) ?? ''}${sandboxed ? `  under ${s.isolation ?? 'runc'}` : ''}${s.node ? `  on node ${s.node}` : ''}${s.limits?.length ? `  limits: ${s.limits.join(', ')}` : ''}${s.message ? `  ${s.message}` : ''}`,
+        ` ${formatDuration(s.durationMs).padStart(7)}  ${s.commit?.slice(0, 10) ?? ''}${sandboxed && s.isolation ? `  under ${s.isolation}` : ''}${s.node ? `  on node ${s.node}` : ''}${s.limits?.length ? `  limits: ${s.limits.join(', ')}` : ''}${s.message ? `  ${s.message}` : ''}`,
       // an agent step: what it said at the end, and what it used
       ...finalMessage(s).map((l) => `  ${''.padEnd(16)} ${l}`),
       ...(s.usage ? [`  ${''.padEnd(16)} ${describeUsage(s.usage)}`] : []),

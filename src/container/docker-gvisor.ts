@@ -2,20 +2,30 @@
  * The local engine's gVisor runtime: found in `docker info` and tried once
  * with a container that does nothing, so that a step asked to run under
  * gVisor runs under it or is refused before anything starts (never under
- * runc instead). One per DockerRuntime; a success is kept, a failure is not.
+ * runc instead). One per DockerRuntime.
+ *
+ * The engine is asked again before every run and every container (a few
+ * milliseconds): `runner serve` lives for days, and a runtime removed or
+ * pointed elsewhere in daemon.json and reloaded (SIGHUP) must refuse the next
+ * run with the fix, not start it on a name the engine no longer has, nor on
+ * one that is runc now. Only the probe of one runtime, as the engine
+ * describes it, is kept; a failed probe is not.
  */
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import type Docker from 'dockerode';
+import os from 'node:os';
 import { ContainerError, errorMessage } from '../common/errors.js';
 import { LABELS } from './runtime.js';
 import { findGvisorRuntime, noGvisorMessage, probeFailureMessage, sandboxRoot, sandboxTasks, STATX_NOTE, type EngineRuntime } from './gvisor.js';
+import { PROBE_OWNER_LABEL, probeOwner, staleProbes } from './gvisor-probes.js';
 
 const run = promisify(execFile);
 
 export class DockerGvisor {
-  private ready: Promise<{ name: string; notes: string[] }> | undefined;
+  /** what each runtime's probe found, by the runtime's name and its entry in the engine (path, arguments) */
+  private readonly probed = new Map<string, Promise<string[]>>();
   /** the runsc program the engine runs for it (its `docker info` path), to ask a sandbox how many tasks it holds */
   private program: string | undefined;
 
@@ -30,29 +40,52 @@ export class DockerGvisor {
     return (await this.check(steps, probeImage)).name;
   }
 
-  /** As runtime(), with what a step under it should know (what this runsc cannot do), once per runner. */
-  check(steps: readonly string[], probeImage: string): Promise<{ name: string; notes: string[] }> {
-    this.ready ??= this.find(steps, probeImage).catch((err: unknown) => {
-      this.ready = undefined;
-      throw err;
-    });
-    return this.ready;
-  }
-
-  private async find(steps: readonly string[], probeImage: string): Promise<{ name: string; notes: string[] }> {
+  /** As runtime(), with what a step under it should know (what this runsc cannot do). */
+  async check(steps: readonly string[], probeImage: string): Promise<{ name: string; notes: string[] }> {
     const info = (await this.docker.info()) as { Runtimes?: Record<string, EngineRuntime> };
     const runtimes = info.Runtimes ?? {};
     const name = findGvisorRuntime(runtimes, this.wanted);
     if (!name) throw new ContainerError('no_gvisor', noGvisorMessage(steps, this.endpoint, this.wanted, this.wanted ? runtimes[this.wanted] : undefined));
+    const key = JSON.stringify([name, runtimes[name]?.path ?? '', runtimes[name]?.runtimeArgs ?? []]);
+    let notes = this.probed.get(key);
+    if (!notes) {
+      notes = this.tryRuntime(name, probeImage).catch((err: unknown) => {
+        this.probed.delete(key);
+        throw err;
+      });
+      this.probed.set(key, notes);
+    }
+    const found = { name, notes: await notes };
+    this.program = runtimes[name]?.path;
+    return found;
+  }
+
+  private async tryRuntime(name: string, probeImage: string): Promise<string[]> {
+    await this.removeStaleProbes();
     await this.probe(name, probeImage, ['--version']);
-    this.program = runtimes[name]!.path;
     // runsc before 2023 refuses statx with AT_NO_AUTOMOUNT (EINVAL), which Debian 12's ls and stat pass:
     // `ls -l` fails in every step. Said once, before the run, rather than found in an agent's transcript.
     const lsFails = await this.probe(name, probeImage, ['--', '/bin/ls', '-ld', '/']).then(
       () => false,
       (err: unknown) => /exited with 2\b/.test(errorMessage(err)),
     );
-    return { name, notes: lsFails ? [STATX_NOTE] : [] };
+    return lsFails ? [STATX_NOTE] : [];
+  }
+
+  /**
+   * A runner killed during its probe (kill -9, a lost machine) leaves the
+   * probe's container behind, exited, with no run to be recovered with: the
+   * next probe removes it. Never one that is running, nor one a live runner may still read.
+   */
+  private async removeStaleProbes(): Promise<void> {
+    const list = await this.docker
+      .listContainers({ all: true, filters: { label: [`${LABELS.role}=gvisor-probe`] } })
+      .catch(() => [] as Docker.ContainerInfo[]);
+    const stale = staleProbes(
+      list.map((c) => ({ id: c.Id, state: c.State, createdSeconds: c.Created, owner: c.Labels?.[PROBE_OWNER_LABEL] })),
+      { host: os.hostname(), nowSeconds: Date.now() / 1000, alive: pidAlive },
+    );
+    await Promise.all(stale.map((id) => this.docker.getContainer(id).remove({ force: true }).catch(() => undefined)));
   }
 
   /**
@@ -85,7 +118,7 @@ export class DockerGvisor {
         Entrypoint: ['/sbin/docker-init'],
         Cmd: args,
         NetworkDisabled: true,
-        Labels: { [LABELS.role]: 'gvisor-probe' },
+        Labels: { [LABELS.role]: 'gvisor-probe', [PROBE_OWNER_LABEL]: probeOwner(os.hostname(), process.pid) },
         HostConfig: { Runtime: runtime, Init: true, NetworkMode: 'none', AutoRemove: false, LogConfig: { Type: 'none', Config: {} } },
       });
       await c.start();
@@ -96,5 +129,15 @@ export class DockerGvisor {
     } finally {
       await c?.remove({ force: true }).catch(() => undefined);
     }
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it exists, under another user
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
