@@ -54,13 +54,29 @@ test('a background process left behind dies with the step', async () => {
     run: |
       nohup sleep ${marker} >/dev/null 2>&1 &
       echo "left sleep ${marker} running"
+      sleep 2
 `),
   );
-  const r = await execPipeline(f, file);
+  // The step's container, seen while it runs: under gVisor the step's
+  // processes are not host processes (ps on the host never shows the sleep),
+  // so what must be gone is every host process of its sandbox, which names
+  // the container (runsc-sandbox, runsc-gofer, the shim; under runc the shim).
+  let runId: string | undefined;
+  const seen = new Set<string>();
+  const r = await execPipeline(f, file, [], {
+    onLine: (line) => {
+      runId ??= /^runner: run (\S+):/.exec(line)?.[1];
+      if (runId && line.includes(`left sleep ${marker} running`)) for (const id of containersOfRun(runId)) seen.add(id);
+    },
+  });
   assert.equal(r.code, 0, r.stderr);
+  assert.equal(seen.size, 1, 'the step\'s container was seen while it ran');
   assert.deepEqual(containersOfRun(r.json.runId), []);
-  const left = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(`sleep ${marker}`));
+  const hostProcesses = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n');
+  const left = hostProcesses.filter((l) => l.includes(`sleep ${marker}`));
   assert.deepEqual(left, [], 'no process of the step survives it');
+  const sandbox = hostProcesses.filter((l) => [...seen].some((id) => l.includes(id)));
+  assert.deepEqual(sandbox, [], 'nothing of the step\'s container (its sandbox included) survives it');
 });
 
 test('a write past the file-size limit is refused and reported', async () => {
