@@ -1,7 +1,7 @@
 /** What a step's container is given, and what it is not: checked from inside a real container. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { execPipeline, git, pipelineYaml, projectsForThisFile, writePipeline } from '../fixtures/project.js';
+import { execPipeline, git, ISOLATION, pipelineYaml, projectsForThisFile, writePipeline } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 
@@ -13,7 +13,9 @@ test('no capabilities, no new privileges, not root, capped files, no docker sock
     run: |
       {
         echo "uid=$(id -u)"
-        grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs)' /proc/self/status
+        grep -E '^(CapEff|CapPrm|CapBnd)' /proc/self/status
+        setpriv --dump 2>/dev/null | grep '^no_new_privs:' || echo "no_new_privs: unknown"
+        dmesg 2>/dev/null | grep -q gVisor && echo "kernel=gVisor" || echo "kernel=$(uname -r)"
         echo "nofile=$(ulimit -n)"
         echo "fsize=$(ulimit -f)"
         test -e /var/run/docker.sock && echo "docker.sock=present" || echo "docker.sock=absent"
@@ -29,7 +31,12 @@ test('no capabilities, no new privileges, not root, capped files, no docker sock
   assert.match(seen, /^CapEff:\s+0{16}$/m);
   assert.match(seen, /^CapPrm:\s+0{16}$/m);
   assert.match(seen, /^CapBnd:\s+0{16}$/m);
-  assert.match(seen, /^NoNewPrivs:\s+1$/m);
+  // The flag itself, as prctl(PR_GET_NO_NEW_PRIVS) reads it: gVisor's
+  // /proc/self/status has no NoNewPrivs line, setpriv asks the kernel either way.
+  assert.match(seen, /^no_new_privs: 1$/m);
+  // The step ran in the sandbox this process asked for (gVisor's kernel says so in dmesg).
+  if (ISOLATION === 'gvisor') assert.match(seen, /^kernel=gVisor$/m);
+  else assert.doesNotMatch(seen, /^kernel=gVisor$/m);
   assert.match(seen, /^nofile=4096$/m);
   assert.match(seen, /^fsize=2097152$/m, '1g in 512-byte blocks');
   assert.match(seen, /^docker\.sock=absent$/m);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { commitsOn, execPipeline, git, pipelineYaml, projectsForThisFile, runCli, writePipeline } from '../fixtures/project.js';
+import { commitsOn, execPipeline, git, ISOLATION, pipelineYaml, projectsForThisFile, runCli, writePipeline } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 
@@ -50,7 +50,14 @@ test('escape sequences, carriage returns and forged names are shown, never sent,
   assert.equal(runnerLines.filter((l) => l.includes('step paint completed')).length, 1, 'the step cannot forge the runner\'s completion line');
   assert.match(r.stderr, /\[paint\] harmless\\rrunner: ✓ step paint completed in 0\.1s \(commit deadbeef00\)/);
   assert.match(r.stderr, /\[paint\] \\x1b\]0;owned title\\x07/);
-  assert.match(r.stderr, /runner: .*not committed \(git must not read them\): pipe\\nrunner: forged line/);
+  // gVisor keeps a FIFO a step makes inside its sandbox (its gofer makes no
+  // host node): nothing reaches the host for git to hang on, and the runner
+  // has nothing to name. How it names such a file is its own code, the same
+  // under either runtime, and proven by the runc run of this test.
+  const fifoReachesHost = ISOLATION === 'runc';
+  if (fifoReachesHost) assert.match(r.stderr, /runner: .*not committed \(git must not read them\): pipe\\nrunner: forged line/);
+  else assert.doesNotMatch(r.stderr, /not committed|forged line/);
+  assert.doesNotMatch(git(f.project, 'ls-tree', '-r', '--name-only', r.json.branch), /forged line/, 'the FIFO is on no commit');
 
   // logs: shown visibly; --raw and the file keep the bytes
   const logs = await runCli(['logs', runId, '--home', f.home]);
@@ -65,7 +72,7 @@ test('escape sequences, carriage returns and forged names are shown, never sent,
   // runs show, diff
   const show = await runCli(['runs', 'show', runId, '--home', f.home]);
   assertInert('runs show', show.stdout);
-  assert.match(show.stdout, /pipe\\nrunner: forged line/);
+  if (fifoReachesHost) assert.match(show.stdout, /pipe\\nrunner: forged line/);
   const diff = await runCli(['diff', runId, '--home', f.home]);
   assertInert('runner diff', diff.stdout);
   assert.match(diff.stdout, /\+esc \\x1b\[31mred\\x1b\[0m/);
