@@ -69,9 +69,16 @@ export async function pushOwnImages(registry: string, images: readonly string[],
     const repoName = `${registry}/${rt.repo}`;
     let digest: string | undefined;
     for (const tag of tags) {
+      const had = await docker.getImage(`${repoName}:${tag}`).inspect().then(() => true, () => false);
       await docker.getImage(image).tag({ repo: repoName, tag });
-      const d = await pushOne(docker, image, repoName, tag, onProgress, registry);
-      if (tag === rt.tag) digest = d;
+      try {
+        const d = await pushOne(docker, image, repoName, tag, onProgress, registry);
+        if (tag === rt.tag) digest = d;
+      } catch (err) {
+        // a tag made only for a push that failed is not left behind (the image keeps its own names)
+        if (!had) await docker.getImage(`${repoName}:${tag}`).remove({ noprune: true }).catch(() => undefined);
+        throw err;
+      }
     }
     // the engine records the digest with the image it pushed: the run matches the registry's tag against it
     const after = await docker.getImage(image).inspect();
