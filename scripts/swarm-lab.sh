@@ -231,10 +231,11 @@ worker_start() {
   echo '{}' >"$LAB_STATE_DIR/daemon.json"
   log "$name: starting its engine (unix://$sock, data $data_root, log $logf)"
   # nsenter --net (not `ip netns exec`, which remounts /sys and hides the cgroups);
-  # unshare --uts for a hostname of its own, which becomes the node's name.
+  # unshare --uts for a hostname of its own, which becomes the node's name. It pulls a task's image
+  # as a real node does (DOCKER_SERVICE_PREFER_OFFLINE_IMAGE would stop every pull, the registry's too);
+  # with no route out, a pull by name fails at once and the engine uses the image it has.
   setsid nsenter --net="/run/netns/$ns" -- unshare --uts -- \
     sh -c 'echo "$1" >/proc/sys/kernel/hostname && shift && exec "$@"' sh "$name" \
-    env DOCKER_SERVICE_PREFER_OFFLINE_IMAGE=1 \
     dockerd --config-file "$LAB_STATE_DIR/daemon.json" \
       --data-root "$data_root" --exec-root "$exec_root" \
       -H "unix://$sock" --pidfile "$pidfile" \

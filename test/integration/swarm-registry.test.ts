@@ -9,6 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
@@ -43,7 +44,7 @@ steps:
     placement: ["node.hostname == ${hostname}"]
     resources: { memory: 128m, cpus: 0.2, pids: 64 }
     timeout: 3m
-    run: echo "ran on $(hostname)" > where.txt
+    run: echo "ran in $(hostname)" > where.txt
 `;
 
 let pushed: { image: string; digest: string; pinned: string; tags: string[]; id: string } | undefined;
@@ -80,7 +81,9 @@ test('a swarm run with --registry: a worker that never had runner/base pulls exa
   const r = await execPipeline(f, await writePipeline(f, onWorker('lab-w1')), SWARM);
   assert.equal(r.code, 0, r.stderr);
   console.log(`a one-step run on lab-w1, pulling runner/base from the registry: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-  assert.equal(git(f.project, 'show', `${r.json.branch}:where.txt`), 'ran on lab-w1');
+  assert.match(git(f.project, 'show', `${r.json.branch}:where.txt`), /^ran in \S+$/);
+  const rec = JSON.parse(readFileSync(path.join(f.home, 'runs', r.json.runId, 'run.json'), 'utf8'));
+  assert.equal(rec.steps[0].node, 'lab-w1');
   // what the worker has is the registry's digest of exactly the manager's image (same ID); it has no runner/base name
   assert.equal(inspectId(pushed.pinned, ['-H', 'unix:///run/runner-swarm-lab/lab-w1.sock']), pushed.id);
   assert.throws(() => worker('lab-w1', 'image', 'inspect', 'runner/base:latest'));
