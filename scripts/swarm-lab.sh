@@ -3,8 +3,9 @@
 # swarm without a second machine (docs/scale-out-lab.md).
 #
 #   scripts/swarm-lab.sh up [IMAGE...]   the host's engine as manager, workers lab-w1 and lab-w2
-#                                        in network namespaces; loads the runner/ images (or
-#                                        $LAB_IMAGES) and IMAGE... into every worker
+#                                        in network namespaces, a registry at $LAB_NET.1:5000;
+#                                        loads the runner/ images (or $LAB_IMAGES; none: no
+#                                        image) and IMAGE... into every worker
 #   scripts/swarm-lab.sh load IMAGE...   loads more images into every worker (those that differ)
 #   scripts/swarm-lab.sh status          nodes, and whether the lab is up
 #   scripts/swarm-lab.sh down            removes the workers and everything the lab made;
@@ -15,10 +16,16 @@
 #   reach the host there); namespace runner-lab-net holds the bridge br0 the host and the
 #   workers are wired to; worker i lives in namespace runner-lab-wi at $LAB_NET.(10+i), its
 #   engine on unix://$LAB_STATE_DIR/lab-wi.sock, its data under $LAB_DATA_DIR/lab-wi, its
-#   containers under the cgroup runner-lab-wi.
+#   containers under the cgroup runner-lab-wi. The registry (Debian's docker-registry, a plain
+#   process) listens on $LAB_NET.1:$LAB_REGISTRY_PORT only, over TLS with a certificate of
+#   the lab's own CA, which /etc/docker/certs.d/$LAB_NET.1:$LAB_REGISTRY_PORT/ca.crt makes
+#   every engine here trust (the host's and the workers': no engine's config is changed);
+#   its config, certificates and log under $LAB_STATE_DIR/registry, its storage under
+#   $LAB_DATA_DIR/registry.
 #
 # Environment: LAB_IMAGES (images for `up`, space or comma separated; default: every local
-# runner/* image), LAB_WORKERS (2), LAB_NET (10.213.7, a /24 used only by the lab),
+# runner/* image; none: no image), LAB_WORKERS (2), LAB_NET (10.213.7, a /24 used only by the lab),
+# LAB_REGISTRY_PORT (5000),
 # LAB_ADDR_POOL (10.214.0.0/16, the swarm's overlay addresses), LAB_STATE_DIR
 # (/run/runner-swarm-lab: sockets, pid files, exec roots), LAB_DATA_DIR
 # (/var/lib/runner-swarm-lab: data roots, logs, the state file, which survives a reboot so
@@ -30,6 +37,7 @@ LAB_DATA_DIR=${LAB_DATA_DIR:-/var/lib/runner-swarm-lab}
 LAB_NET=${LAB_NET:-10.213.7}
 LAB_ADDR_POOL=${LAB_ADDR_POOL:-10.214.0.0/16}
 LAB_WORKERS=${LAB_WORKERS:-2}
+LAB_REGISTRY_PORT=${LAB_REGISTRY_PORT:-5000}
 
 REPO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 STATE_FILE=$LAB_DATA_DIR/state
@@ -38,6 +46,10 @@ HOST_IF=runner-lab0            # the host's end of its veth
 HOST_ADDR=$LAB_NET.1
 LABEL=runner-lab               # node label on the lab's workers (value: worker)
 DOCKER_TIMEOUT=30
+REGISTRY=$HOST_ADDR:$LAB_REGISTRY_PORT
+REGISTRY_DIR=$LAB_STATE_DIR/registry    # config, CA, certificate, pid, log
+REGISTRY_DATA=$LAB_DATA_DIR/registry    # the registry's storage
+CERTS_D=/etc/docker/certs.d/$REGISTRY  # where every engine here looks for the CA of $REGISTRY
 
 log() { echo "swarm-lab: $*"; }
 warn() { echo "swarm-lab: warning: $*" >&2; }
@@ -106,7 +118,8 @@ need_root() { [ "$(id -u)" -eq 0 ] || die "must run as root (it makes network na
 # Debian packages for what the lab needs, installed only when missing.
 ensure_tools() {
   local missing=() cmd pkg
-  for cmd in ip:iproute2 nsenter:util-linux unshare:util-linux setsid:util-linux flock:util-linux; do
+  for cmd in ip:iproute2 nsenter:util-linux unshare:util-linux setsid:util-linux flock:util-linux \
+      docker-registry:docker-registry openssl:openssl curl:curl ss:iproute2; do
     pkg=${cmd#*:}; cmd=${cmd%%:*}
     command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
   done
@@ -218,10 +231,11 @@ worker_start() {
   echo '{}' >"$LAB_STATE_DIR/daemon.json"
   log "$name: starting its engine (unix://$sock, data $data_root, log $logf)"
   # nsenter --net (not `ip netns exec`, which remounts /sys and hides the cgroups);
-  # unshare --uts for a hostname of its own, which becomes the node's name.
+  # unshare --uts for a hostname of its own, which becomes the node's name. It pulls a task's image
+  # as a real node does (DOCKER_SERVICE_PREFER_OFFLINE_IMAGE would stop every pull, the registry's too);
+  # with no route out, a pull by name fails at once and the engine uses the image it has.
   setsid nsenter --net="/run/netns/$ns" -- unshare --uts -- \
     sh -c 'echo "$1" >/proc/sys/kernel/hostname && shift && exec "$@"' sh "$name" \
-    env DOCKER_SERVICE_PREFER_OFFLINE_IMAGE=1 \
     dockerd --config-file "$LAB_STATE_DIR/daemon.json" \
       --data-root "$data_root" --exec-root "$exec_root" \
       -H "unix://$sock" --pidfile "$pidfile" \
@@ -328,6 +342,108 @@ worker_down() {
   if ns_exists "$ns"; then ip netns del "$ns" || warn "could not remove namespace $ns"; fi
 }
 
+# ---- the registry ----------------------------------------------------------
+
+registry_pid() {
+  local pid
+  [ -f "$REGISTRY_DIR/pid" ] || return 1
+  pid=$(cat "$REGISTRY_DIR/pid" 2>/dev/null) || return 1
+  [ -n "$pid" ] && [ -d "/proc/$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = docker-registry ] && echo "$pid"
+}
+
+# Answers the registry API, over TLS, with the certificate the engines trust.
+registry_healthy() {
+  registry_pid >/dev/null && [ -f "$CERTS_D/ca.crt" ] \
+    && curl -sf --max-time 5 --cacert "$CERTS_D/ca.crt" "https://$REGISTRY/v2/" >/dev/null 2>&1
+}
+
+# The lab's CA and the registry's certificate (for its address), made anew with each start.
+registry_certs() {
+  local d=$REGISTRY_DIR
+  openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=runner swarm lab CA" \
+    -keyout "$d/ca.key" -out "$d/ca.crt" >/dev/null 2>&1 || die "openssl could not make the lab's CA"
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=$HOST_ADDR" -keyout "$d/registry.key" -out "$d/registry.csr" >/dev/null 2>&1 \
+    || die "openssl could not make the registry's key"
+  printf 'subjectAltName=IP:%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' "$HOST_ADDR" >"$d/registry.ext"
+  openssl x509 -req -in "$d/registry.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial -days 30 \
+    -extfile "$d/registry.ext" -out "$d/registry.crt" >/dev/null 2>&1 || die "openssl could not sign the registry's certificate"
+  chmod 600 "$d/ca.key" "$d/registry.key"
+}
+
+registry_config() {
+  cat <<CONFIG
+# The lab's registry (scripts/swarm-lab.sh): the lab's address only, TLS, no auth.
+version: 0.1
+log:
+  level: info
+  fields:
+    service: runner-lab-registry
+storage:
+  filesystem:
+    rootdirectory: $REGISTRY_DATA
+  delete:
+    enabled: true
+http:
+  addr: $REGISTRY
+  tls:
+    certificate: $REGISTRY_DIR/registry.crt
+    key: $REGISTRY_DIR/registry.key
+  headers:
+    X-Content-Type-Options: [nosniff]
+CONFIG
+}
+
+registry_up() {
+  if registry_healthy; then
+    log "registry: up already at $REGISTRY"
+    return 0
+  fi
+  registry_down
+  # certs.d is the host's: a directory for this address that the lab did not make is someone's trust, left alone
+  if [ -e "$CERTS_D" ] && [ "$(state_get registry_certs_d)" != 1 ]; then
+    die "$CERTS_D exists and is not the lab's: remove it, or set LAB_REGISTRY_PORT to another port"
+  fi
+  if ss -ltnH 2>/dev/null | awk '{print $4}' | grep -qE "^($HOST_ADDR|0\.0\.0\.0|\*|\[::\]):$LAB_REGISTRY_PORT\$"; then
+    die "port $LAB_REGISTRY_PORT is taken on $HOST_ADDR (or on every address): set LAB_REGISTRY_PORT"
+  fi
+  mkdir -p "$REGISTRY_DIR" "$REGISTRY_DATA"
+  registry_certs
+  registry_config >"$REGISTRY_DIR/config.yml"
+  state_set registry_certs_d 1
+  [ -d /etc/docker/certs.d ] || state_set certs_root_created 1
+  mkdir -p "$CERTS_D"
+  cp "$REGISTRY_DIR/ca.crt" "$CERTS_D/ca.crt"
+  log "registry: docker-registry at $REGISTRY (TLS; the engines trust it through $CERTS_D/ca.crt; log $REGISTRY_DIR/log)"
+  setsid docker-registry serve "$REGISTRY_DIR/config.yml" </dev/null >"$REGISTRY_DIR/log" 2>&1 9<&- &
+  echo $! >"$REGISTRY_DIR/pid"
+  for _ in $(seq 1 40); do
+    registry_healthy && return 0
+    registry_pid >/dev/null || break
+    sleep 0.25
+  done
+  tail -n 20 "$REGISTRY_DIR/log" >&2 || true
+  die "registry: it did not answer at https://$REGISTRY/v2/ (log above)"
+}
+
+registry_down() {
+  local pid
+  if pid=$(registry_pid); then
+    log "registry: stopping (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 40); do [ -d "/proc/$pid" ] || break; sleep 0.25; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$REGISTRY_DIR/pid"
+  if [ "$(state_get registry_certs_d)" = 1 ]; then
+    rm -rf "$CERTS_D"
+    state_set registry_certs_d 0
+  fi
+  if [ "$(state_get certs_root_created)" = 1 ]; then
+    rmdir /etc/docker/certs.d 2>/dev/null || true
+    state_set certs_root_created 0
+  fi
+}
+
 # ---- the manager -----------------------------------------------------------
 
 # Refuses (before anything is built) when the host's engine is in a swarm that is not the lab's.
@@ -409,7 +525,9 @@ manager_down() {
 # ---- images ----------------------------------------------------------------
 
 default_images() {
-  if [ -n "${LAB_IMAGES:-}" ]; then
+  if [ "${LAB_IMAGES:-}" = none ]; then
+    return 0
+  elif [ -n "${LAB_IMAGES:-}" ]; then
     echo "$LAB_IMAGES" | tr ',' ' ' | tr -s ' ' '\n' | sed '/^$/d'
   else
     docker image ls --format '{{.Repository}}:{{.Tag}}' | awk -F: '$1 ~ /^runner\// && $2 != "<none>"' | sort -u
@@ -520,6 +638,7 @@ do_up() {
   # Workers beyond LAB_WORKERS, from an earlier and larger lab.
   for i in $(all_worker_indexes); do [ "$i" -le "$LAB_WORKERS" ] || worker_down "$i"; done
   state_set workers "$LAB_WORKERS"
+  registry_up
   UP_BUILDING=0
   log "swarm ready after $(elapsed "$started") s"
 
@@ -534,8 +653,10 @@ do_up() {
   for i in $(seq 1 "$LAB_WORKERS"); do
     log "  $(worker_name "$i"): $(worker_addr "$i"), its engine at unix://$(worker_sock "$i")"
   done
+  log "  registry: $REGISTRY (TLS, trusted by every engine here through $CERTS_D/ca.crt)"
   log "use it:"
   log "  runner exec FILE --engine swarm"
+  log "  runner images push --registry $REGISTRY; runner exec FILE --engine swarm --registry $REGISTRY"
   log "  docker service create --mode replicated-job --restart-condition none --constraint node.labels.$LABEL==worker runner/base:latest sh -c 'echo hello from \$(hostname)'"
   log "  scripts/swarm-lab.sh load IMAGE...   (after rebuilding an image)"
   log "  scripts/swarm-lab.sh status"
@@ -560,6 +681,7 @@ do_down() {
   local pids=() p
   for i in $(all_worker_indexes); do worker_down "$i" & pids+=($!); done
   for p in "${pids[@]}"; do wait "$p" || warn "a worker's tear-down failed (see above)"; done
+  registry_down
   manager_down
   net_down
   for d in "$LAB_STATE_DIR" "$LAB_DATA_DIR"; do
@@ -584,8 +706,9 @@ do_status() {
       log "$(worker_name "$i"): not up"
     fi
   done
+  if registry_healthy; then log "registry: up at $REGISTRY (pid $(registry_pid))"; else log "registry: not up"; fi
   if host_is_manager; then echo; docker node ls; echo; fi
-  if [ "$up" = "$LAB_WORKERS" ] && [ -n "$(state_get cluster_id)" ] && [ "$(host_cluster_id)" = "$(state_get cluster_id)" ]; then
+  if [ "$up" = "$LAB_WORKERS" ] && registry_healthy && [ -n "$(state_get cluster_id)" ] && [ "$(host_cluster_id)" = "$(state_get cluster_id)" ]; then
     log "the lab is up"
   elif lab_leftovers; then
     log "the lab is partly up: 'scripts/swarm-lab.sh up' completes it, 'down' removes it"

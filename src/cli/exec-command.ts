@@ -1,4 +1,4 @@
-/** `runner exec FILE [--json] [--home DIR] [--keep-workspace] [--secrets-file F] [--input NAME=VALUE]... [--task ID [--title T]] [--no-wait] [--egress-network NET] [--engine local|swarm]` */
+/** `runner exec FILE [--json] [--home DIR] [--keep-workspace] [--secrets-file F] [--input NAME=VALUE]... [--task ID [--title T]] [--no-wait] [--egress-network NET] [--engine local|swarm [--registry HOST:PORT]]` */
 import { errorMessage, RunnerError, UsageError } from '../common/errors.js';
 import { openEngine } from '../container/engine.js';
 import { Git } from '../git/git.js';
@@ -32,6 +32,7 @@ export async function execCommand(args: string[]): Promise<number> {
       'no-wait': { type: 'boolean', default: false },
       ...EGRESS_FLAGS,
       engine: { type: 'string' },
+      registry: { type: 'string' },
       ...ISOLATION_FLAG,
     },
     ['FILE'],
@@ -66,7 +67,7 @@ export async function execCommand(args: string[]): Promise<number> {
   // its output closed (runner exec p.yaml | head -1): the run is canceled as on SIGPIPE, its work committed
   const offClosedPipe = onClosedPipe(() => onSignal('SIGPIPE'));
   try {
-    const engine = openEngine(values.engine || process.env.RUNNER_ENGINE || 'local');
+    const engine = openEngine(values.engine || process.env.RUNNER_ENGINE || 'local', { registry: values.registry || process.env.RUNNER_REGISTRY, registryFromFlag: values.registry !== undefined });
     const record = await executeRunOrReport(json, () => executeRun(
       {
         ...engine,

@@ -8,7 +8,7 @@ Usage:
                    [--egress-network NET] [--egress-private CIDR[,CIDR]]
                    [--egress-proxy URL] [--ca-file F] [--npm-registry URL]
                    [--pip-index URL] [--isolation runc|gvisor]
-                   [--engine local|swarm]
+                   [--engine local|swarm] [--registry HOST:PORT]
       Run the pipeline in FILE. Each run gets branch run/<runId> in the project,
       one commit per step, pushed to the project's remote at the end.
       (A persistent_directory project is worked on in place: no git.)
@@ -50,6 +50,11 @@ Usage:
         --engine swarm     run the steps as jobs on the Docker Swarm that
                            DOCKER_HOST manages (default: $RUNNER_ENGINE, else
                            local); see docs/scale-out.md
+        --registry HOST:PORT  with --engine swarm: the registry the nodes pull
+                           the runner's own images from, each named by the
+                           digest of exactly this engine's image (default:
+                           $RUNNER_REGISTRY); one not pushed there refuses the
+                           run with the command that pushes it
   runner task ls [--json] [--home DIR]
       List task worktrees.
   runner task rm TASK_ID [--force] [--home DIR]
@@ -93,7 +98,7 @@ Usage:
                [--listen 127.0.0.1:7700] [--secrets-file F] [--egress-network NET]
                [--egress-private CIDR[,CIDR]] [--egress-proxy URL] [--ca-file F]
                [--npm-registry URL] [--pip-index URL] [--isolation runc|gvisor]
-               [--engine local|swarm] [--max-log-streams 256] [--max-log-streams-per-client 32]
+               [--engine local|swarm] [--registry HOST:PORT] [--max-log-streams 256] [--max-log-streams-per-client 32]
                [--log-stall 60s]
       Run the pipelines in DIR on their schedule: entries (cron, timezone,
       overlap, catchup), reloading DIR when it changes, with a JSON API on
@@ -102,6 +107,12 @@ Usage:
       streamed at once: at most --max-log-streams in all (503 past it) and
       --max-log-streams-per-client to one address (429); a follower that
       has not taken what waits for it within --log-stall is cut.
+  runner images push --registry HOST:PORT [IMAGE...] [--json]
+      Push the runner's own images (default: every runner/* image this engine
+      has) to the registry a swarm's nodes pull from, under their tags and
+      versions, and print each one's digest. The engine does the talking: it
+      must trust the registry (/etc/docker/certs.d/HOST:PORT/ca.crt, or
+      insecure-registries for plain HTTP); see docs/scale-out.md
   runner --help | -h       this text
   runner --version | -v    the version
 

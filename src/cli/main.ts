@@ -22,6 +22,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   gc: async () => (await import('./gc-command.js')).gcCommand,
   cache: async () => (await import('./cache-command.js')).cacheCommand,
   init: async () => (await import('./init-command.js')).initCommand,
+  images: async () => (await import('./images-command.js')).imagesCommand,
 };
 
 async function main(argv: string[]): Promise<number> {

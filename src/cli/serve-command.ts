@@ -32,6 +32,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       'secrets-file': { type: 'string' },
       ...EGRESS_FLAGS,
       engine: { type: 'string' },
+      registry: { type: 'string' },
       ...ISOLATION_FLAG,
       'max-log-streams': { type: 'string' },
       'max-log-streams-per-client': { type: 'string' },
@@ -63,7 +64,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   if (secretsFile) await readSecretsFile(secretsFile);
   const secrets = async () => ({ ...process.env, ...(secretsFile ? await readSecretsFile(secretsFile) : {}) });
 
-  const { runtime, transport } = openEngine(values.engine || process.env.RUNNER_ENGINE || 'local');
+  const { runtime, transport } = openEngine(values.engine || process.env.RUNNER_ENGINE || 'local', { registry: values.registry || process.env.RUNNER_REGISTRY, registryFromFlag: values.registry !== undefined });
   await runtime.ping();
   const stop = new AbortController();
   const say = (m: string) => process.stderr.write(`runner serve: ${visible(m)}\n`);

@@ -3,18 +3,33 @@
  * the workspace mounted) or a swarm (jobs on its nodes, the workspace by tar).
  * Nothing past this choice branches on it.
  */
-import { UsageError } from '../common/errors.js';
+import { errorMessage, UsageError } from '../common/errors.js';
 import { mountTransport, TarTransport, type StepTransport } from '../run/step-transport.js';
 import { DockerRuntime } from './docker.js';
 import type { ContainerRuntime } from './runtime.js';
+import { parseRegistry } from './registry-names.js';
 import { SwarmRuntime } from './swarm.js';
 
 export type EngineName = 'local' | 'swarm';
 
-export function openEngine(name: string): { runtime: ContainerRuntime; transport: StepTransport } {
-  if (name === 'local') return { runtime: new DockerRuntime(), transport: mountTransport };
+/**
+ * The engine `name` names. `registry` (--registry, RUNNER_REGISTRY): on swarm, the registry the nodes pull the
+ * runner's own images from; `registryFromFlag`: it was given on the command line, where the local engine refuses
+ * it (an environment variable set for swarm runs is no reason to refuse a local one).
+ */
+export function openEngine(name: string, opts: { registry?: string | undefined; registryFromFlag?: boolean } = {}): { runtime: ContainerRuntime; transport: StepTransport } {
+  if (name === 'local') {
+    if (opts.registry && opts.registryFromFlag) throw new UsageError('--registry goes with --engine swarm: the local engine has the images itself');
+    return { runtime: new DockerRuntime(), transport: mountTransport };
+  }
   if (name === 'swarm') {
-    const runtime = new SwarmRuntime();
+    let registry: string | undefined;
+    try {
+      registry = opts.registry ? parseRegistry(opts.registry) : undefined;
+    } catch (err) {
+      throw new UsageError(errorMessage(err));
+    }
+    const runtime = new SwarmRuntime(undefined, registry);
     // the address the swarm's nodes reach this machine at: its swarm address, unless told otherwise
     const address = async () => process.env.RUNNER_TRANSFER_ADDRESS || (await runtime.managerAddress());
     return { runtime, transport: new TarTransport(address, runtime.manager) };

@@ -12,8 +12,10 @@ import { ContainerError, errorMessage } from '../common/errors.js';
 import type { Isolation } from '../pipeline/schema.js';
 import { DockerRuntime, recipesDir, removeSwarmFiles } from './docker.js';
 import { isOwnImage, ownImageMissing } from './own-images.js';
+import { pinnedOwnImage } from './registry.js';
+import { nodePullHint } from './registry-names.js';
 import { encodeSecretEnv, preludeArgv } from './secret-env.js';
-import type { ContainerHandle, ContainerSpec, ExitState, OutputHandler } from './runtime.js';
+import type { ContainerHandle, ContainerSpec, ExitState, OutputHandler, PullProgress } from './runtime.js';
 
 /** The attachable overlay network of swarm steps with `network: bridge` (it has a way out, and to the runner's transfer). */
 export const SWARM_NETWORK = 'runner-swarm';
@@ -38,9 +40,23 @@ export class SwarmRuntime extends DockerRuntime {
   /** containers on the manager itself (a step's relay), on networks every node shares */
   readonly manager: DockerRuntime;
 
-  constructor(private readonly api: Docker = new Docker()) {
+  /**
+   * `registry` (HOST:PORT): the registry the nodes pull the runner's own
+   * images from, named there by digest; without it they go by image ID and
+   * each node must have them loaded (docs/scale-out.md).
+   */
+  constructor(private readonly api: Docker = new Docker(), private readonly registry?: string) {
     super(api);
     this.manager = new DockerRuntime(api, 'overlay');
+  }
+
+  /** An own image with a registry must be there, as this engine has it, before the run starts: else the push command. */
+  override async ensureImage(image: string, onProgress: (p: PullProgress) => void): Promise<void> {
+    if (this.registry && isOwnImage(image)) {
+      await pinnedOwnImage(this.api, this.registry, image);
+      return;
+    }
+    return super.ensureImage(image, onProgress);
   }
 
   override async ping(): Promise<void> {
@@ -80,17 +96,19 @@ export class SwarmRuntime extends DockerRuntime {
     if (spec.isolation === 'gvisor') await this.checkIsolation([{ id: spec.name, isolation: 'gvisor' }]);
     if (spec.mounts.length) throw new ContainerError('swarm_mounts', 'a swarm step cannot mount the runner\'s disk: its workspace travels by tar (a bug: the tar transport should have taken the mounts)');
     await this.ensureNetwork();
-    return new SwarmTask(this.api, { ...spec, image: await this.jobImage(spec.image) }, spec.image);
+    return new SwarmTask(this.api, { ...spec, image: await this.jobImage(spec.image) }, spec.image, this.registry);
   }
 
   /**
    * The image a job names. A node pulls a job's image by name before every task, even one it has, and a
    * newer image found under the name replaces its own; only an image ID is never pulled. So the runner's own
    * images (own-images.ts) go by the ID this engine has them under: a node runs exactly that image, or
-   * lacks it and rejects the task. Other images go by name, pulled as the file asks.
+   * lacks it and rejects the task. With a registry they go by the registry's digest of exactly that image
+   * (registry.ts), which a node lacking it pulls. Other images go by name, pulled as the file asks.
    */
   private async jobImage(image: string): Promise<string> {
     if (!isOwnImage(image)) return image;
+    if (this.registry) return pinnedOwnImage(this.api, this.registry, image);
     try {
       return (await this.api.getImage(image).inspect()).Id;
     } catch (err) {
@@ -130,8 +148,9 @@ class SwarmTask implements ContainerHandle {
   constructor(
     private readonly api: Docker,
     private readonly spec: ContainerSpec,
-    /** the image as the pipeline names it (spec.image may be its ID) */
+    /** the image as the pipeline names it (spec.image may be its ID, or its digest in the registry) */
     private readonly imageName: string,
+    private readonly registry?: string,
   ) {
     this.done = new Promise((r) => (this.finish = r));
     this.name = serviceName(spec.name);
@@ -310,6 +329,7 @@ class SwarmTask implements ContainerHandle {
   }
 
   private missingImageHint(): string {
+    if (this.registry && this.spec.image.startsWith(`${this.registry}/`)) return nodePullHint(this.registry, this.imageName, this.spec.image);
     if (this.spec.image === this.imageName) return `does every node have image ${this.imageName}? scripts/swarm-lab.sh load, or a registry`;
     return `does every node have image ${this.imageName} as this engine has it, ${this.spec.image.slice(0, 19)}? It is never pulled: scripts/swarm-lab.sh load ${this.imageName}, or docker save ${this.imageName} | docker load on the node`;
   }
