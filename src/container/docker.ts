@@ -443,8 +443,10 @@ class DockerContainer implements ContainerHandle {
   }
 
   async addressOn(network: string): Promise<string | undefined> {
-    const info = await this.c.inspect();
-    const ip = info.NetworkSettings?.Networks?.[network]?.IPAddress;
+    // the network's view, not the container's: the engine answers it while the container is still starting (its
+    // endpoint, and so its address, is made early in the start), where inspecting the container waits for the start
+    const info = await this.docker.getNetwork(network).inspect();
+    const ip = (info.Containers as Record<string, { IPv4Address?: string }> | undefined)?.[this.c.id]?.IPv4Address?.replace(/\/\d+$/, '');
     return ip ? ip : undefined;
   }
 

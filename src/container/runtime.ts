@@ -113,7 +113,7 @@ export interface ContainerHandle {
   remove(): Promise<void>;
   /** Joins a further network, answering to `aliases` there (call before start: the container keeps its first network's route). */
   connect(network: string, aliases: string[]): Promise<void>;
-  /** Its IPv4 address on `network`, once started; undefined when it has none. */
+  /** Its IPv4 address on `network`, once the engine gave it one (early in its start); undefined until then, or when it has none. */
   addressOn(network: string): Promise<string | undefined>;
 }
 

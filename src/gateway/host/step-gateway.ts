@@ -80,6 +80,8 @@ export interface GatewayOptions {
 }
 
 const READY_MS = 20_000;
+/** asked every 10 ms while the gateway's container starts (its start takes a few hundred on a busy engine) */
+const ADDRESS_TRIES = 500;
 
 /** A gateway that listens before this returns: for a relay (swarm), whose address the step is handed as its way. */
 export async function openGateway(runtime: ContainerRuntime, o: GatewayOptions): Promise<OpenGateway> {
@@ -227,32 +229,47 @@ export async function startGateway(runtime: ContainerRuntime, o: GatewayOptions)
     });
     // joined before start: its route out stays the egress network's
     await handle.connect(network, [GATEWAY_HOST]);
-    await handle.start();
+    // Started, not waited for: its address is the engine's early in the start (its endpoint on the step's network),
+    // and the step's container starts while the rest of this one's start goes on.
     const started = handle;
+    let startProblem: string | undefined;
+    let startSettled = false;
+    const starting = started
+      .start()
+      .catch((err: unknown) => void (startProblem = errorMessage(err)))
+      .finally(() => (startSettled = true));
     /** the address the step is given as its name server */
     let given: string | undefined;
-    const known = started.addressOn(network);
     const listening = (async (): Promise<string> => {
-        const address = await Promise.race([
-          ready,
-          attached.ended.then(() => undefined),
-          new Promise<undefined>((r) => (readyTimer = setTimeout(() => r(undefined), READY_MS))),
-        ]).finally(() => clearTimeout(readyTimer));
-        // closed before it listened: nothing failed
-        if (stopping) return '';
-        if (!address) {
-          const why = stderr.trim().split('\n').at(-1) ?? '';
-          failed = `the step's gateway did not start${why ? `: ${why}` : ''} (check ${GATEWAY_IMAGE} with \`make images\`, and that network ${o.egressNetwork} exists)`;
-          throw new ContainerError('gateway_failed', failed);
-        }
-        if (given !== undefined && address !== given) {
-          failed = `the step's gateway listens on ${address}, not on ${given}, the address its step was given`;
-          throw new ContainerError('gateway_failed', failed);
-        }
-        return address;
-      })();
+      const address = await Promise.race([
+        ready,
+        attached.ended.then(() => undefined),
+        starting.then(() => (startProblem !== undefined ? undefined : new Promise<never>(() => undefined))),
+        new Promise<undefined>((r) => (readyTimer = setTimeout(() => r(undefined), READY_MS))),
+      ]).finally(() => clearTimeout(readyTimer));
+      // closed before it listened: nothing failed
+      if (stopping) return '';
+      if (!address) {
+        const why = startProblem ?? stderr.trim().split('\n').at(-1) ?? '';
+        failed = `the step's gateway did not start${why ? `: ${why}` : ''} (check ${GATEWAY_IMAGE} with \`make images\`, and that network ${o.egressNetwork} exists)`;
+        throw new ContainerError('gateway_failed', failed);
+      }
+      if (given !== undefined && address !== given) {
+        failed = `the step's gateway listens on ${address}, not on ${given}, the address its step was given`;
+        throw new ContainerError('gateway_failed', failed);
+      }
+      return address;
+    })();
     listening.catch(() => undefined);
-    given = await known.catch(() => undefined);
+    for (let i = 0; given === undefined && !startSettled && i < ADDRESS_TRIES; i++) {
+      given = await started.addressOn(network).catch(() => undefined);
+      if (given === undefined) await new Promise((r) => setTimeout(r, 10));
+    }
+    if (given === undefined) {
+      await starting;
+      if (startProblem !== undefined) throw new ContainerError('gateway_failed', `the step's gateway did not start: ${startProblem}`);
+      given = await started.addressOn(network).catch(() => undefined);
+    }
     // an engine that does not say the address: the one the gateway says, once it listens
     const address = given ?? (await listening);
     return { network, dns: [address], listening: listening.then(() => undefined), close };

@@ -16,6 +16,8 @@ class ScriptedGateway {
   readonly ended = new Promise<void>((r) => (this.end = r));
   started = false;
   removed = false;
+  /** the engine refuses to start it */
+  refuse?: string;
   constructor(readonly address: string) {}
   say(line: object): void {
     void this.stdout(Buffer.from(`${JSON.stringify(line)}\n`));
@@ -27,7 +29,10 @@ class ScriptedGateway {
     return {
       id: 'gw',
       attach: async (out) => ((this.stdout = out), { ended: this.ended, close: () => undefined }),
-      start: async () => void (this.started = true),
+      start: async () => {
+        if (this.refuse) throw new Error(this.refuse);
+        this.started = true;
+      },
       wait: () => this.ended,
       waitNotRunning: () => this.ended,
       inspect: async () => ({ exitCode: 1, oomKilled: false }),
@@ -122,6 +127,15 @@ test('openGateway (a relay) waits until it listens, and cleans up when it never 
   const opening = openGateway(rt, options);
   setTimeout(() => gw.exit(), 20);
   await assert.rejects(opening, /did not start/);
+  assert.equal(gw.removed, true);
+  assert.equal(rt.networks.size, 0);
+});
+
+test('a gateway the engine cannot start: startGateway says why, and leaves no container or network behind', async () => {
+  const gw = new ScriptedGateway('10.99.0.2');
+  gw.refuse = 'docker failed starting the container: no such network';
+  const rt = engine(gw);
+  await assert.rejects(startGateway(rt, options), /the step's gateway did not start: docker failed starting the container: no such network/);
   assert.equal(gw.removed, true);
   assert.equal(rt.networks.size, 0);
 });
