@@ -59,6 +59,12 @@ export interface ContainerSpec {
    * (local) or a swarm secret file, and needs `/bin/sh` in the image. Not with `stdin`.
    */
   secretEnv?: Record<string, string>;
+  /**
+   * The command begins only once this resolves (the step's way out is up); rejected, it never begins. The
+   * container may be made and started before: its command waits in the secrets prelude for its standard
+   * input, which is written then (an image without /bin/sh: its start waits instead). Not with `stdin`.
+   */
+  holdUntil?: Promise<void>;
   /** swarm: where it may run (`node.labels.gpu == true`) */
   placement?: string[];
   labels: Record<string, string>;

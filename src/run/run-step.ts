@@ -178,7 +178,8 @@ export async function runStep(c: StepContext): Promise<StepRun> {
     });
   } catch (err) {
     // an image that cannot take the step's secrets out of the engine's sight: the step's, said before it runs
-    if (!(err instanceof ContainerError && err.code === 'no_shell')) throw err;
+    // or whose way out did not come up (the step's log says why)
+    if (!(err instanceof ContainerError && (err.code === 'no_shell' || err.code === 'way_failed'))) throw err;
     notStarted = errorMessage(err);
   } finally {
     // a step on another node sends its work back: the workspace and its outputs are here again before anything reads them
@@ -426,6 +427,7 @@ function containerSpec(
     capAdd: plan.capAdd,
     network: way.network,
     ...(way.dns ? { dns: way.dns } : {}),
+    ...(way.up ? { holdUntil: way.up } : {}),
     ...(plan.placement ? { placement: plan.placement } : {}),
     labels: stepLabels(c),
     isolation: plan.isolation,

@@ -54,6 +54,8 @@ export interface StepWayReport {
 export interface StepWay {
   network: string;
   dns?: string[];
+  /** the step's command waits for this (its gateway listening): its container is made and started meanwhile */
+  up?: Promise<void>;
   close(cliUsage: AgentUsage | undefined): Promise<StepWayReport | undefined>;
 }
 
@@ -124,6 +126,7 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
   return {
     network: gw.network,
     dns: gw.dns,
+    up: gw.listening,
     close: async (cliUsage) => {
       unwatch();
       const r = await gw.close();
