@@ -96,10 +96,10 @@ export async function openGateway(runtime: ContainerRuntime, o: GatewayOptions):
 }
 
 /**
- * A gateway whose container runs (its address on the step's network known) but which may not listen yet: the
- * step's container starts while the gateway's Node program does, a few hundred milliseconds sooner than after
- * it. The step's CLI takes longer to start than the gateway; should the gateway never listen, `listening` says so
- * and the step is stopped (step-network.ts).
+ * A gateway whose container is starting (its address on the step's network known) but which may not listen yet:
+ * the step's container is made and started meanwhile, its command held until `listening` (ContainerSpec.holdUntil),
+ * a few hundred milliseconds sooner than after it. Should the gateway never listen, `listening` says so and the
+ * step is stopped (step-network.ts).
  */
 export async function startGateway(runtime: ContainerRuntime, o: GatewayOptions): Promise<OpenGateway> {
   const network = `${o.name}-net`;
