@@ -150,10 +150,40 @@ export class DockerRuntime implements ContainerRuntime {
   async create(spec: ContainerSpec): Promise<ContainerHandle> {
     await this.checkHostPaths(spec.mounts.flatMap((m) => [m.source, ...(m.overlay ? [m.overlay.upper, m.overlay.work] : [])]));
     const secrets = spec.secretEnv && Object.keys(spec.secretEnv).length ? spec.secretEnv : undefined;
-    if (secrets && spec.stdin !== undefined) throw new ContainerError('docker_failed', `a container cannot be given both stdin and secrets (${spec.name}): a bug in the runner`);
+    if ((secrets || spec.holdUntil) && spec.stdin !== undefined) throw new ContainerError('docker_failed', `a container cannot be given both stdin and secrets (${spec.name}): a bug in the runner`);
+    const c = await this.createContainer(spec, secrets, spec.holdUntil !== undefined);
+    const hold = spec.holdUntil;
+    if ((secrets || hold) && !(await hasShell(c))) {
+      if (secrets) {
+        await c.remove({ force: true }).catch(() => undefined);
+        throw new ContainerError(
+          'no_shell',
+          `image ${spec.image} has no /bin/sh, which a step given secrets (${Object.keys(secrets).join(', ')}) needs: they reach its command through a /bin/sh prelude that reads them on its standard input, so that they never show in the container's config (docker inspect). Use an image with a POSIX shell at /bin/sh, or give the step no secrets:`,
+        );
+      }
+      if (hold) {
+        // held without a prelude: made again as it is, and its start waits for the hold
+        await c.remove({ force: true }).catch(() => undefined);
+        const plain = await this.createContainer(spec, undefined, false);
+        return new DockerContainer(plain, this.docker, undefined, this.sandboxOf(plain, spec), { start: hold });
+      }
+    }
+    const stdin = secrets || hold ? encodeSecretEnv(secrets ?? {}) : spec.stdin;
+    return new DockerContainer(c, this.docker, stdin, this.sandboxOf(c, spec), hold ? { stdin: hold } : undefined);
+  }
+
+  private sandboxOf(c: Docker.Container, spec: ContainerSpec): ConstructorParameters<typeof DockerContainer>[3] {
+    if (spec.isolation !== 'gvisor') return undefined;
+    const { nproc } = gvisorPidLimits(spec.pids);
+    return nproc !== undefined ? { nproc, tasks: (pid: number) => this.gvisor.tasks(c.id, pid) } : undefined;
+  }
+
+  /** `prelude`: the command starts through the secrets prelude (secrets, or a command held until its way out is up), its input on stdin */
+  private async createContainer(spec: ContainerSpec, secrets: Record<string, string> | undefined, prelude: boolean): Promise<Docker.Container> {
+    const viaPrelude = secrets !== undefined || prelude;
     // secrets go on its standard input, to the prelude that exports them and execs the command
-    const command = secrets ? await this.throughPrelude(spec) : { Cmd: spec.cmd };
-    const stdin = secrets ? encodeSecretEnv(secrets) : spec.stdin;
+    const command = viaPrelude ? await this.throughPrelude(spec) : { Cmd: spec.cmd };
+    const stdin = viaPrelude ? '' : spec.stdin;
     const settings = await this.sandboxSettings(spec);
     let c: Docker.Container;
     try {
@@ -205,15 +235,7 @@ export class DockerRuntime implements ContainerRuntime {
     } catch (err) {
       throw engineError(`creating the container for image ${spec.image}`, err);
     }
-    if (secrets && !(await hasShell(c))) {
-      await c.remove({ force: true }).catch(() => undefined);
-      throw new ContainerError(
-        'no_shell',
-        `image ${spec.image} has no /bin/sh, which a step given secrets (${Object.keys(secrets).join(', ')}) needs: they reach its command through a /bin/sh prelude that reads them on its standard input, so that they never show in the container's config (docker inspect). Use an image with a POSIX shell at /bin/sh, or give the step no secrets:`,
-      );
-    }
-    const sandbox = settings.nproc !== undefined ? { nproc: settings.nproc, tasks: (pid: number) => this.gvisor.tasks(c.id, pid) } : undefined;
-    return new DockerContainer(c, this.docker, stdin, sandbox);
+    return c;
   }
 
   /**
@@ -320,6 +342,8 @@ class DockerContainer implements ContainerHandle {
     private readonly stdin?: string,
     /** under gVisor: its process cap (RLIMIT_NPROC) and how to ask the sandbox's kernel how many tasks it holds */
     private readonly sandbox?: { nproc: number; tasks: (sandboxPid: number) => Promise<number | undefined> },
+    /** what its command waits for (ContainerSpec.holdUntil): its standard input is written then, or its start waits */
+    private readonly hold?: { stdin?: Promise<void>; start?: Promise<void> },
   ) {}
 
   get id(): string {
@@ -331,8 +355,13 @@ class DockerContainer implements ContainerHandle {
     const stream = (await this.c.attach({ stream: true, stdout: true, stderr: true, ...(withStdin ? { stdin: true, hijack: true } : {}) })) as NodeJS.ReadableStream;
     if (withStdin) {
       const input = stream as unknown as NodeJS.WritableStream;
-      input.write(this.stdin!);
-      input.end();
+      const write = () => {
+        input.write(this.stdin!);
+        input.end();
+      };
+      // held: the prelude waits for its input; never given (the way did not come up), the runner stops the container
+      if (this.hold?.stdin) this.hold.stdin.then(write, () => undefined);
+      else write();
     }
     const out = new PassThrough();
     const err = new PassThrough();
@@ -363,6 +392,9 @@ class DockerContainer implements ContainerHandle {
   }
 
   async start(): Promise<void> {
+    if (this.hold?.start && !(await this.hold.start.then(() => true, () => false))) {
+      throw new ContainerError('way_failed', "the step's way out did not come up: it was not started");
+    }
     try {
       await this.c.start();
     } catch (err) {
@@ -443,8 +475,10 @@ class DockerContainer implements ContainerHandle {
   }
 
   async addressOn(network: string): Promise<string | undefined> {
-    const info = await this.c.inspect();
-    const ip = info.NetworkSettings?.Networks?.[network]?.IPAddress;
+    // the network's view, not the container's: the engine answers it while the container is still starting (its
+    // endpoint, and so its address, is made early in the start), where inspecting the container waits for the start
+    const info = await this.docker.getNetwork(network).inspect();
+    const ip = (info.Containers as Record<string, { IPv4Address?: string }> | undefined)?.[this.c.id]?.IPv4Address?.replace(/\/\d+$/, '');
     return ip ? ip : undefined;
   }
 

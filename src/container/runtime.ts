@@ -59,6 +59,12 @@ export interface ContainerSpec {
    * (local) or a swarm secret file, and needs `/bin/sh` in the image. Not with `stdin`.
    */
   secretEnv?: Record<string, string>;
+  /**
+   * The command begins only once this resolves (the step's way out is up); rejected, it never begins. The
+   * container may be made and started before: its command waits in the secrets prelude for its standard
+   * input, which is written then (an image without /bin/sh: its start waits instead). Not with `stdin`.
+   */
+  holdUntil?: Promise<void>;
   /** swarm: where it may run (`node.labels.gpu == true`) */
   placement?: string[];
   labels: Record<string, string>;
@@ -113,7 +119,7 @@ export interface ContainerHandle {
   remove(): Promise<void>;
   /** Joins a further network, answering to `aliases` there (call before start: the container keeps its first network's route). */
   connect(network: string, aliases: string[]): Promise<void>;
-  /** Its IPv4 address on `network`, once started; undefined when it has none. */
+  /** Its IPv4 address on `network`, once the engine gave it one (early in its start); undefined until then, or when it has none. */
   addressOn(network: string): Promise<string | undefined>;
 }
 

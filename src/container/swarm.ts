@@ -189,6 +189,8 @@ class SwarmTask implements ContainerHandle {
 
   async start(): Promise<void> {
     const s = this.spec;
+    // nothing holds a service's command: it is not made before its way out is up
+    if (s.holdUntil && !(await s.holdUntil.then(() => true, () => false))) throw new ContainerError('way_failed', 'the step\'s way out did not come up: it was not started');
     const labels = s.labels;
     const secretEnv = s.secretEnv && Object.keys(s.secretEnv).length ? s.secretEnv : undefined;
     const files = [...(s.files ?? []), ...(secretEnv ? [{ target: SECRET_ENV_FILE, data: encodeSecretEnv(secretEnv), secret: true }] : [])];

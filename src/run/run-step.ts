@@ -106,6 +106,8 @@ export async function runStep(c: StepContext): Promise<StepRun> {
   let way: StepWay;
   // the run's or the day's budget spent by steps running at once: this one stops too
   const overBudget = new AbortController();
+  // the way did not come up after the step's container started: the step stops, its gateway's failure said
+  const wayLost = new AbortController();
   try {
     way = await openStepWay({
       runtime: deps.runtime,
@@ -121,6 +123,12 @@ export async function runStep(c: StepContext): Promise<StepRun> {
         log.line(`runner gateway: ${why}: the step is stopped`);
         deps.reporter.stepLine(name, 'stderr', `runner gateway: ${why}: the step is stopped`);
         overBudget.abort();
+      },
+      onLost: (why) => {
+        if (wayLost.signal.aborted) return;
+        log.line(`runner gateway: ${masker.mask(why)}: the step is stopped`);
+        deps.reporter.stepLine(name, 'stderr', `runner gateway: ${masker.mask(why)}: the step is stopped`);
+        wayLost.abort();
       },
       onEvent: (e) =>
         gatewayEvent(c, e, (line) => {
@@ -155,7 +163,7 @@ export async function runStep(c: StepContext): Promise<StepRun> {
     prepared = await (deps.transport ?? mountTransport).prepare(containerSpec(c, rendered, user, ioDir, way, caches), { workspace: ws.path, io: ioDir, owner: user });
     end = await runContainer(deps.runtime, prepared.spec, {
       timeoutMs: plan.timeoutMs,
-      signal: AbortSignal.any([deps.signal, overBudget.signal]),
+      signal: AbortSignal.any([deps.signal, overBudget.signal, wayLost.signal]),
       killSignal: deps.killSignal,
       graceSeconds: c.graceSeconds,
       onStdout: (b) => {
@@ -170,7 +178,8 @@ export async function runStep(c: StepContext): Promise<StepRun> {
     });
   } catch (err) {
     // an image that cannot take the step's secrets out of the engine's sight: the step's, said before it runs
-    if (!(err instanceof ContainerError && err.code === 'no_shell')) throw err;
+    // or whose way out did not come up (the step's log says why)
+    if (!(err instanceof ContainerError && (err.code === 'no_shell' || err.code === 'way_failed'))) throw err;
     notStarted = errorMessage(err);
   } finally {
     // a step on another node sends its work back: the workspace and its outputs are here again before anything reads them
@@ -243,6 +252,7 @@ export async function runStep(c: StepContext): Promise<StepRun> {
     ...(wayReport?.usage ? { usage: wayReport.usage } : agent?.usage ? { usage: agent.usage } : {}),
     ...(wayReport?.refused.length ? { egress: { refused: wayReport.refused, ...(wayReport.refusedOthers ? { others: wayReport.refusedOthers } : {}) } } : {}),
     ...(plan.agent ? { agent: plan.agent } : {}),
+    ...(wayReport?.error ? { error: wayReport.error } : {}),
     ...unitFields(unit),
   };
 
@@ -417,6 +427,7 @@ function containerSpec(
     capAdd: plan.capAdd,
     network: way.network,
     ...(way.dns ? { dns: way.dns } : {}),
+    ...(way.up ? { holdUntil: way.up } : {}),
     ...(plan.placement ? { placement: plan.placement } : {}),
     labels: stepLabels(c),
     isolation: plan.isolation,

@@ -5,13 +5,14 @@
  * asks for a way and closes it; it does not know which it got.
  */
 import type { AgentUsage } from '../agents/preset.js';
+import { errorMessage } from '../common/errors.js';
 import type { Masker } from '../common/mask.js';
 import type { ContainerRuntime } from '../container/runtime.js';
 import type { GatewayEvent, ModelRoute } from '../gateway/config.js';
 import { allowance } from '../gateway/host/budget.js';
 import { usageFromCalls } from '../gateway/host/metering.js';
 import type { RunSpend } from '../gateway/host/run-spend.js';
-import { openGateway } from '../gateway/host/step-gateway.js';
+import { startGateway } from '../gateway/host/step-gateway.js';
 import { DEFAULT_PRICES, type Price } from '../gateway/prices.js';
 import type { StepPlan } from '../plan/step-plan.js';
 import { mirrorAllow, type CompanyNetwork } from '../plan/company-network.js';
@@ -42,6 +43,8 @@ export interface StepWayReport {
   budgetExhausted: boolean;
   /** the gateway ended before the step: the step lost its way out, its usage may miss calls */
   died?: string;
+  /** the way never came up (the step was stopped for it): the code for the step's record */
+  error?: 'gateway_failed';
   refused: Array<{ host: string; count: number }>;
   refusedOthers: number;
   /** requests refused for not being model calls */
@@ -51,6 +54,8 @@ export interface StepWayReport {
 export interface StepWay {
   network: string;
   dns?: string[];
+  /** the step's command waits for this (its gateway listening): its container is made and started meanwhile */
+  up?: Promise<void>;
   close(cliUsage: AgentUsage | undefined): Promise<StepWayReport | undefined>;
 }
 
@@ -67,6 +72,8 @@ export interface WayOptions {
   onEvent(e: GatewayEvent): void;
   /** the run's or the day's budget is spent while the step runs: stop it */
   onOverBudget(why: string): void;
+  /** the way did not come up after the step's container was started (its gateway never listened): stop it */
+  onLost(why: string): void;
   /** the step's timeout: the gateway stops by itself a while after it, should the runner die */
   timeoutMs: number;
 }
@@ -88,7 +95,8 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
   let calls = 0;
   const day = spend.daySpent();
   const limit = allowance({ step: g.budget, run: spend.run ? { budget: spend.run, spent: spend.spent } : undefined, day: spend.day && day ? { budget: spend.day.budget, spent: day } : undefined });
-  const gw = await openGateway(o.runtime, {
+  // the step's container starts while its gateway's program does: returned once the gateway's container runs
+  const gw = await startGateway(o.runtime, {
     name: o.name,
     labels: o.labels,
     egressNetwork: s.egressNetwork,
@@ -113,10 +121,12 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
       o.onEvent(e);
     },
   });
+  gw.listening.catch((err) => o.onLost(errorMessage(err)));
   const unwatch = spend.watch(o.onOverBudget);
   return {
     network: gw.network,
     dns: gw.dns,
+    up: gw.listening,
     close: async (cliUsage) => {
       unwatch();
       const r = await gw.close();
@@ -124,6 +134,7 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
         ...(g.model ? { usage: usageFromCalls(r.totals, cliUsage, o.plan.agentSettings?.model) } : {}),
         budgetExhausted: r.budgetRefused > 0,
         ...(r.died ? { died: r.died } : {}),
+        ...(r.neverListened ? { error: 'gateway_failed' as const } : {}),
         refused: [...r.refused].map(([host, count]) => ({ host: o.masker.mask(host), count })).sort((a, b) => b.count - a.count),
         refusedOthers: r.refusedOthers,
         pathsRefused: r.pathsRefused,

@@ -8,7 +8,7 @@
  * to allow.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -230,5 +230,37 @@ steps:
     assert.equal(hits, 0, "this machine's service was never reached");
   } finally {
     server.close();
+  }
+});
+
+// A step behind a gateway is held until its gateway listens: in the /bin/sh prelude when its image has one, else
+// its container is started only then. A step with no shell that calls at once must reach the allowed host all the same.
+test('an image without /bin/sh behind a gateway: started once its gateway listens, its first request at once reaches the allowed host', { timeout: 180_000 }, async () => {
+  const f = await fixture();
+  const image = `runner-test-egress-no-shell:${process.pid}`;
+  // this machine's node and the libraries it links, and nothing else
+  execFileSync('bash', ['-c', 'set -e; node=$(readlink -f "$(command -v node)"); files=$(ldd "$node" | grep -o "/[^ ]*" | sort -u); tar -chP "$node" $files --transform "s|^$node|usr/local/bin/node|" --transform "s|^/||" | docker import - "$1" >/dev/null', 'import', image]);
+  try {
+    assert.notEqual(spawnSync('docker', ['run', '--rm', '--entrypoint', '/bin/sh', image, '-c', 'true'], { stdio: 'ignore' }).status, 0, 'the image has no /bin/sh');
+    const call = `require('http').get({ host: 'runner-gateway', port: 3128, path: 'http://allowed.example/', headers: { host: 'allowed.example' } }, (r) => { let b = ''; r.on('data', (d) => (b += d)); r.on('end', () => console.log('got=' + b)); }).on('error', (e) => { console.log('error=' + e.message); process.exit(1); })`;
+    const file = await writePipeline(
+      f,
+      `version: 1
+name: egress-no-shell
+project: { path: project }
+steps:
+  - id: bare
+    image: ${image}
+    egress: [allowed.example]
+    timeout: 1m
+    command: [/usr/local/bin/node, -e, ${JSON.stringify(call)}]
+`,
+    );
+    const r = await execPipeline(f, file, fakeInternetArgs(), { env: fakeInternetEnv() });
+    assert.equal(r.code, 0, r.stderr);
+    const log = readFileSync(path.join(f.home, 'runs', r.json.runId, 'steps', 'bare.log'), 'utf8');
+    assert.match(log, /^got=this is allowed\.example$/m, log);
+  } finally {
+    spawnSync('docker', ['image', 'rm', '-f', image], { stdio: 'ignore' });
   }
 });

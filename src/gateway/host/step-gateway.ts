@@ -37,6 +37,8 @@ export interface GatewayReport {
   refusedOthers: number;
   /** the gateway ended before the step did (out of memory, a crash): what it metered is not all */
   died?: string;
+  /** it never listened (died says why): the step had no way out at all */
+  neverListened?: boolean;
 }
 
 export function addCall(t: CallTotals, e: CallEvent): void {
@@ -56,6 +58,11 @@ export interface OpenGateway {
   network: string;
   /** the step's name server: the gateway's, which answers no name */
   dns: string[];
+  /**
+   * Resolves once the gateway listens on its address; rejects (gateway_failed) when it ends first or does not
+   * listen within READY_MS. Not rejected by close().
+   */
+  listening: Promise<void>;
   close(): Promise<GatewayReport>;
 }
 
@@ -73,13 +80,43 @@ export interface GatewayOptions {
 }
 
 const READY_MS = 20_000;
+/** asked every 10 ms while the gateway's container starts (its start takes a few hundred on a busy engine) */
+const ADDRESS_TRIES = 500;
 
+/** A gateway that listens before this returns: for a relay (swarm), whose address the step is handed as its way. */
 export async function openGateway(runtime: ContainerRuntime, o: GatewayOptions): Promise<OpenGateway> {
+  const gw = await startGateway(runtime, o);
+  try {
+    await gw.listening;
+  } catch (err) {
+    await gw.close();
+    throw err;
+  }
+  return gw;
+}
+
+/**
+ * A gateway whose container is starting (its address on the step's network known) but which may not listen yet:
+ * the step's container is made and started meanwhile, its command held until `listening` (ContainerSpec.holdUntil),
+ * a few hundred milliseconds sooner than after it. Should the gateway never listen, `listening` says so and the
+ * step is stopped (step-network.ts).
+ */
+export async function startGateway(runtime: ContainerRuntime, o: GatewayOptions): Promise<OpenGateway> {
   const network = `${o.name}-net`;
   const labels = { ...o.labels, [LABELS.role]: 'gateway' };
-  // this machine's addresses, read before the step's network exists (the host has none on it)
-  const [hostAddresses, hostNetworks] = await Promise.all([thisMachineAddresses(runtime), thisMachineNetworks()]);
-  const { subnet } = await runtime.createNetwork({ name: network, internal: true, isolated: true, labels });
+  // this machine's addresses, read while the step's network is made: the host has no address on it (isolated),
+  // and the network's unused gateway address, if read with the others, is one more the gateway refuses
+  const [machine, made] = await Promise.allSettled([
+    Promise.all([thisMachineAddresses(runtime), thisMachineNetworks()]),
+    runtime.createNetwork({ name: network, internal: true, isolated: true, labels }),
+  ]);
+  if (made.status === 'rejected') throw made.reason;
+  if (machine.status === 'rejected') {
+    await runtime.removeNetwork(network).catch(() => undefined);
+    throw machine.reason;
+  }
+  const [hostAddresses, hostNetworks] = machine.value;
+  const { subnet } = made.value;
   let handle: ContainerHandle | undefined;
   const report: GatewayReport = {
     totals: { calls: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, unpriced: false, model: null },
@@ -121,11 +158,19 @@ export async function openGateway(runtime: ContainerRuntime, o: GatewayOptions):
   });
   // what the gateway's node says on stderr (a crash) is a problem of the step's gateway, in its log
   const errLines = new LineSplitter((line) => o.onEvent({ event: 'error', message: line.slice(0, 500) }));
+  let readyTimer: NodeJS.Timeout | undefined;
+  /** why the gateway never listened, once that is known */
+  let failed: string | undefined;
   const close = async (): Promise<GatewayReport> => {
     stopping = true;
+    clearTimeout(readyTimer);
     if (handle) {
       const state = ended ? await handle.inspect().catch(() => undefined) : undefined;
-      if (ended) report.died = `the step's gateway stopped before its step ended${state?.oomKilled ? ' (out of memory)' : state ? ` (exit ${state.exitCode})` : ''}: the step lost its way out, and its metering may miss calls`;
+      if (failed) {
+        report.died = `${failed}: the step had no way out`;
+        report.neverListened = true;
+      }
+      else if (ended) report.died = `the step's gateway stopped before its step ended${state?.oomKilled ? ' (out of memory)' : state ? ` (exit ${state.exitCode})` : ''}: the step lost its way out, and its metering may miss calls`;
       await handle.stop(2).catch(() => undefined);
       await streams?.catch(() => undefined);
       lines.end();
@@ -184,18 +229,50 @@ export async function openGateway(runtime: ContainerRuntime, o: GatewayOptions):
     });
     // joined before start: its route out stays the egress network's
     await handle.connect(network, [GATEWAY_HOST]);
-    await handle.start();
-    let timer: NodeJS.Timeout | undefined;
-    const address = await Promise.race([
-      ready,
-      attached.ended.then(() => undefined),
-      new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), READY_MS))),
-    ]).finally(() => clearTimeout(timer));
-    if (!address) {
-      const why = stderr.trim().split('\n').at(-1) ?? '';
-      throw new ContainerError('gateway_failed', `the step's gateway did not start${why ? `: ${why}` : ''} (check ${GATEWAY_IMAGE} with \`make images\`, and that network ${o.egressNetwork} exists)`);
+    // Started, not waited for: its address is the engine's early in the start (its endpoint on the step's network),
+    // and the step's container starts while the rest of this one's start goes on.
+    const started = handle;
+    let startProblem: string | undefined;
+    let startSettled = false;
+    const starting = started
+      .start()
+      .catch((err: unknown) => void (startProblem = errorMessage(err)))
+      .finally(() => (startSettled = true));
+    /** the address the step is given as its name server */
+    let given: string | undefined;
+    const listening = (async (): Promise<string> => {
+      const address = await Promise.race([
+        ready,
+        attached.ended.then(() => undefined),
+        starting.then(() => (startProblem !== undefined ? undefined : new Promise<never>(() => undefined))),
+        new Promise<undefined>((r) => (readyTimer = setTimeout(() => r(undefined), READY_MS))),
+      ]).finally(() => clearTimeout(readyTimer));
+      // closed before it listened: nothing failed
+      if (stopping) return '';
+      if (!address) {
+        const why = startProblem ?? stderr.trim().split('\n').at(-1) ?? '';
+        failed = `the step's gateway did not start${why ? `: ${why}` : ''} (check ${GATEWAY_IMAGE} with \`make images\`, and that network ${o.egressNetwork} exists)`;
+        throw new ContainerError('gateway_failed', failed);
+      }
+      if (given !== undefined && address !== given) {
+        failed = `the step's gateway listens on ${address}, not on ${given}, the address its step was given`;
+        throw new ContainerError('gateway_failed', failed);
+      }
+      return address;
+    })();
+    listening.catch(() => undefined);
+    for (let i = 0; given === undefined && !startSettled && i < ADDRESS_TRIES; i++) {
+      given = await started.addressOn(network).catch(() => undefined);
+      if (given === undefined) await new Promise((r) => setTimeout(r, 10));
     }
-    return { network, dns: [address], close };
+    if (given === undefined) {
+      await starting;
+      if (startProblem !== undefined) throw new ContainerError('gateway_failed', `the step's gateway did not start: ${startProblem}`);
+      given = await started.addressOn(network).catch(() => undefined);
+    }
+    // an engine that does not say the address: the one the gateway says, once it listens
+    const address = given ?? (await listening);
+    return { network, dns: [address], listening: listening.then(() => undefined), close };
   } catch (err) {
     await close();
     throw err;
