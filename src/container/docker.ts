@@ -212,6 +212,7 @@ export class DockerRuntime implements ContainerRuntime {
           PidsLimit: settings.cgroupPids,
           NetworkMode: spec.network,
           ...(spec.dns ? { Dns: spec.dns } : {}),
+          ...(spec.hosts ? { ExtraHosts: Object.entries(spec.hosts).map(([name, address]) => `${name}:${address}`) } : {}),
           ...(spec.sysctls ? { Sysctls: spec.sysctls } : {}),
           Init: true,
           CapDrop: ['ALL'],

@@ -42,6 +42,8 @@ export interface ContainerSpec {
   networkAliases?: string[];
   /** name servers in place of the engine's (the gateway's, for a step behind it) */
   dns?: string[];
+  /** names written into its /etc/hosts (the gateway's name: a step on another node asks no name server for it) */
+  hosts?: Record<string, string>;
   /** namespaced kernel settings, e.g. net.ipv4.ip_unprivileged_port_start */
   sysctls?: Record<string, string>;
   /** files handed in by the engine, not the disk (swarm: secrets and configs); `secret`: only the step's user reads it */

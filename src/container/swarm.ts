@@ -1,6 +1,6 @@
 /**
- * The ContainerRuntime on a Docker Swarm: each step is a replicated job (one
- * task, restart policy none) placed by its limits and reservations. The
+ * The ContainerRuntime on a Docker Swarm: each step is a service of one
+ * replica that is never restarted (restart policy none) placed by its limits and reservations. The
  * manager's API cannot reach a worker's containers, so the workspace comes
  * and goes by tar (src/run/step-transport.ts): a spec here has no mounts. A
  * task's state and its node's state are watched, since a job task on a node
@@ -229,6 +229,9 @@ class SwarmTask implements ContainerHandle {
               { Name: 'nofile', Soft: s.openFiles, Hard: s.openFiles },
               { Name: 'fsize', Soft: s.fileSizeBytes, Hard: s.fileSizeBytes },
             ],
+            // a name server that answers nothing (the step's gateway or relay), and the gateway's name without one
+            ...(s.dns ? { DNSConfig: { Nameservers: s.dns } } : {}),
+            ...(s.hosts ? { Hosts: Object.entries(s.hosts).map(([name, address]) => `${address} ${name}`) } : {}),
             Secrets: secrets,
             Configs: configs,
           },
@@ -238,7 +241,10 @@ class SwarmTask implements ContainerHandle {
           // bridge: the runner's overlay, which has a way out; else the step's own (internal, with its relay)
           Networks: [{ Target: s.network === 'bridge' ? SWARM_NETWORK : s.network }],
         },
-        Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
+        // One replica that is never restarted, not a replicated job: Docker 20.10 leaves a removed job's running task
+        // running on its node (moby/moby#44312), so a canceled or timed-out step would go on there; a replicated
+        // service's task is stopped when the service goes.
+        Mode: { Replicated: { Replicas: 1 } },
       } as unknown as Docker.CreateServiceOptions;
       await this.createService();
     } catch (err) {
@@ -361,7 +367,7 @@ class SwarmTask implements ContainerHandle {
     return undefined;
   }
 
-  /** A job cannot be asked to stop: its service goes, which stops its task. */
+  /** A step's service cannot be asked to stop its task: the service goes, which stops it (SIGTERM, then SIGKILL). */
   async stop(): Promise<void> {
     await this.remove();
   }

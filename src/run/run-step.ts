@@ -109,8 +109,11 @@ export async function runStep(c: StepContext): Promise<StepRun> {
   // the way did not come up after the step's container started: the step stops, its gateway's failure said
   const wayLost = new AbortController();
   try {
+    const place = deps.transport?.gateways;
     way = await openStepWay({
-      runtime: deps.runtime,
+      runtime: place?.runtime ?? deps.runtime,
+      relayTo: plan.gateway && place ? await place.relayTo() : undefined,
+      tries: place,
       plan,
       name: `${containerName(c)}-gw`,
       labels: stepLabels(c),
@@ -160,7 +163,7 @@ export async function runStep(c: StepContext): Promise<StepRun> {
   let agent: Awaited<ReturnType<typeof readAgentResult>> | undefined;
   let notStarted: string | undefined;
   try {
-    prepared = await (deps.transport ?? mountTransport).prepare(containerSpec(c, rendered, user, ioDir, way, caches), { workspace: ws.path, io: ioDir, owner: user });
+    prepared = await (deps.transport ?? mountTransport).prepare(containerSpec(c, rendered, user, ioDir, way, caches), { workspace: ws.path, io: ioDir, owner: user, relay: way.relay });
     end = await runContainer(deps.runtime, prepared.spec, {
       timeoutMs: plan.timeoutMs,
       signal: AbortSignal.any([deps.signal, overBudget.signal, wayLost.signal]),
@@ -427,6 +430,7 @@ function containerSpec(
     capAdd: plan.capAdd,
     network: way.network,
     ...(way.dns ? { dns: way.dns } : {}),
+    ...(way.hosts ? { hosts: way.hosts } : {}),
     ...(way.up ? { holdUntil: way.up } : {}),
     ...(plan.placement ? { placement: plan.placement } : {}),
     labels: stepLabels(c),

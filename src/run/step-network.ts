@@ -8,7 +8,8 @@ import type { AgentUsage } from '../agents/preset.js';
 import { errorMessage } from '../common/errors.js';
 import type { Masker } from '../common/mask.js';
 import type { ContainerRuntime } from '../container/runtime.js';
-import type { GatewayEvent, ModelRoute } from '../gateway/config.js';
+import { GATEWAY_HOST, RELAY_PORT, type GatewayEvent, type ModelRoute } from '../gateway/config.js';
+import type { RelayTarget } from '../gateway/relay.js';
 import { allowance } from '../gateway/host/budget.js';
 import { usageFromCalls } from '../gateway/host/metering.js';
 import type { RunSpend } from '../gateway/host/run-spend.js';
@@ -56,11 +57,20 @@ export interface StepWay {
   dns?: string[];
   /** the step's command waits for this (its gateway listening): its container is made and started meanwhile */
   up?: Promise<void>;
+  /** its gateway relays to the runner's transfer server too (a step on another node): where the step finds it */
+  relay?: RelayTarget;
+  /** names the step finds without a name server: its gateway's */
+  hosts?: Record<string, string>;
   close(cliUsage: AgentUsage | undefined): Promise<StepWayReport | undefined>;
 }
 
 export interface WayOptions {
+  /** the engine the gateway runs on: the step's own, or (swarm) the manager's, so the key never reaches a worker */
   runtime: ContainerRuntime;
+  /** the runner's transfer server, when the step is on another node: its gateway relays to it */
+  relayTo?: RelayTarget | undefined;
+  /** a gateway's name for each try, and which failures are tried again (swarm: a busy manager's overlays); default one try */
+  tries?: { nameFor(base: string, attempt: number): string; retryable(err: unknown): boolean } | undefined;
   plan: StepPlan;
   /** unique per run of the step: names the gateway's container and network */
   name: string;
@@ -96,8 +106,8 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
   const day = spend.daySpent();
   const limit = allowance({ step: g.budget, run: spend.run ? { budget: spend.run, spent: spend.spent } : undefined, day: spend.day && day ? { budget: spend.day.budget, spent: day } : undefined });
   // the step's container starts while its gateway's program does: returned once the gateway's container runs
-  const gw = await startGateway(o.runtime, {
-    name: o.name,
+  const start = (name: string) => startGateway(o.runtime, {
+    name,
     labels: o.labels,
     egressNetwork: s.egressNetwork,
     ...(s.egressDns ? { egressDns: s.egressDns } : {}),
@@ -110,6 +120,7 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
       deadlineMs: o.timeoutMs + 60_000,
       ...(s.company?.ca ? { ca: s.company.ca.pem } : {}),
       ...(s.egressProxy ? { proxy: s.egressProxy } : {}),
+      ...(o.relayTo ? { relay: { port: RELAY_PORT, to: o.relayTo } } : {}),
     },
     onEvent: (e) => {
       if (e.event === 'call' && !e.refused) {
@@ -121,12 +132,15 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
       o.onEvent(e);
     },
   });
+  const gw = await tried(start, o.name, o.tries);
   gw.listening.catch((err) => o.onLost(errorMessage(err)));
   const unwatch = spend.watch(o.onOverBudget);
   return {
     network: gw.network,
     dns: gw.dns,
     up: gw.listening,
+    hosts: { [GATEWAY_HOST]: gw.dns[0]! },
+    ...(o.relayTo ? { relay: { host: gw.dns[0]!, port: RELAY_PORT } } : {}),
     close: async (cliUsage) => {
       unwatch();
       const r = await gw.close();
@@ -141,6 +155,18 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
       };
     },
   };
+}
+
+async function tried<T>(start: (name: string) => Promise<T>, base: string, tries: WayOptions['tries']): Promise<T> {
+  if (!tries) return start(base);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start(tries.nameFor(base, attempt));
+    } catch (err) {
+      if (attempt >= 3 || !tries.retryable(err)) throw err;
+      await new Promise((r) => setTimeout(r, 1000 * attempt));
+    }
+  }
 }
 
 /** Where a provider takes a credential: an Anthropic API key in x-api-key, anything else (OpenAI's, an OAuth token) as a bearer token. */

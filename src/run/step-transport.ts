@@ -11,6 +11,7 @@ import type { ContainerRuntime, ContainerSpec } from '../container/runtime.js';
 import { serviceName } from '../container/swarm.js';
 import { RELAY_PORT } from '../gateway/config.js';
 import { openGateway, type OpenGateway } from '../gateway/host/step-gateway.js';
+import type { RelayTarget } from '../gateway/relay.js';
 import { replaceTree } from '../workspace/tar-transfer.js';
 import { stagingFor, TransferServer, type Part } from './transfer-server.js';
 
@@ -20,10 +21,44 @@ export interface Prepared {
   finish(): Promise<string | undefined>;
 }
 
+export interface Where {
+  workspace: string;
+  io: string;
+  owner: { uid: number; gid: number };
+  /** the step's gateway, which also relays to the runner's transfer server (swarm) */
+  relay?: RelayTarget | undefined;
+}
+
+/**
+ * Where a step's gateway runs and what else it does: on a swarm, on the manager (the key stays on this side),
+ * on the step's own overlay, and it relays the step's workspace to and from the runner as well.
+ */
+export interface GatewayPlace {
+  runtime: ContainerRuntime;
+  /** the runner's transfer server, as the gateway on the manager reaches it */
+  relayTo(): Promise<RelayTarget>;
+  /** the name of a gateway's try (its network adds -net): a new one per try, since a failed try's may still be going away */
+  nameFor(base: string, attempt: number): string;
+  /** a try that failed this way is tried again (a busy manager attaching to a new overlay) */
+  retryable(err: unknown): boolean;
+}
+
+/** How a busy swarm manager fails to attach a container to a new overlay, or holds a name still being removed. */
+export function overlayHiccup(err: unknown): boolean {
+  return /attaching to network failed|context deadline exceeded|name conflicts with an existing object/.test(errorMessage(err));
+}
+
+/** An overlay's name, a DNS label (the network adds -net), one per try. */
+function overlayName(base: string, attempt: number): string {
+  return serviceName(`${base}${attempt > 1 ? attempt : ''}`, 59);
+}
+
 export interface StepTransport {
-  /** whether steps run on other machines (no mounts, no gateway yet) */
+  /** whether steps run on other machines (no mounts) */
   readonly remote: boolean;
-  prepare(spec: ContainerSpec, where: { workspace: string; io: string; owner: { uid: number; gid: number } }): Promise<Prepared>;
+  /** where a step's gateway runs, when not beside the step on the step's own engine */
+  readonly gateways?: GatewayPlace;
+  prepare(spec: ContainerSpec, where: Where): Promise<Prepared>;
 }
 
 /** The local engine: the workspace is mounted, nothing travels. */
@@ -83,26 +118,36 @@ const ARRIVAL_MS = 10_000;
 export class TarTransport implements StepTransport {
   readonly remote = true;
   private readonly server = new TransferServer();
+  readonly gateways: GatewayPlace;
 
-  /** `manager`: where a step's relay runs (the swarm manager's engine, making overlays) */
+  /** `manager`: where a step's relay and gateway run (the swarm manager's engine, making overlays) */
   constructor(
     private readonly address: () => Promise<string>,
     private readonly manager: ContainerRuntime,
-  ) {}
+  ) {
+    this.gateways = {
+      runtime: manager,
+      relayTo: async () => {
+        await this.server.listen();
+        return { host: await this.address(), port: this.server.port };
+      },
+      nameFor: overlayName,
+      retryable: overlayHiccup,
+    };
+  }
 
-  async prepare(spec: ContainerSpec, where: { workspace: string; io: string; owner: { uid: number; gid: number } }): Promise<Prepared> {
-    if (spec.network !== 'none' && spec.network !== 'bridge') {
+  async prepare(spec: ContainerSpec, where: Where): Promise<Prepared> {
+    // behind a gateway: its network is the step's own, and the gateway relays the workspace too
+    if (spec.network !== 'none' && spec.network !== 'bridge' && !where.relay) {
       throw new ContainerError('swarm_unsupported', `network: ${spec.network} cannot be used on --engine swarm: a step there has network none (its own, with a relay to the runner) or bridge (the runner's overlay, with a way out)`);
     }
     await this.server.listen();
-    let to = { host: await this.address(), port: this.server.port };
+    let to = where.relay ?? { host: await this.address(), port: this.server.port };
     let relay: OpenGateway | undefined;
-    if (spec.network === 'none') {
+    if (spec.network === 'none' && !where.relay) {
       const open = (attempt: number) =>
         openGateway(this.manager, {
-          // its network is an overlay, named as a DNS label (the network adds -net); a name of its own per attempt,
-          // since the overlay of a failed one may still be going away ("name conflicts with an existing object")
-          name: serviceName(`${spec.name}-relay${attempt > 1 ? attempt : ''}`, 59),
+          name: overlayName(`${spec.name}-relay`, attempt),
           labels: spec.labels,
           egressNetwork: 'bridge',
           config: { allow: [], prices: {}, relay: { port: RELAY_PORT, to } },
@@ -114,7 +159,7 @@ export class TarTransport implements StepTransport {
         try {
           relay = await open(attempt);
         } catch (err) {
-          if (attempt >= 3 || !/attaching to network failed|context deadline exceeded|name conflicts with an existing object/.test(errorMessage(err))) throw err;
+          if (attempt >= 3 || !overlayHiccup(err)) throw err;
           await new Promise((r) => setTimeout(r, 1000 * attempt));
         }
       }
@@ -125,6 +170,8 @@ export class TarTransport implements StepTransport {
     const prepared: ContainerSpec = {
       ...spec,
       network: relay?.network ?? spec.network,
+      // the relay's name server answers nothing: no name leaves by the node's resolver either
+      ...(relay ? { dns: relay.dns } : {}),
       // the project and its git directory stay on this machine: a step on another node sees its worktree only
       mounts: [],
       workingDir: '/',

@@ -202,22 +202,6 @@ steps:
   assert.equal(services(), '');
 });
 
-test('agent presets and egress: are refused on swarm, before anything starts, saying why', { timeout: 60_000 }, async () => {
-  const f = await fixture();
-  const file = await writePipeline(f, `version: 1
-name: gated
-project: { path: project, push: never }
-steps:
-  - id: fetch
-    image: runner/base:latest
-    egress: [example.org]
-    run: "true"
-`);
-  const r = await execPipeline(f, file, SWARM);
-  assert.equal(r.code, 3, r.stderr);
-  assert.match(r.stderr, /step fetch .*cannot run on --engine swarm yet/);
-});
-
 test('network: none on a worker reaches only its relay to the runner (not the host, where network: bridge does); its work comes back', { timeout: 300_000 }, async () => {
   const f = await fixture({ owner: 1000 });
   const host = execFileSync('docker', ['info', '-f', '{{.Swarm.NodeAddr}}'], { encoding: 'utf8' }).trim();
