@@ -26,6 +26,13 @@ export function describeEndpoint(): string {
   return process.env.DOCKER_HOST ?? '/var/run/docker.sock';
 }
 
+/** How a container is sandboxed: its runtime (gVisor's, or the engine's default), and its pids caps. */
+interface SandboxSettings {
+  runtime?: string;
+  cgroupPids: number;
+  nproc?: number;
+}
+
 export class DockerRuntime implements ContainerRuntime {
   private readonly docker: Docker;
   private ownMounts: Promise<OwnMount[] | undefined> | undefined;
@@ -122,7 +129,7 @@ export class DockerRuntime implements ContainerRuntime {
   }
 
   /** The engine runtime and process caps of the container's sandbox: runc's defaults, or gVisor's (gvisor.ts). */
-  private async sandboxSettings(spec: ContainerSpec): Promise<{ runtime?: string; cgroupPids: number; nproc?: number }> {
+  private async sandboxSettings(spec: ContainerSpec): Promise<SandboxSettings> {
     if (spec.isolation !== 'gvisor') return { cgroupPids: spec.pids };
     const runtime = await this.gvisor.runtime([spec.labels[LABELS.stepId] ?? spec.name], spec.image);
     return { runtime, ...gvisorPidLimits(spec.pids) };
@@ -150,8 +157,10 @@ export class DockerRuntime implements ContainerRuntime {
   async create(spec: ContainerSpec): Promise<ContainerHandle> {
     await this.checkHostPaths(spec.mounts.flatMap((m) => [m.source, ...(m.overlay ? [m.overlay.upper, m.overlay.work] : [])]));
     const secrets = spec.secretEnv && Object.keys(spec.secretEnv).length ? spec.secretEnv : undefined;
-    if ((secrets || spec.holdUntil) && spec.stdin !== undefined) throw new ContainerError('docker_failed', `a container cannot be given both stdin and secrets (${spec.name}): a bug in the runner`);
-    const c = await this.createContainer(spec, secrets, spec.holdUntil !== undefined);
+    if ((secrets || spec.holdUntil) && spec.stdin !== undefined) throw new ContainerError('docker_failed', `a container cannot be given both stdin and ${secrets ? 'secrets' : 'a held start'} (${spec.name}): a bug in the runner`);
+    // the runtime is asked once a container (docker info, under gVisor), even one made twice
+    const settings = await this.sandboxSettings(spec);
+    const c = await this.createContainer(spec, settings, secrets, spec.holdUntil !== undefined);
     const hold = spec.holdUntil;
     if ((secrets || hold) && !(await hasShell(c))) {
       if (secrets) {
@@ -164,7 +173,7 @@ export class DockerRuntime implements ContainerRuntime {
       if (hold) {
         // held without a prelude: made again as it is, and its start waits for the hold
         await c.remove({ force: true }).catch(() => undefined);
-        const plain = await this.createContainer(spec, undefined, false);
+        const plain = await this.createContainer(spec, settings, undefined, false);
         return new DockerContainer(plain, this.docker, undefined, this.sandboxOf(plain, spec), { start: hold });
       }
     }
@@ -174,17 +183,15 @@ export class DockerRuntime implements ContainerRuntime {
 
   private sandboxOf(c: Docker.Container, spec: ContainerSpec): ConstructorParameters<typeof DockerContainer>[3] {
     if (spec.isolation !== 'gvisor') return undefined;
-    const { nproc } = gvisorPidLimits(spec.pids);
-    return nproc !== undefined ? { nproc, tasks: (pid: number) => this.gvisor.tasks(c.id, pid) } : undefined;
+    return { nproc: gvisorPidLimits(spec.pids).nproc, tasks: (pid: number) => this.gvisor.tasks(c.id, pid) };
   }
 
   /** `prelude`: the command starts through the secrets prelude (secrets, or a command held until its way out is up), its input on stdin */
-  private async createContainer(spec: ContainerSpec, secrets: Record<string, string> | undefined, prelude: boolean): Promise<Docker.Container> {
+  private async createContainer(spec: ContainerSpec, settings: SandboxSettings, secrets: Record<string, string> | undefined, prelude: boolean): Promise<Docker.Container> {
     const viaPrelude = secrets !== undefined || prelude;
     // secrets go on its standard input, to the prelude that exports them and execs the command
     const command = viaPrelude ? await this.throughPrelude(spec) : { Cmd: spec.cmd };
     const stdin = viaPrelude ? '' : spec.stdin;
-    const settings = await this.sandboxSettings(spec);
     let c: Docker.Container;
     try {
       c = await this.docker.createContainer({

@@ -7,14 +7,14 @@
  * gVisor (or a runtime that is not gVisor) is refused before anything starts.
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { startFakeInternet } from '../fixtures/fake-internet.js';
-import { CLI, commitsOn, containersOfRun, execPipeline, git, IMAGE, otherWorktrees, pipelineYaml, projectsForThisFile, runCli, serveFolder, until, writePipeline, type Fixture } from '../fixtures/project.js';
+import { containersOfRun, execPipeline, git, IMAGE, otherWorktrees, pipelineYaml, projectsForThisFile, runCli, serveFolder, startRun, until, writePipeline, type Fixture } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 
@@ -207,24 +207,6 @@ test('lanes under gVisor run at once and are merged; hooks run around them', asy
   assert.deepEqual(containersOfRun(r.json.runId), []);
   assert.ok(took < 60_000, `took ${took} ms`);
 });
-
-/** Starts `runner exec` and resolves with the child and its run id once `marker` is printed. */
-function startRun(file: string, home: string, marker: string): Promise<{ child: ReturnType<typeof spawn>; runId: string; done: Promise<number | null> }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, 'exec', file, '--home', home], { env: { ...process.env, CI: 'true' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    const done = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
-    let out = '';
-    let runId = '';
-    const seen = (b: Buffer) => {
-      out += b.toString();
-      runId ||= /run (\d{8}-\d{6}-[a-z0-9]{6})/.exec(out)?.[1] ?? '';
-      if (runId && out.includes(marker)) resolve({ child, runId, done });
-    };
-    child.stdout.on('data', seen);
-    child.stderr.on('data', seen);
-    setTimeout(() => reject(new Error(`no ${marker} in 60 s: ${out}`)), 60_000).unref();
-  });
-}
 
 /** Host processes whose command line names `id` (a sandbox, its gofer, a shim). */
 function processesNaming(id: string): string[] {

@@ -5,27 +5,9 @@ import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { CLI, commitsOn, containersOfRun, execPipeline, git, pipelineYaml, projectsForThisFile, runCli, writePipeline, otherWorktrees } from '../fixtures/project.js';
+import { CLI, commitsOn, containersOfRun, execPipeline, git, pipelineYaml, projectsForThisFile, runCli, startRun, writePipeline, otherWorktrees } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
-
-/** Starts `runner exec` and resolves with the child and its run id once `marker` is printed. */
-function startRun(file: string, home: string, marker: string): Promise<{ child: ReturnType<typeof spawn>; runId: string; done: Promise<number | null> }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, 'exec', file, '--home', home], { env: { ...process.env, CI: 'true' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    const done = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
-    let out = '';
-    let runId = '';
-    const seen = (b: Buffer) => {
-      out += b.toString();
-      runId ||= /run (\d{8}-\d{6}-[a-z0-9]{6})/.exec(out)?.[1] ?? '';
-      if (runId && out.includes(marker)) resolve({ child, runId, done });
-    };
-    child.stdout.on('data', seen);
-    child.stderr.on('data', seen);
-    setTimeout(() => reject(new Error(`no ${marker} in 60 s: ${out}`)), 60_000).unref();
-  });
-}
 
 test('kill -9 mid-step, then runs ls: no container, run interrupted, partial work committed, no worktree', async () => {
   const f = await fixture();
