@@ -24,6 +24,15 @@ const POLL_MS = 500;
 const PENDING_MS = 60_000;
 /** how long the manager may not answer before a step is given up */
 const MANAGER_GONE_MS = 30_000;
+/**
+ * What a step's transfer wrapper prints last, on stdout and on stderr, once the step's work is sent back. When the
+ * task has ended and both streams' last bytes are this marker, the runner has all of the step's output and stops
+ * following its logs (a finished task's log stream does not end by itself). Never passed on. A step that prints it
+ * itself gains nothing: a marker counts only while it is the last thing on both streams.
+ */
+export const END_MARKER = '\x1erunner-transfer: end\x1e';
+/** how long after its task ended a step's logs are followed when its last bytes have not come (no marker) */
+const LINGER_MS = 1500;
 const TERMINAL = new Set(['complete', 'failed', 'rejected', 'shutdown', 'orphaned', 'remove']);
 /** a step's secrets, as the prelude reads them: a swarm secret (a tmpfs file only the step's user reads), never the job's env */
 const SECRET_ENV_FILE = 'runner-secret-env';
@@ -144,6 +153,8 @@ class SwarmTask implements ContainerHandle {
   private started: (() => void) | undefined;
   private readonly startedP = new Promise<void>((r) => (this.started = r));
   private removed = false;
+  /** the step's end was seen in its logs: the task is asked for at once, not at the next poll */
+  private wake: (() => void) | undefined;
 
   constructor(
     private readonly api: Docker,
@@ -169,16 +180,21 @@ class SwarmTask implements ContainerHandle {
       for (let followed: Docker.Service | undefined; !closed && this.service && this.service !== followed; ) {
         followed = this.service;
         stream = (await followed.logs({ follow: true, stdout: true, stderr: true })) as unknown as NodeJS.ReadableStream & { destroy?: () => void };
-        const out = { write: (b: Buffer) => void onStdout(b) } as unknown as NodeJS.WritableStream;
-        const err = { write: (b: Buffer) => void onStderr(b) } as unknown as NodeJS.WritableStream;
+        const ends = new EndWatch(() => this.wake?.());
+        const out = { write: (b: Buffer) => void ends.pass(0, b, onStdout) } as unknown as NodeJS.WritableStream;
+        const err = { write: (b: Buffer) => void ends.pass(1, b, onStderr) } as unknown as NodeJS.WritableStream;
         this.api.modem.demuxStream(stream, out, err);
         const streamEnd = new Promise<void>((r) => {
           stream!.on('end', r);
           stream!.on('close', r);
           stream!.on('error', () => r());
         });
-        // a finished task's log stream does not end by itself: stop following a moment after the task ends
-        await Promise.race([streamEnd, this.done.then(() => new Promise((r) => setTimeout(r, 1500)))]);
+        // a finished task's log stream does not end by itself: once the task ended, it is followed until both
+        // streams ended with the wrapper's marker (the step's last bytes are here), or for LINGER_MS at most
+        let lingering: NodeJS.Timeout | undefined;
+        const lingered = this.done.then(() => Promise.race([ends.both(), new Promise((r) => (lingering = setTimeout(r, LINGER_MS)))]));
+        await Promise.race([streamEnd, lingered]);
+        clearTimeout(lingering);
         stream.destroy?.();
         // a job being placed anew has its next service in a moment
         for (let i = 0; i < 40 && !this.ended && !closed && this.service === followed; i++) await new Promise((r) => setTimeout(r, 250));
@@ -291,7 +307,11 @@ class SwarmTask implements ContainerHandle {
     let hostname: string | undefined;
     let answeredAt = Date.now();
     while (!this.ended) {
-      await new Promise((r) => setTimeout(r, POLL_MS));
+      await new Promise<void>((r) => {
+        const timer = setTimeout(r, POLL_MS);
+        this.wake = () => (clearTimeout(timer), r());
+      });
+      this.wake = undefined;
       if (this.removed) return this.end({ exitCode: 137, oomKilled: false, ...(hostname ? { node: hostname } : {}) });
       let task: TaskInfo | undefined;
       try {
@@ -390,5 +410,33 @@ class SwarmTask implements ContainerHandle {
 
   async addressOn(): Promise<string | undefined> {
     return undefined;
+  }
+}
+
+/**
+ * Watches a step's two log streams for END_MARKER (as the last bytes of a frame), strips it, and says when both
+ * streams' last frames were it. Pure but for the callbacks.
+ */
+export class EndWatch {
+  private readonly last: [boolean, boolean] = [false, false];
+  private waiting: Array<() => void> = [];
+
+  constructor(private readonly onMarker: () => void) {}
+
+  /** Resolves once both streams' last bytes are the marker (at once if they are now). */
+  both(): Promise<void> {
+    if (this.last[0] && this.last[1]) return Promise.resolve();
+    return new Promise((r) => this.waiting.push(r));
+  }
+
+  pass(stream: 0 | 1, b: Buffer, to: OutputHandler): void {
+    const marker = `${END_MARKER}\n`;
+    // the marker is ASCII: its bytes read the same in latin1
+    const ended = b.length >= marker.length && b.subarray(b.length - marker.length).toString('latin1') === marker;
+    const rest = ended ? b.subarray(0, b.length - marker.length) : b;
+    if (rest.length) void to(rest);
+    this.last[stream] = ended;
+    if (ended) this.onMarker();
+    if (this.last[0] && this.last[1]) for (const w of this.waiting.splice(0)) w();
   }
 }

@@ -102,6 +102,8 @@ wait "$child"; rc=$?
 while kill -0 "$child" 2>/dev/null; do wait "$child"; rc=$?; done
 send w "$ws" || echo "runner transfer: could not send the work back" >&2
 send io "$io" || true
+# the runner has the step's last bytes when both streams end with this (END_MARKER)
+printf '\\036runner-transfer: end\\036\\n'; printf '\\036runner-transfer: end\\036\\n' >&2
 exit $rc
 `;
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { nameTaken, serviceName } from '../../src/container/swarm.js';
+import { END_MARKER, EndWatch, nameTaken, serviceName } from '../../src/container/swarm.js';
 
 test('a service name the swarm takes: a DNS label, unique when cut', () => {
   assert.equal(serviceName('runner-20261123-143547-attjpp-build.1'), 'runner-20261123-143547-attjpp-build-1');
@@ -15,4 +15,30 @@ test('a name held is told apart from other refusals, in the engine\'s words and 
   assert.ok(nameTaken(new Error('(HTTP code 500) server error - rpc error: code = Unknown desc = name conflicts with an existing object')));
   assert.ok(nameTaken(new Error('(HTTP code 409) unexpected - network with name runner-swarm already exists')));
   assert.ok(!nameTaken(new Error('(HTTP code 500) server error - context deadline exceeded')));
+});
+
+test('the end marker: stripped, and the end is said only while it is the last thing on both streams', async () => {
+  let pokes = 0;
+  const w = new EndWatch(() => pokes++);
+  const seen: string[] = [];
+  const to = (b: Buffer) => void seen.push(b.toString());
+  const marker = Buffer.from(`${END_MARKER}\n`);
+  let ended = false;
+  void w.both().then(() => (ended = true));
+  // a step that forges the marker, then writes on: not the end
+  w.pass(0, marker, to);
+  w.pass(1, marker, to);
+  await new Promise((r) => setImmediate(r));
+  assert.equal(ended, true, 'both streams ended with it: the end, for now');
+  w.pass(0, Buffer.from('more output\n'), to);
+  let later = false;
+  void w.both().then(() => (later = true));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(later, false, 'output after a marker: not the end');
+  // the wrapper's own, the marker in the same frame as the step's last line
+  w.pass(0, Buffer.concat([Buffer.from('last line\n'), marker]), to);
+  await new Promise((r) => setImmediate(r));
+  assert.equal(later, true);
+  assert.deepEqual(seen, ['more output\n', 'last line\n'], 'the marker is never passed on');
+  assert.equal(pokes, 3);
 });
