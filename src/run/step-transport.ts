@@ -10,7 +10,7 @@ import { ContainerError, errorMessage } from '../common/errors.js';
 import type { ContainerRuntime, ContainerSpec } from '../container/runtime.js';
 import { serviceName } from '../container/swarm.js';
 import { RELAY_PORT } from '../gateway/config.js';
-import { openGateway, type OpenGateway } from '../gateway/host/step-gateway.js';
+import { startGateway, type OpenGateway } from '../gateway/host/step-gateway.js';
 import type { RelayTarget } from '../gateway/relay.js';
 import { replaceTree } from '../workspace/tar-transfer.js';
 import { stagingFor, TransferServer, type Part } from './transfer-server.js';
@@ -76,7 +76,11 @@ tok=$(cat /run/secrets/runner-transfer) || { echo "runner transfer: no token" >&
 ws=/home/agent/run-workspace io=/home/agent/.runner
 fetch() {
   mkdir -p "$2" || return 1
-  exec 3<>"/dev/tcp/$addr/$port" || return 1
+  # the relay (the step's gateway) starts with the step: asked again until it listens, 30 s at most
+  local tries=0
+  until exec 3<>"/dev/tcp/$addr/$port"; do
+    tries=$((tries + 1)); [ "$tries" -lt 150 ] || return 1; sleep 0.2
+  done 2>/dev/null
   printf 'GET %s %s\\n' "$tok" "$1" >&3
   tar -x -C "$2" -f - <&3; local rc=$?
   exec 3>&-
@@ -147,8 +151,9 @@ export class TarTransport implements StepTransport {
     let to = where.relay ?? { host: await this.address(), port: this.server.port };
     let relay: OpenGateway | undefined;
     if (spec.network === 'none' && !where.relay) {
+      // started, not waited for: the step's wrapper asks it until it listens, while its service is made and placed
       const open = (attempt: number) =>
-        openGateway(this.manager, {
+        startGateway(this.manager, {
           name: overlayName(`${spec.name}-relay`, attempt),
           labels: spec.labels,
           egressNetwork: 'bridge',
@@ -172,6 +177,9 @@ export class TarTransport implements StepTransport {
     const prepared: ContainerSpec = {
       ...spec,
       network: relay?.network ?? spec.network,
+      // nothing holds the step's start: its wrapper fetches its workspace through the relay, which is its gateway
+      // when it has one, so its command begins once that listens
+      holdUntil: undefined,
       // the relay's name server answers nothing: no name leaves by the node's resolver either
       ...(relay ? { dns: relay.dns } : {}),
       // the project and its git directory stay on this machine: a step on another node sees its worktree only
