@@ -8,46 +8,19 @@
  *
  *   make bench            (or: node dist/bench/agent-start.js [ROUNDS])
  */
-import { spawn } from 'node:child_process';
 import { ModelServer } from '../test/fixtures/model-server.js';
 import { CLI, makeProject, writePipeline } from '../test/fixtures/project.js';
+import { agentPipeline, dockerRunArgs, toFirstRequest } from './first-request.js';
 import { median, report } from './report.js';
 
 const ROUNDS = Number(process.argv[2] ?? 7);
-const KEY = 'sk-ant-bench-not-a-key-000000000000';
-
-
-/** Milliseconds from spawning `cmd` to the model's first agent request; then waits for the command to end. */
-async function toFirstRequest(server: ModelServer, cmd: string, args: string[]): Promise<number> {
-  const before = server.agentRequests().length;
-  const t0 = performance.now();
-  const child = spawn(cmd, args, { stdio: 'ignore', env: { ...process.env, ANTHROPIC_API_KEY: KEY, CI: 'true' } });
-  let exited = false;
-  const ended = new Promise<number | null>((r) => child.on('close', (code) => ((exited = true), r(code))));
-  let at: number | undefined;
-  while (at === undefined) {
-    if (server.agentRequests().length > before) at = performance.now() - t0;
-    else if (exited) throw new Error(`${cmd} ${args.join(' ')} ended (exit ${await ended}) before its first model request`);
-    else await new Promise((r) => setTimeout(r, 5));
-  }
-  const code = await ended;
-  if (code !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${code}`);
-  return at;
-}
 
 const server = await ModelServer.start({ turns: Array.from({ length: 4 * ROUNDS }, () => ({ text: 'Done.' })) });
 const f = await makeProject({ remote: false });
 try {
-  const file = await writePipeline(
-    f,
-    `version: 1\nname: bench\nproject: { path: project, push: never }\nsecrets: [ANTHROPIC_API_KEY]\nagents:\n  a: { use: claude-code, base_url: "${server.url}" }\nsteps:\n  - id: go\n    agent: a\n    prompt: say done\n`,
-  );
+  const file = await writePipeline(f, agentPipeline(server.url));
   const runner = [CLI, 'exec', file, '--home', f.home];
-  const docker = [
-    'run', '--rm', '--network', 'bridge', '--user', '65532:65532', '-e', 'ANTHROPIC_API_KEY', '-e', `ANTHROPIC_BASE_URL=${server.url}`,
-    '-e', 'DISABLE_AUTOUPDATER=1', '-e', 'DISABLE_TELEMETRY=1', '-e', 'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1',
-    'runner/claude-code:latest', 'claude', '-p', '--output-format', 'json', '--dangerously-skip-permissions', '--', 'say done',
-  ];
+  const docker = dockerRunArgs(server.url);
   // One of each first: images in the page cache, the CLI's first start.
   await toFirstRequest(server, process.execPath, runner);
   await toFirstRequest(server, 'docker', docker);

@@ -3,7 +3,10 @@
  * 1,000 files, `--engine swarm` (on the lab's 3-node swarm) against the local
  * engine, alternated in one run: the ratio of medians (aim: 3 or less). (2)
  * The tar round trip of a 13,000-file worktree (packTree, then receiveTree
- * into an empty directory) against `tar -c | tar -x` of the same tree.
+ * into an empty directory) against `tar -c | tar -x` of the same tree. (3)
+ * An agent step on a worker, from `runner exec --engine swarm` to the CLI's
+ * first model request, against `docker run` of the same image here (aim: 2
+ * or less).
  *
  *   make bench     (or: node dist/bench/swarm.js [ROUNDS]); brings the lab up if it is not, and down after
  */
@@ -15,6 +18,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { packTree, receiveTree } from '../src/workspace/tar-transfer.js';
 import { CLI, git, makeProject, writePipeline } from '../test/fixtures/project.js';
+import { agentPipeline, dockerRunArgs, toFirstRequest } from './first-request.js';
+import { ModelServer } from '../test/fixtures/model-server.js';
 import { median, report, timed } from './report.js';
 
 const ROUNDS = Number(process.argv[2] ?? 5);
@@ -51,7 +56,8 @@ try {
 
 // (1) a one-step run, swarm against local
 const wasUp = execFileSync('docker', ['info', '-f', '{{.Swarm.LocalNodeState}}'], { encoding: 'utf8' }).trim() === 'active';
-if (!wasUp) await run('bash', [LAB, 'up'], { env: { ...process.env, LAB_IMAGES: 'runner/base:latest' }, maxBuffer: 1 << 24 });
+if (!wasUp) await run('bash', [LAB, 'up'], { env: { ...process.env, LAB_IMAGES: 'runner/base:latest runner/claude-code:latest' }, maxBuffer: 1 << 24 });
+else await run('bash', [LAB, 'load', 'runner/base:latest', 'runner/claude-code:latest'], { maxBuffer: 1 << 24 });
 const f = await makeProject({ remote: false });
 try {
   await tree(f.project, 1000);
@@ -74,6 +80,30 @@ try {
     ratio: median(swarm) / median(local),
     detail: `one step on 1,000 files: swarm ${median(swarm).toFixed(0)} ms, local ${median(local).toFixed(0)} ms (medians of ${ROUNDS})`,
   });
+  // (3) an agent's start on a worker
+  const server = await ModelServer.start({ turns: Array.from({ length: 4 * ROUNDS + 4 }, () => ({ text: 'Done.' })) });
+  try {
+    const agent = await writePipeline(f, agentPipeline(server.url, '    placement: ["node.role == worker"]\n'), 'agent.yaml');
+    const runner = [CLI, 'exec', agent, '--home', f.home, '--engine', 'swarm'];
+    const docker = dockerRunArgs(server.url);
+    await toFirstRequest(server, process.execPath, runner);
+    await toFirstRequest(server, 'docker', docker);
+    const a: number[] = [];
+    const b: number[] = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      a.push(await toFirstRequest(server, process.execPath, runner));
+      b.push(await toFirstRequest(server, 'docker', docker));
+    }
+    report({
+      bench: 'agent start on swarm',
+      against: 'docker run of the same image here',
+      aim: '<= 2',
+      ratio: median(a) / median(b),
+      detail: `runner exec --engine swarm ${median(a).toFixed(0)} ms, docker run ${median(b).toFixed(0)} ms to the CLI's first model request (medians of ${ROUNDS})`,
+    });
+  } finally {
+    await server.close();
+  }
 } finally {
   await f.cleanup();
   if (!wasUp) await run('bash', [LAB, 'down'], { maxBuffer: 1 << 24 });

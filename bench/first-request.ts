@@ -1,0 +1,41 @@
+/**
+ * What the agent-start benches share: a one-step claude-code pipeline, `docker run` of the same image and CLI with
+ * the same model and flags, and the time from spawning a command to the CLI's first request to the scripted model.
+ */
+import { spawn } from 'node:child_process';
+import type { ModelServer } from '../test/fixtures/model-server.js';
+
+export const KEY = 'sk-ant-bench-not-a-key-000000000000';
+
+/** The pipeline: one claude-code step against `url`, with `extra` lines under the step (placement:, say). */
+export function agentPipeline(url: string, extra = ''): string {
+  return `version: 1\nname: bench\nproject: { path: project, push: never }\nsecrets: [ANTHROPIC_API_KEY]\nagents:\n  a: { use: claude-code, base_url: "${url}" }\nsteps:\n  - id: go\n    agent: a\n    prompt: say done\n${extra}`;
+}
+
+/** `docker run` of the agent's image and CLI, as the preset runs it, with nothing of the runner's. */
+export function dockerRunArgs(url: string): string[] {
+  return [
+    'run', '--rm', '--network', 'bridge', '--user', '65532:65532', '-e', 'ANTHROPIC_API_KEY', '-e', `ANTHROPIC_BASE_URL=${url}`,
+    '-e', 'DISABLE_AUTOUPDATER=1', '-e', 'DISABLE_TELEMETRY=1', '-e', 'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1',
+    'runner/claude-code:latest', 'claude', '-p', '--output-format', 'json', '--dangerously-skip-permissions', '--', 'say done',
+  ];
+}
+
+/** Milliseconds from spawning `cmd` to the model's first agent request; then waits for the command to end. */
+export async function toFirstRequest(server: ModelServer, cmd: string, args: string[]): Promise<number> {
+  const before = server.agentRequests().length;
+  const t0 = performance.now();
+  const child = spawn(cmd, args, { stdio: 'ignore', env: { ...process.env, ANTHROPIC_API_KEY: KEY, CI: 'true' } });
+  let exited = false;
+  const ended = new Promise<number | null>((r) => child.on('close', (code) => ((exited = true), r(code))));
+  let at: number | undefined;
+  while (at === undefined) {
+    if (server.agentRequests().length > before) at = performance.now() - t0;
+    else if (exited) throw new Error(`${cmd} ${args.join(' ')} ended (exit ${await ended}) before its first model request`);
+    else await new Promise((r) => setTimeout(r, 5));
+  }
+  const code = await ended;
+  if (code !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${code}`);
+  return at;
+}
+
