@@ -122,6 +122,20 @@ export class SwarmRuntime extends DockerRuntime {
   }
 }
 
+/**
+ * A directory the step fills (its workspace, fetched): any image and any uid can, since it is a mount of its own,
+ * writable by all (mode 1777, as /tmp), and what the image has beside it (its /home/agent) stays. A tmpfs, by the
+ * local volume driver rather than a tmpfs mount: the engine mounts those noexec, and a workspace holds programs
+ * (./gradlew, node_modules/.bin). Its pages count toward the step's memory, so it is no bigger than that (a tmpfs of size 0 would be unbounded). Pure.
+ */
+export function scratchMount(target: string, memoryBytes: number): Record<string, unknown> {
+  return {
+    Type: 'volume',
+    Target: target,
+    VolumeOptions: { DriverConfig: { Name: 'local', Options: { type: 'tmpfs', device: 'tmpfs', o: `size=${memoryBytes > 0 ? memoryBytes : 4 * 1024 ** 3},mode=1777,nosuid,nodev` } } },
+  };
+}
+
 /** The engine's "already exists" or the swarm's "name conflicts with an existing object": the name is held. Pure. */
 export function nameTaken(err: unknown): boolean {
   return /already exists|name conflicts with an existing object/i.test(errorMessage(err));
@@ -222,7 +236,10 @@ class SwarmTask implements ContainerHandle {
             Labels: labels,
             Init: true,
             ReadOnly: s.readOnlyRoot,
-            ...(s.readOnlyRoot ? { Mounts: [{ Type: 'tmpfs', Target: '/tmp', TmpfsOptions: { SizeBytes: 256 * 1024 ** 2, Mode: 0o1777 } }] } : {}),
+            Mounts: [
+              ...(s.readOnlyRoot ? [{ Type: 'tmpfs', Target: '/tmp', TmpfsOptions: { SizeBytes: 256 * 1024 ** 2, Mode: 0o1777 } }] : []),
+              ...(s.scratch ?? []).map((target) => scratchMount(target, s.memoryBytes)),
+            ],
             CapabilityDrop: ['ALL'],
             ...(s.capAdd.length ? { CapabilityAdd: s.capAdd } : {}),
             Ulimits: [

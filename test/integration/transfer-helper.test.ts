@@ -1,0 +1,246 @@
+/**
+ * The swarm transfer helper (images/gateway/transfer/runner-transfer.c), as
+ * the gateway image carries it and the runner hands it over
+ * (src/container/transfer-helper.ts), against the real transfer server, in a
+ * local container of an image with a /bin/sh and nothing else (busybox, no
+ * bash, no tar), set up as a swarm step's is: its user not the files' owner,
+ * all capabilities dropped, an init, the token as a file, the workspace on
+ * the scratch mounts swarm.ts gives. No swarm is needed: the helper only
+ * speaks TCP to the runner. RUNNER_GATEWAY_IMAGE picks a gateway image built
+ * from a branch (IMAGES=gateway IMAGE_TAG=… images/build.sh).
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { promisify } from 'node:util';
+import Docker from 'dockerode';
+import { DockerRuntime } from '../../src/container/docker.js';
+import { scratchMount } from '../../src/container/swarm.js';
+import { transferHelper } from '../../src/container/transfer-helper.js';
+import { CONTAINER_PATHS } from '../../src/plan/render.js';
+import { stagingFor, TransferServer } from '../../src/run/transfer-server.js';
+
+const run = promisify(execFile);
+const api = new Docker();
+const server = new TransferServer();
+const tag = randomBytes(4).toString('hex');
+const SHELL_ONLY = `runner-test/xfer-busybox:${tag}`;
+const NO_SHELL = `runner-test/xfer-noshell:${tag}`;
+const NETWORK = `runner-test-xfer-${tag}`;
+const roots: string[] = [];
+const containers: Docker.Container[] = [];
+let helperFile = '';
+let gateway = '';
+const owner = { uid: process.getuid!(), gid: process.getgid!() };
+
+async function tmp(prefix: string): Promise<string> {
+  const d = await mkdtemp(path.join(os.tmpdir(), prefix));
+  roots.push(d);
+  return d;
+}
+
+before(async () => {
+  // the helper as a swarm step gets it: from the gateway image, by the runner's own code
+  const bytes = await transferHelper(api, new DockerRuntime(api));
+  const dir = await tmp('runner-xfer-helper-');
+  helperFile = path.join(dir, 'runner-transfer');
+  await writeFile(helperFile, bytes, { mode: 0o555 });
+  // busybox from Debian, as /bin/sh with a few tools linked to it: no bash, no tar
+  const ctx = await tmp('runner-xfer-image-');
+  await run('docker', ['run', '--rm', '-v', `${ctx}:/out`, 'runner/base:latest', 'bash', '-ec',
+    'cd /tmp && apt-get update -qq && apt-get download -qq busybox-static && dpkg-deb -x busybox-static_*.deb x && cp x/bin/busybox /out/busybox && chmod 0755 /out/busybox'], { maxBuffer: 1 << 24 });
+  await mkdir(path.join(ctx, 'rootfs/bin'), { recursive: true });
+  await run('cp', [path.join(ctx, 'busybox'), path.join(ctx, 'rootfs/bin/sh')]);
+  for (const tool of ['cat', 'chmod', 'ln', 'ls', 'mkdir', 'mkfifo', 'rm', 'sleep', 'sha256sum']) await symlink('sh', path.join(ctx, 'rootfs/bin', tool));
+  await writeFile(path.join(ctx, 'Dockerfile'), 'FROM scratch\nCOPY rootfs/ /\n');
+  await run('docker', ['build', '-q', '-t', SHELL_ONLY, ctx]);
+  // and one with no shell at all: busybox, under another name
+  await mkdir(path.join(ctx, 'noshell/bin'), { recursive: true });
+  await run('cp', [path.join(ctx, 'busybox'), path.join(ctx, 'noshell/bin/busybox')]);
+  await writeFile(path.join(ctx, 'Dockerfile'), 'FROM scratch\nCOPY noshell/ /\n');
+  await run('docker', ['build', '-q', '-t', NO_SHELL, ctx]);
+  // a network of the test's own; the host (where the server listens, on every address) is its gateway
+  await api.createNetwork({ Name: NETWORK, Driver: 'bridge', Labels: { 'dev.runner.test': 'transfer-helper' } });
+  gateway = ((await api.getNetwork(NETWORK).inspect()) as { IPAM: { Config: Array<{ Gateway: string }> } }).IPAM.Config[0]!.Gateway;
+  await server.listen();
+});
+
+after(async () => {
+  for (const c of containers) await c.remove({ force: true, v: true }).catch(() => undefined);
+  await api.getNetwork(NETWORK).remove().catch(() => undefined);
+  for (const image of [SHELL_ONLY, NO_SHELL]) await api.getImage(image).remove({ force: true }).catch(() => undefined);
+  await server.close();
+  await Promise.all(roots.map((r) => rm(r, { recursive: true, force: true })));
+});
+
+/** A step's container as swarm.ts makes it, with the helper and the token mounted where the configs would be. */
+async function step(image: string, token: string, cmd: string[]): Promise<Docker.Container> {
+  const dir = await tmp('runner-xfer-token-');
+  await writeFile(path.join(dir, 'token'), token, { mode: 0o444 });
+  const c = await api.createContainer({
+    Image: image,
+    Cmd: ['/run/runner/runner-transfer', gateway, String(server.port), '--', ...cmd],
+    User: '1000:1000',
+    WorkingDir: '/',
+    Env: [`HOME=${CONTAINER_PATHS.home}`, `RUNNER_OUTPUT=${CONTAINER_PATHS.output}`],
+    Labels: { 'dev.runner.test': 'transfer-helper' },
+    HostConfig: {
+      Init: true,
+      CapDrop: ['ALL'],
+      NetworkMode: NETWORK,
+      Memory: 512 * 1024 ** 2,
+      Mounts: [
+        { Type: 'bind', Source: helperFile, Target: '/run/runner/runner-transfer', ReadOnly: true },
+        { Type: 'bind', Source: path.join(dir, 'token'), Target: '/run/secrets/runner-transfer', ReadOnly: true },
+        ...[CONTAINER_PATHS.workspace, CONTAINER_PATHS.io].map((t) => scratchMount(t, 512 * 1024 ** 2)),
+      ] as unknown as Docker.MountSettings[],
+    },
+  });
+  containers.push(c);
+  return c;
+}
+
+async function logs(c: Docker.Container): Promise<string> {
+  return ((await c.logs({ stdout: true, stderr: true })) as unknown as Buffer).toString('latin1');
+}
+
+/** A workspace of every kind of entry the runner sends, and its io directory. */
+async function fixture() {
+  const root = await tmp('runner-xfer-ws-');
+  const w = path.join(root, 'w');
+  const io = path.join(root, 'io');
+  await mkdir(path.join(io, 'output'), { recursive: true });
+  await writeFile(path.join(io, 'input.txt'), 'for the step');
+  await mkdir(path.join(w, 'src'), { recursive: true });
+  await writeFile(path.join(w, 'a.txt'), 'from the runner\n');
+  await writeFile(path.join(w, 'run.sh'), '#!/bin/sh\necho ran-from-the-workspace\n', { mode: 0o755 });
+  await chmod(path.join(w, 'run.sh'), 0o755);
+  await writeFile(path.join(w, 'private.txt'), 'mine', { mode: 0o600 });
+  await chmod(path.join(w, 'private.txt'), 0o600);
+  await writeFile(path.join(w, 'src/gone.txt'), 'to be removed');
+  await symlink('../a.txt', path.join(w, 'src/link'));
+  await mkdir(path.join(w, 'empty'));
+  await chmod(path.join(w, 'src'), 0o750);
+  const deep = path.join('deep', 'd'.repeat(90), 'e'.repeat(60), `${'f'.repeat(40)}.txt`);
+  await mkdir(path.join(w, path.dirname(deep)), { recursive: true });
+  await writeFile(path.join(w, deep), 'at the end of a long path');
+  const big = randomBytes(5 * 1024 ** 2);
+  await writeFile(path.join(w, 'big.bin'), big);
+  await writeFile(path.join(w, 'with space é ü.txt'), 'named oddly');
+  return { w, io, deep, bigHash: createHash('sha256').update(big).digest('hex') };
+}
+
+const sha = async (p: string) => createHash('sha256').update(await readFile(p)).digest('hex');
+const mode = async (p: string) => (await lstat(p)).mode & 0o7777;
+
+test('a step in a busybox image (no bash, no tar) fetches every kind of entry, runs, and its work comes back as it left it', { timeout: 180_000 }, async () => {
+  const f = await fixture();
+  const staging = { w: stagingFor(f.w, 'w'), io: stagingFor(f.io, 'io') };
+  const t = server.open({ w: f.w, io: f.io }, staging, owner);
+  const longNew = `n/${'n'.repeat(120)}/${'m'.repeat(120)}.txt`;
+  const script = [
+    'set -e',
+    // what it got is what was sent
+    '[ "$(pwd)" = /home/agent/run-workspace ]',
+    '[ ! -e /bin/bash ] && [ ! -e /bin/tar ] && [ ! -e /usr/bin/tar ]',
+    '[ "$(cat src/link)" = "from the runner" ]',
+    `[ "$(cat '${f.deep}')" = "at the end of a long path" ]`,
+    '[ "$(cat "with space é ü.txt")" = "named oddly" ]',
+    `[ "$(sha256sum big.bin)" = "${f.bigHash}  big.bin" ]`,
+    'ls -ld empty src private.txt run.sh > "$RUNNER_OUTPUT/modes"',
+    '[ "$(cat ../.runner/input.txt)" = "for the step" ]',
+    // programs in the workspace run (its mount is not noexec)
+    './run.sh > ran.txt',
+    // its changes
+    'echo "and the step" >> a.txt',
+    'rm src/gone.txt',
+    'printf "#!/bin/sh\\n" > new.sh && chmod 0750 new.sh',
+    'ln -s "with space é ü.txt" src/odd-link',
+    `mkdir -p "${path.dirname(longNew)}" && echo long > "${longNew}"`,
+    'chmod 0700 src',
+    'mkfifo a-fifo',
+    'echo result=ok > "$RUNNER_OUTPUT/result"',
+    'exit 3',
+  ].join('\n');
+  const c = await step(SHELL_ONLY, t.token, ['sh', '-e', '-c', script]);
+  await c.start();
+  const { StatusCode } = (await c.wait()) as { StatusCode: number };
+  const log = await logs(c);
+  assert.equal(StatusCode, 3, `the step's exit code passes through (log: ${log})`);
+  const w = await t.received('w');
+  assert.deepEqual(w.refused, [], 'nothing the helper sends is refused');
+  await t.received('io');
+  const back = staging.w;
+  assert.match(log, /skipped a-fifo: a FIFO/, 'a FIFO is skipped, and said so');
+  await assert.rejects(lstat(path.join(back, 'a-fifo')));
+  // content
+  assert.equal(await readFile(path.join(back, 'a.txt'), 'utf8'), 'from the runner\nand the step\n');
+  assert.equal(await readFile(path.join(back, 'ran.txt'), 'utf8'), 'ran-from-the-workspace\n');
+  assert.equal(await readFile(path.join(back, f.deep), 'utf8'), 'at the end of a long path');
+  assert.equal(await readFile(path.join(back, longNew), 'utf8'), 'long\n');
+  assert.equal(await readFile(path.join(back, 'with space é ü.txt'), 'utf8'), 'named oddly');
+  assert.equal(await sha(path.join(back, 'big.bin')), f.bigHash);
+  await assert.rejects(lstat(path.join(back, 'src/gone.txt')));
+  // modes, as the step left them
+  assert.equal(await mode(path.join(back, 'run.sh')), 0o755);
+  assert.equal(await mode(path.join(back, 'private.txt')), 0o600);
+  assert.equal(await mode(path.join(back, 'new.sh')), 0o750);
+  assert.equal(await mode(path.join(back, 'src')), 0o700);
+  assert.ok((await lstat(path.join(back, 'empty'))).isDirectory());
+  assert.deepEqual(await readdir(path.join(back, 'empty')), []);
+  // symlinks as symlinks
+  assert.equal(await readlink(path.join(back, 'src/link')), '../a.txt');
+  assert.equal(await readlink(path.join(back, 'src/odd-link')), 'with space é ü.txt');
+  // and the modes it saw on arrival were the runner's (busybox ls -l)
+  const seen = await readFile(path.join(staging.io, 'output/modes'), 'utf8');
+  assert.match(seen, /^drwxr-xr-x .* empty$/m);
+  assert.match(seen, /^drwxr-x--- .* src$/m);
+  assert.match(seen, /^-rw------- .* private.txt$/m);
+  assert.match(seen, /^-rwxr-xr-x .* run.sh$/m);
+  assert.equal(await readFile(path.join(staging.io, 'output/result'), 'utf8'), 'result=ok\n');
+  t.close();
+});
+
+test('SIGTERM to a busybox step\'s container reaches the step, and its work still comes back', { timeout: 120_000 }, async () => {
+  const f = await fixture();
+  const staging = { w: stagingFor(f.w, 'w'), io: stagingFor(f.io, 'io') };
+  const t = server.open({ w: f.w, io: f.io }, staging, owner);
+  const script = `trap 'echo stopped > term.txt; exit 7' TERM\necho started > started.txt\necho started\nwhile :; do sleep 0.1; done`;
+  const c = await step(SHELL_ONLY, t.token, ['sh', '-c', script]);
+  await c.start();
+  for (let i = 0; i < 300 && !(await logs(c)).includes('started'); i++) await new Promise((r) => setTimeout(r, 100));
+  await c.kill({ signal: 'SIGTERM' });
+  const { StatusCode } = (await c.wait()) as { StatusCode: number };
+  assert.equal(StatusCode, 7, await logs(c));
+  await t.received('w');
+  assert.equal(await readFile(path.join(staging.w, 'term.txt'), 'utf8'), 'stopped\n');
+  assert.equal(await readFile(path.join(staging.w, 'started.txt'), 'utf8'), 'started\n');
+  t.close();
+});
+
+test('an image without /bin/sh is refused before anything travels, saying why', { timeout: 60_000 }, async () => {
+  const f = await fixture();
+  const staging = { w: stagingFor(f.w, 'w'), io: stagingFor(f.io, 'io') };
+  const t = server.open({ w: f.w, io: f.io }, staging, owner);
+  const c = await step(NO_SHELL, t.token, ['sh', '-e', '-c', 'echo never']);
+  await c.start();
+  const { StatusCode } = (await c.wait()) as { StatusCode: number };
+  const log = await logs(c);
+  assert.equal(StatusCode, 127, log);
+  assert.match(log, /runner transfer: this image has no \/bin\/sh \(nor sh on its PATH\), which a step's run: needs/);
+  assert.doesNotMatch(log, /never/);
+  // nothing was fetched: the token's one fetch of the workspace is still there to take
+  const tar = await new Promise<Buffer>((resolve) => {
+    const s = net.connect(server.port, '127.0.0.1', () => s.write(`GET ${t.token} w\n`));
+    const got: Buffer[] = [];
+    s.on('data', (b) => got.push(b));
+    s.on('close', () => resolve(Buffer.concat(got)));
+  });
+  assert.ok(tar.includes(Buffer.from('a.txt')), 'the workspace was never fetched');
+  t.close();
+});
