@@ -68,6 +68,8 @@ build() {
     exit 1
   fi
   rm -rf "$ctx" "$ctx.log"
+  # a build stage (the gateway's helper) stays behind as an untagged image: not kept
+  docker image prune -f --filter label=dev.runner.stage="$1-helper" >/dev/null
   echo "images: built $tag ($(docker image inspect -f '{{.Size}}' "$tag" | awk '{printf "%.0f MB", $1/1e6}'), $((SECONDS - t0)) s)"
 }
 

@@ -10,27 +10,25 @@
  * from a branch (IMAGES=gateway IMAGE_TAG=… images/build.sh).
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { promisify } from 'node:util';
 import Docker from 'dockerode';
+import tarStream from 'tar-stream';
 import { DockerRuntime } from '../../src/container/docker.js';
 import { scratchMount } from '../../src/container/swarm.js';
 import { transferHelper } from '../../src/container/transfer-helper.js';
 import { CONTAINER_PATHS } from '../../src/plan/render.js';
 import { stagingFor, TransferServer } from '../../src/run/transfer-server.js';
+import { busyboxImages, type BusyboxImages } from '../fixtures/busybox-image.js';
 
-const run = promisify(execFile);
 const api = new Docker();
 const server = new TransferServer();
 const tag = randomBytes(4).toString('hex');
-const SHELL_ONLY = `runner-test/xfer-busybox:${tag}`;
-const NO_SHELL = `runner-test/xfer-noshell:${tag}`;
+let images: BusyboxImages | undefined;
 const NETWORK = `runner-test-xfer-${tag}`;
 const roots: string[] = [];
 const containers: Docker.Container[] = [];
@@ -50,20 +48,7 @@ before(async () => {
   const dir = await tmp('runner-xfer-helper-');
   helperFile = path.join(dir, 'runner-transfer');
   await writeFile(helperFile, bytes, { mode: 0o555 });
-  // busybox from Debian, as /bin/sh with a few tools linked to it: no bash, no tar
-  const ctx = await tmp('runner-xfer-image-');
-  await run('docker', ['run', '--rm', '-v', `${ctx}:/out`, 'runner/base:latest', 'bash', '-ec',
-    'cd /tmp && apt-get update -qq && apt-get download -qq busybox-static && dpkg-deb -x busybox-static_*.deb x && cp x/bin/busybox /out/busybox && chmod 0755 /out/busybox'], { maxBuffer: 1 << 24 });
-  await mkdir(path.join(ctx, 'rootfs/bin'), { recursive: true });
-  await run('cp', [path.join(ctx, 'busybox'), path.join(ctx, 'rootfs/bin/sh')]);
-  for (const tool of ['cat', 'chmod', 'ln', 'ls', 'mkdir', 'mkfifo', 'rm', 'sleep', 'sha256sum']) await symlink('sh', path.join(ctx, 'rootfs/bin', tool));
-  await writeFile(path.join(ctx, 'Dockerfile'), 'FROM scratch\nCOPY rootfs/ /\n');
-  await run('docker', ['build', '-q', '-t', SHELL_ONLY, ctx]);
-  // and one with no shell at all: busybox, under another name
-  await mkdir(path.join(ctx, 'noshell/bin'), { recursive: true });
-  await run('cp', [path.join(ctx, 'busybox'), path.join(ctx, 'noshell/bin/busybox')]);
-  await writeFile(path.join(ctx, 'Dockerfile'), 'FROM scratch\nCOPY noshell/ /\n');
-  await run('docker', ['build', '-q', '-t', NO_SHELL, ctx]);
+  images = await busyboxImages();
   // a network of the test's own; the host (where the server listens, on every address) is its gateway
   await api.createNetwork({ Name: NETWORK, Driver: 'bridge', Labels: { 'dev.runner.test': 'transfer-helper' } });
   gateway = ((await api.getNetwork(NETWORK).inspect()) as { IPAM: { Config: Array<{ Gateway: string }> } }).IPAM.Config[0]!.Gateway;
@@ -73,7 +58,7 @@ before(async () => {
 after(async () => {
   for (const c of containers) await c.remove({ force: true, v: true }).catch(() => undefined);
   await api.getNetwork(NETWORK).remove().catch(() => undefined);
-  for (const image of [SHELL_ONLY, NO_SHELL]) await api.getImage(image).remove({ force: true }).catch(() => undefined);
+  await images?.remove();
   await server.close();
   await Promise.all(roots.map((r) => rm(r, { recursive: true, force: true })));
 });
@@ -114,7 +99,7 @@ async function fixture() {
   const root = await tmp('runner-xfer-ws-');
   const w = path.join(root, 'w');
   const io = path.join(root, 'io');
-  await mkdir(path.join(io, 'output'), { recursive: true });
+  await mkdir(io);
   await writeFile(path.join(io, 'input.txt'), 'for the step');
   await mkdir(path.join(w, 'src'), { recursive: true });
   await writeFile(path.join(w, 'a.txt'), 'from the runner\n');
@@ -152,7 +137,7 @@ test('a step in a busybox image (no bash, no tar) fetches every kind of entry, r
     `[ "$(cat '${f.deep}')" = "at the end of a long path" ]`,
     '[ "$(cat "with space é ü.txt")" = "named oddly" ]',
     `[ "$(sha256sum big.bin)" = "${f.bigHash}  big.bin" ]`,
-    'ls -ld empty src private.txt run.sh > "$RUNNER_OUTPUT/modes"',
+    'ls -ld empty src private.txt run.sh > ../.runner/modes',
     '[ "$(cat ../.runner/input.txt)" = "for the step" ]',
     // programs in the workspace run (its mount is not noexec)
     './run.sh > ran.txt',
@@ -164,10 +149,10 @@ test('a step in a busybox image (no bash, no tar) fetches every kind of entry, r
     `mkdir -p "${path.dirname(longNew)}" && echo long > "${longNew}"`,
     'chmod 0700 src',
     'mkfifo a-fifo',
-    'echo result=ok > "$RUNNER_OUTPUT/result"',
+    'echo result=ok >> "$RUNNER_OUTPUT"',
     'exit 3',
   ].join('\n');
-  const c = await step(SHELL_ONLY, t.token, ['sh', '-e', '-c', script]);
+  const c = await step(images!.shell, t.token, ['sh', '-e', '-c', script]);
   await c.start();
   const { StatusCode } = (await c.wait()) as { StatusCode: number };
   const log = await logs(c);
@@ -197,12 +182,12 @@ test('a step in a busybox image (no bash, no tar) fetches every kind of entry, r
   assert.equal(await readlink(path.join(back, 'src/link')), '../a.txt');
   assert.equal(await readlink(path.join(back, 'src/odd-link')), 'with space é ü.txt');
   // and the modes it saw on arrival were the runner's (busybox ls -l)
-  const seen = await readFile(path.join(staging.io, 'output/modes'), 'utf8');
+  const seen = await readFile(path.join(staging.io, 'modes'), 'utf8');
   assert.match(seen, /^drwxr-xr-x .* empty$/m);
   assert.match(seen, /^drwxr-x--- .* src$/m);
   assert.match(seen, /^-rw------- .* private.txt$/m);
   assert.match(seen, /^-rwxr-xr-x .* run.sh$/m);
-  assert.equal(await readFile(path.join(staging.io, 'output/result'), 'utf8'), 'result=ok\n');
+  assert.equal(await readFile(path.join(staging.io, 'output'), 'utf8'), 'result=ok\n');
   t.close();
 });
 
@@ -211,7 +196,7 @@ test('SIGTERM to a busybox step\'s container reaches the step, and its work stil
   const staging = { w: stagingFor(f.w, 'w'), io: stagingFor(f.io, 'io') };
   const t = server.open({ w: f.w, io: f.io }, staging, owner);
   const script = `trap 'echo stopped > term.txt; exit 7' TERM\necho started > started.txt\necho started\nwhile :; do sleep 0.1; done`;
-  const c = await step(SHELL_ONLY, t.token, ['sh', '-c', script]);
+  const c = await step(images!.shell, t.token, ['sh', '-c', script]);
   await c.start();
   for (let i = 0; i < 300 && !(await logs(c)).includes('started'); i++) await new Promise((r) => setTimeout(r, 100));
   await c.kill({ signal: 'SIGTERM' });
@@ -227,7 +212,7 @@ test('an image without /bin/sh is refused before anything travels, saying why', 
   const f = await fixture();
   const staging = { w: stagingFor(f.w, 'w'), io: stagingFor(f.io, 'io') };
   const t = server.open({ w: f.w, io: f.io }, staging, owner);
-  const c = await step(NO_SHELL, t.token, ['sh', '-e', '-c', 'echo never']);
+  const c = await step(images!.noShell, t.token, ['sh', '-e', '-c', 'echo never']);
   await c.start();
   const { StatusCode } = (await c.wait()) as { StatusCode: number };
   const log = await logs(c);
@@ -243,4 +228,56 @@ test('an image without /bin/sh is refused before anything travels, saying why', 
   });
   assert.ok(tar.includes(Buffer.from('a.txt')), 'the workspace was never fetched');
   t.close();
+});
+
+test('what it fetches is extracted strictly: no .., no absolute path, nothing through a symlink', { timeout: 60_000 }, async () => {
+  // not the runner's server (which never sends such a tar): one that does
+  const pack = tarStream.pack();
+  pack.entry({ name: '../escape.txt', mode: 0o644 }, 'x');
+  pack.entry({ name: '/abs.txt', mode: 0o644 }, 'x');
+  pack.entry({ name: 'fine.txt', mode: 0o644 }, 'kept');
+  pack.entry({ name: 'link', type: 'symlink', linkname: '/tmp' });
+  pack.entry({ name: 'link/planted.txt', mode: 0o644 }, 'x');
+  pack.finalize();
+  const parts: Buffer[] = [];
+  for await (const b of pack as unknown as AsyncIterable<Buffer>) parts.push(b);
+  const hostile = Buffer.concat(parts);
+  const fake = net.createServer((s) => {
+    s.once('data', (b) => (b.toString().startsWith('GET ') ? s.end(hostile) : s.end('ok\n')));
+    s.on('error', () => undefined);
+  });
+  await new Promise<void>((r) => fake.listen(0, '0.0.0.0', r));
+  try {
+    const dir = await tmp('runner-xfer-token-');
+    await writeFile(path.join(dir, 'token'), 'abc123', { mode: 0o444 });
+    const c = await api.createContainer({
+      Image: images!.shell,
+      Cmd: ['/run/runner/runner-transfer', gateway, String((fake.address() as net.AddressInfo).port), '--', 'sh', '-c', 'echo ran'],
+      User: '1000:1000',
+      Labels: { 'dev.runner.test': 'transfer-helper' },
+      HostConfig: {
+        Init: true,
+        CapDrop: ['ALL'],
+        NetworkMode: NETWORK,
+        Mounts: [
+          { Type: 'bind', Source: helperFile, Target: '/run/runner/runner-transfer', ReadOnly: true },
+          { Type: 'bind', Source: path.join(dir, 'token'), Target: '/run/secrets/runner-transfer', ReadOnly: true },
+          { Type: 'tmpfs', Target: '/tmp', TmpfsOptions: { Mode: 0o1777 } },
+          ...[CONTAINER_PATHS.workspace, CONTAINER_PATHS.io].map((t) => scratchMount(t, 64 * 1024 ** 2)),
+        ] as unknown as Docker.MountSettings[],
+      },
+    });
+    containers.push(c);
+    await c.start();
+    const { StatusCode } = (await c.wait()) as { StatusCode: number };
+    const log = await logs(c);
+    assert.equal(StatusCode, 125, log);
+    assert.match(log, /skipped \.\.\/escape\.txt: a path with \.\./);
+    assert.match(log, /skipped \/abs\.txt: an absolute path/);
+    assert.match(log, /cannot make the directory of link\/planted\.txt/);
+    assert.match(log, /could not fetch the workspace/);
+    assert.doesNotMatch(log, /^ran$/m, 'the step never ran');
+  } finally {
+    await new Promise((r) => fake.close(r));
+  }
 });

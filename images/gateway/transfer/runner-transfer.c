@@ -343,10 +343,12 @@ static int next_header(struct in *in, struct entry *e) {
 /* the entry's path made plain (no leading ./, no trailing /, no empty parts), or why not */
 static const char *clean_path(char *name) {
   if (name[0] == '/') return "an absolute path";
-  char out[MAX_PATH];
+  /* name is kept whole for the message when it is refused */
+  static char work[MAX_PATH], out[MAX_PATH];
+  memcpy(work, name, strlen(name) + 1);
   size_t o = 0;
   char *save = NULL;
-  for (char *part = strtok_r(name, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
+  for (char *part = strtok_r(work, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
     if (!strcmp(part, ".")) continue;
     if (!strcmp(part, "..")) return "a path with ..";
     size_t k = strlen(part);
