@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { nameTaken, serviceName } from '../../src/container/swarm.js';
+import { nameTaken, scratchMount, serviceName } from '../../src/container/swarm.js';
 
 test('a service name the swarm takes: a DNS label, unique when cut', () => {
   assert.equal(serviceName('runner-20261123-143547-attjpp-build.1'), 'runner-20261123-143547-attjpp-build-1');
@@ -15,4 +15,18 @@ test('a name held is told apart from other refusals, in the engine\'s words and 
   assert.ok(nameTaken(new Error('(HTTP code 500) server error - rpc error: code = Unknown desc = name conflicts with an existing object')));
   assert.ok(nameTaken(new Error('(HTTP code 409) unexpected - network with name runner-swarm already exists')));
   assert.ok(!nameTaken(new Error('(HTTP code 500) server error - context deadline exceeded')));
+});
+
+test('a step\'s workspace on a node: a tmpfs volume of its own, writable by any uid, programs runnable, no bigger than the step\'s memory', () => {
+  const m = scratchMount('/home/agent/run-workspace', 256 * 1024 ** 2) as { Type: string; Target: string; VolumeOptions: { DriverConfig: { Name: string; Options: Record<string, string> } } };
+  assert.equal(m.Type, 'volume');
+  assert.equal(m.Target, '/home/agent/run-workspace');
+  const { Name, Options } = m.VolumeOptions.DriverConfig;
+  assert.equal(Name, 'local');
+  assert.equal(Options.type, 'tmpfs');
+  const o = Options.o!.split(',');
+  assert.ok(o.includes(`size=${256 * 1024 ** 2}`) && o.includes('mode=1777'), Options.o);
+  assert.ok(!o.includes('noexec'), 'a workspace holds programs');
+  // a tmpfs of size 0 is unbounded: a step with no memory limit still gets a bound
+  assert.ok(scratchMount('/x', 0).VolumeOptions !== undefined && JSON.stringify(scratchMount('/x', 0)).includes(`size=${4 * 1024 ** 3}`));
 });

@@ -117,7 +117,11 @@ async function fixture() {
   const big = randomBytes(5 * 1024 ** 2);
   await writeFile(path.join(w, 'big.bin'), big);
   await writeFile(path.join(w, 'with space é ü.txt'), 'named oddly');
-  return { w, io, deep, bigHash: createHash('sha256').update(big).digest('hex') };
+  // 400 directories deep: a path of 800 bytes, and a helper that recurses
+  const deeper = path.join(...Array.from({ length: 400 }, () => 'z'), 'bottom.txt');
+  await mkdir(path.join(w, path.dirname(deeper)), { recursive: true });
+  await writeFile(path.join(w, deeper), 'at the bottom');
+  return { w, io, deep, deeper, bigHash: createHash('sha256').update(big).digest('hex') };
 }
 
 const sha = async (p: string) => createHash('sha256').update(await readFile(p)).digest('hex');
@@ -168,6 +172,7 @@ test('a step in a busybox image (no bash, no tar) fetches every kind of entry, r
   assert.equal(await readFile(path.join(back, 'ran.txt'), 'utf8'), 'ran-from-the-workspace\n');
   assert.equal(await readFile(path.join(back, f.deep), 'utf8'), 'at the end of a long path');
   assert.equal(await readFile(path.join(back, longNew), 'utf8'), 'long\n');
+  assert.equal(await readFile(path.join(back, f.deeper), 'utf8'), 'at the bottom');
   assert.equal(await readFile(path.join(back, 'with space é ü.txt'), 'utf8'), 'named oddly');
   assert.equal(await sha(path.join(back, 'big.bin')), f.bigHash);
   await assert.rejects(lstat(path.join(back, 'src/gone.txt')));
@@ -205,6 +210,19 @@ test('SIGTERM to a busybox step\'s container reaches the step, and its work stil
   await t.received('w');
   assert.equal(await readFile(path.join(staging.w, 'term.txt'), 'utf8'), 'stopped\n');
   assert.equal(await readFile(path.join(staging.w, 'started.txt'), 'utf8'), 'started\n');
+  t.close();
+});
+
+test('a step killed by a signal ends the container with 128 + the signal, and what it did still comes back', { timeout: 60_000 }, async () => {
+  const f = await fixture();
+  const staging = { w: stagingFor(f.w, 'w'), io: stagingFor(f.io, 'io') };
+  const t = server.open({ w: f.w, io: f.io }, staging, owner);
+  const c = await step(images!.shell, t.token, ['sh', '-c', 'echo before > killed.txt; kill -KILL $$']);
+  await c.start();
+  const { StatusCode } = (await c.wait()) as { StatusCode: number };
+  assert.equal(StatusCode, 137, await logs(c));
+  await t.received('w');
+  assert.equal(await readFile(path.join(staging.w, 'killed.txt'), 'utf8'), 'before\n');
   t.close();
 });
 

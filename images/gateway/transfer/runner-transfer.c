@@ -43,7 +43,8 @@
 #define TOKEN_FILE "/run/secrets/runner-transfer"
 #define MAX_PATH 4096
 #define MAX_PAX (1024 * 1024)
-#define MAX_DEPTH 256
+/* deeper than a path can be (MAX_PATH): the recursion keeps little on the stack */
+#define MAX_DEPTH 2048
 #define IO_TIMEOUT_S 600
 #define BUF 65536
 
@@ -608,23 +609,23 @@ static void pad(struct out *o, uint64_t size) {
   put(o, zeros, (size_t)((512 - size % 512) % 512));
 }
 
-/* an entry's header: a pax header first when its name, its link target or its size does not fit ustar */
-static void entry_header(struct out *o, const char *name, const char *link, char type, const struct stat *st, uint64_t size) {
+/* an entry's header: a pax header first when its name, its link target or its size does not fit ustar; -1 when none could be made */
+static int entry_header(struct out *o, const char *name, const char *link, char type, const struct stat *st, uint64_t size) {
   char pax[2 * MAX_PATH + 128];
   size_t n = 0;
   int r;
   if (strlen(name) > 100) {
-    if ((r = pax_record(pax + n, sizeof pax - n, "path", name)) < 0) return;
+    if ((r = pax_record(pax + n, sizeof pax - n, "path", name)) < 0) return -1;
     n += (size_t)r;
   }
   if (link && strlen(link) > 100) {
-    if ((r = pax_record(pax + n, sizeof pax - n, "linkpath", link)) < 0) return;
+    if ((r = pax_record(pax + n, sizeof pax - n, "linkpath", link)) < 0) return -1;
     n += (size_t)r;
   }
   if (size > 077777777777ULL) {
     char v[24];
     snprintf(v, sizeof v, "%llu", (unsigned long long)size);
-    if ((r = pax_record(pax + n, sizeof pax - n, "size", v)) < 0) return;
+    if ((r = pax_record(pax + n, sizeof pax - n, "size", v)) < 0) return -1;
     n += (size_t)r;
   }
   if (n) {
@@ -633,7 +634,15 @@ static void entry_header(struct out *o, const char *name, const char *link, char
     pad(o, n);
   }
   header_block(o, name, link, type, st->st_mode, size > 077777777777ULL ? 0 : size, st->st_mtime, st->st_uid, st->st_gid);
+  return 0;
 }
+
+struct pack {
+  struct out *o;
+  char abs[MAX_PATH];
+  size_t root_len;
+  int skipped;
+};
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
@@ -649,25 +658,63 @@ static char **list_dir(const char *abs, size_t *count) {
     if (n == cap) {
       size_t c = cap ? cap * 2 : 32;
       char **grown = realloc(names, c * sizeof *names);
-      if (!grown) break;
+      if (!grown) goto nomem;
       names = grown;
       cap = c;
     }
-    if (!(names[n] = strdup(de->d_name))) break;
+    if (!(names[n] = strdup(de->d_name))) goto nomem;
     n++;
   }
   closedir(d);
   if (n) qsort(names, n, sizeof *names, by_name);
   *count = n;
   return names ? names : calloc(1, sizeof *names);
+nomem:
+  closedir(d);
+  for (size_t i = 0; i < n; i++) free(names[i]);
+  free(names);
+  errno = ENOMEM;
+  return NULL;
 }
 
-struct pack {
-  struct out *o;
-  char abs[MAX_PATH];
-  size_t root_len;
-  int skipped;
-};
+/* a regular file's header and bytes, exactly as many as the header says; its buffer is not on the stack (pack_dir recurses) */
+static void send_file(struct pack *p, const char *rel) {
+  static unsigned char buf[BUF];
+  int fd = open(p->abs, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat now;
+  if (fd < 0 || fstat(fd, &now) != 0 || !S_ISREG(now.st_mode)) {
+    say("skipped %.200s: %s", rel, fd < 0 ? strerror(errno) : "it changed while being sent");
+    p->skipped++;
+    if (fd >= 0) close(fd);
+    return;
+  }
+  uint64_t size = (uint64_t)now.st_size, left = size;
+  if (entry_header(p->o, rel, NULL, '0', &now, size) != 0) {
+    say("skipped %.200s: its name does not fit a tar header", rel);
+    p->skipped++;
+    close(fd);
+    return;
+  }
+  while (left && !p->o->failed) {
+    ssize_t r = read(fd, buf, left > sizeof buf ? sizeof buf : (size_t)left);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    put(p->o, buf, (size_t)r);
+    left -= (uint64_t)r;
+  }
+  if (left) {
+    /* the header promised `size` bytes: a file that shrank meanwhile is padded */
+    say("%.200s shrank while being sent: padded with zeros", rel);
+    memset(buf, 0, sizeof buf);
+    while (left) {
+      size_t k = left > sizeof buf ? sizeof buf : (size_t)left;
+      put(p->o, buf, k);
+      left -= k;
+    }
+  }
+  pad(p->o, size);
+  close(fd);
+}
 
 /* packs what is under p->abs (a directory); its entries are named from after the root */
 static void pack_dir(struct pack *p, int depth) {
@@ -692,10 +739,12 @@ static void pack_dir(struct pack *p, int depth) {
       say("skipped %.200s: %s", rel, strerror(errno));
       p->skipped++;
     } else if (S_ISDIR(st.st_mode)) {
-      char name[MAX_PATH + 1];
+      static char name[MAX_PATH + 1]; /* used before the recursion only */
       snprintf(name, sizeof name, "%s/", rel);
-      entry_header(p->o, name, NULL, '5', &st, 0);
-      if (depth >= MAX_DEPTH) {
+      if (entry_header(p->o, name, NULL, '5', &st, 0) != 0) {
+        say("skipped %.200s: its name does not fit a tar header", rel);
+        p->skipped++;
+      } else if (depth >= MAX_DEPTH) {
         say("skipped what is under %.200s: deeper than %d directories", rel, MAX_DEPTH);
         p->skipped++;
       } else {
@@ -709,38 +758,13 @@ static void pack_dir(struct pack *p, int depth) {
         p->skipped++;
       } else {
         target[k] = 0;
-        entry_header(p->o, rel, target, '2', &st, 0);
+        if (entry_header(p->o, rel, target, '2', &st, 0) != 0) {
+          say("skipped %.200s: its name does not fit a tar header", rel);
+          p->skipped++;
+        }
       }
     } else if (S_ISREG(st.st_mode)) {
-      int fd = open(p->abs, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-      struct stat now;
-      if (fd < 0 || fstat(fd, &now) != 0 || !S_ISREG(now.st_mode)) {
-        say("skipped %.200s: %s", rel, fd < 0 ? strerror(errno) : "it changed while being sent");
-        p->skipped++;
-      } else {
-        uint64_t size = (uint64_t)now.st_size, left = size;
-        entry_header(p->o, rel, NULL, '0', &now, size);
-        unsigned char buf[BUF];
-        while (left && !p->o->failed) {
-          ssize_t r = read(fd, buf, left > sizeof buf ? sizeof buf : (size_t)left);
-          if (r < 0 && errno == EINTR) continue;
-          if (r <= 0) break;
-          put(p->o, buf, (size_t)r);
-          left -= (uint64_t)r;
-        }
-        if (left) {
-          /* the header promised `size` bytes: a file that shrank meanwhile is padded */
-          say("%.200s shrank while being sent: padded with zeros", rel);
-          memset(buf, 0, sizeof buf);
-          while (left) {
-            size_t k = left > sizeof buf ? sizeof buf : (size_t)left;
-            put(p->o, buf, k);
-            left -= k;
-          }
-        }
-        pad(p->o, size);
-      }
-      if (fd >= 0) close(fd);
+      send_file(p, rel);
     } else {
       const char *what = S_ISSOCK(st.st_mode) ? "a socket" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a device";
       say("skipped %.200s: %s (only files, directories and symlinks go back)", rel, what);
