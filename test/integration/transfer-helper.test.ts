@@ -64,7 +64,7 @@ after(async () => {
 });
 
 /** A step's container as swarm.ts makes it, with the helper and the token mounted where the configs would be. */
-async function step(image: string, token: string, cmd: string[]): Promise<Docker.Container> {
+async function step(image: string, token: string, cmd: string[], opts: { readOnlyRoot?: boolean } = {}): Promise<Docker.Container> {
   const dir = await tmp('runner-xfer-token-');
   await writeFile(path.join(dir, 'token'), token, { mode: 0o444 });
   const c = await api.createContainer({
@@ -79,6 +79,7 @@ async function step(image: string, token: string, cmd: string[]): Promise<Docker
       CapDrop: ['ALL'],
       NetworkMode: NETWORK,
       Memory: 512 * 1024 ** 2,
+      ReadonlyRootfs: opts.readOnlyRoot ?? false,
       Mounts: [
         { Type: 'bind', Source: helperFile, Target: '/run/runner/runner-transfer', ReadOnly: true },
         { Type: 'bind', Source: path.join(dir, 'token'), Target: '/run/secrets/runner-transfer', ReadOnly: true },
@@ -223,6 +224,19 @@ test('a step killed by a signal ends the container with 128 + the signal, and wh
   assert.equal(StatusCode, 137, await logs(c));
   await t.received('w');
   assert.equal(await readFile(path.join(staging.w, 'killed.txt'), 'utf8'), 'before\n');
+  t.close();
+});
+
+test('a busybox step with a read-only root: its workspace is writable all the same, and comes back', { timeout: 60_000 }, async () => {
+  const f = await fixture();
+  const staging = { w: stagingFor(f.w, 'w'), io: stagingFor(f.io, 'io') };
+  const t = server.open({ w: f.w, io: f.io }, staging, owner);
+  const c = await step(images!.shell, t.token, ['sh', '-e', '-c', 'if echo x > /not-here 2>/dev/null; then exit 9; fi; echo written > ro.txt'], { readOnlyRoot: true });
+  await c.start();
+  const { StatusCode } = (await c.wait()) as { StatusCode: number };
+  assert.equal(StatusCode, 0, await logs(c));
+  await t.received('w');
+  assert.equal(await readFile(path.join(staging.w, 'ro.txt'), 'utf8'), 'written\n');
   t.close();
 });
 
