@@ -30,3 +30,10 @@ test('a step\'s workspace on a node: a tmpfs volume of its own, writable by any 
   // a tmpfs of size 0 is unbounded: a step with no memory limit still gets a bound
   assert.ok(scratchMount('/x', 0).VolumeOptions !== undefined && JSON.stringify(scratchMount('/x', 0)).includes(`size=${4 * 1024 ** 3}`));
 });
+
+test('a swarm step\'s workspace volume is named and labelled: one volume a node keeps, found by its label', () => {
+  const m = scratchMount('/home/agent/.runner', 1024, 'runner-x-build-1-scratch1', { 'dev.runner.run-id': 'r1' }) as { Source?: string; VolumeOptions: { Labels: Record<string, string> } };
+  assert.equal(m.Source, 'runner-x-build-1-scratch1');
+  assert.deepEqual(m.VolumeOptions.Labels, { 'dev.runner.run-id': 'r1', 'dev.runner.scratch': 'true' });
+  assert.equal((scratchMount('/x', 1024) as { Source?: string }).Source, undefined, 'without a name: anonymous, gone with its container');
+});
