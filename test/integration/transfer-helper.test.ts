@@ -19,9 +19,11 @@ import { after, before, test } from 'node:test';
 import Docker from 'dockerode';
 import tarStream from 'tar-stream';
 import { DockerRuntime } from '../../src/container/docker.js';
+import type { ContainerSpec } from '../../src/container/runtime.js';
 import { scratchMount } from '../../src/container/swarm.js';
 import { transferHelper } from '../../src/container/transfer-helper.js';
 import { CONTAINER_PATHS } from '../../src/plan/render.js';
+import { TarTransport } from '../../src/run/step-transport.js';
 import { stagingFor, TransferServer } from '../../src/run/transfer-server.js';
 import { busyboxImages, type BusyboxImages } from '../fixtures/busybox-image.js';
 
@@ -312,4 +314,61 @@ test('what it fetches is extracted strictly: no .., no absolute path, nothing th
   } finally {
     await new Promise((r) => fake.close(r));
   }
+});
+
+test('the tar transport hands a step the helper from the gateway image; the step it prepares runs in busybox and its work lands in the worktree', { timeout: 120_000 }, async () => {
+  const f = await fixture();
+  const transport = new TarTransport(async () => gateway, new DockerRuntime(api), () => transferHelper(api, new DockerRuntime(api)));
+  const spec: ContainerSpec = {
+    name: `runner-test-xfer-${tag}`,
+    image: images!.shell,
+    cmd: ['sh', '-e', '-c', 'echo "and the transport" >> a.txt; echo summary=ok >> "$RUNNER_OUTPUT"'],
+    env: { HOME: CONTAINER_PATHS.home, RUNNER_OUTPUT: CONTAINER_PATHS.output },
+    workingDir: CONTAINER_PATHS.workspace,
+    user: '1000:1000',
+    mounts: [{ source: f.w, target: CONTAINER_PATHS.workspace, readOnly: false }],
+    memoryBytes: 256 * 1024 ** 2,
+    cpus: 1,
+    pids: 64,
+    openFiles: 1024,
+    fileSizeBytes: 1024 ** 3,
+    readOnlyRoot: false,
+    capAdd: [],
+    network: 'bridge',
+    labels: { 'dev.runner.test': 'transfer-helper' },
+  } as unknown as ContainerSpec;
+  const prepared = await transport.prepare(spec, { workspace: f.w, io: f.io, owner });
+  const s = prepared.spec;
+  assert.deepEqual(s.mounts, [], 'nothing of the runner\'s disk is mounted');
+  assert.equal(s.cmd[0], '/run/runner/runner-transfer');
+  assert.deepEqual(s.cmd.slice(3, 5), ['--', 'sh']);
+  assert.deepEqual(s.scratch, [CONTAINER_PATHS.workspace, CONTAINER_PATHS.io]);
+  const helper = s.files!.find((x) => x.target === '/run/runner/runner-transfer')!;
+  assert.equal(helper.secret, false);
+  assert.ok(Buffer.isBuffer(helper.data) && helper.data.subarray(0, 4).equals(Buffer.from('\x7fELF', 'latin1')), 'a program, as bytes');
+  assert.ok(helper.data.length < 480 * 1024, `${helper.data.length} bytes: it fits a swarm config`);
+  console.log(`runner-transfer: ${helper.data.length} bytes`);
+  // what the swarm would do with the spec, by hand: configs and secrets as files, the scratch directories as volumes
+  const dir = await tmp('runner-xfer-files-');
+  const binds = await Promise.all(s.files!.map(async (x, i) => {
+    const file = path.join(dir, String(i));
+    await writeFile(file, x.data, { mode: x.secret ? 0o444 : 0o555 });
+    return { Type: 'bind', Source: file, Target: x.secret ? `/run/secrets/${x.target}` : x.target, ReadOnly: true };
+  }));
+  const c = await api.createContainer({
+    Image: s.image,
+    Cmd: s.cmd,
+    User: s.user,
+    WorkingDir: s.workingDir,
+    Env: Object.entries(s.env).map(([k, v]) => `${k}=${v}`),
+    Labels: { 'dev.runner.test': 'transfer-helper' },
+    HostConfig: { Init: true, CapDrop: ['ALL'], NetworkMode: NETWORK, Mounts: [...binds, ...s.scratch!.map((t) => scratchMount(t, s.memoryBytes))] as unknown as Docker.MountSettings[] },
+  });
+  containers.push(c);
+  await c.start();
+  const { StatusCode } = (await c.wait()) as { StatusCode: number };
+  assert.equal(StatusCode, 0, await logs(c));
+  assert.equal(await prepared.finish(), undefined, 'the work came back whole');
+  assert.equal(await readFile(path.join(f.w, 'a.txt'), 'utf8'), 'from the runner\nand the transport\n');
+  assert.equal(await readFile(path.join(f.io, 'output'), 'utf8'), 'summary=ok\n');
 });
