@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+/* where a step has its workspace and its io directory (CONTAINER_PATHS, src/plan/render.ts) */
 #define WORKSPACE "/home/agent/run-workspace"
 #define IO_DIR "/home/agent/.runner"
 #define TOKEN_FILE "/run/secrets/runner-transfer"
