@@ -66,12 +66,13 @@ after(async () => {
 });
 
 /** A step's container as swarm.ts makes it, with the helper and the token mounted where the configs would be. */
-async function step(image: string, token: string, cmd: string[], opts: { readOnlyRoot?: boolean } = {}): Promise<Docker.Container> {
+/** `byName`: the runner's address as a name the container resolves (a relay on swarm is a DNS name), not an IP */
+async function step(image: string, token: string, cmd: string[], opts: { readOnlyRoot?: boolean; byName?: boolean } = {}): Promise<Docker.Container> {
   const dir = await tmp('runner-xfer-token-');
   await writeFile(path.join(dir, 'token'), token, { mode: 0o444 });
   const c = await api.createContainer({
     Image: image,
-    Cmd: ['/run/runner/runner-transfer', gateway, String(server.port), '--', ...cmd],
+    Cmd: ['/run/runner/runner-transfer', opts.byName ? 'runner-transfer.test' : gateway, String(server.port), '--', ...cmd],
     User: '1000:1000',
     WorkingDir: '/',
     Env: [`HOME=${CONTAINER_PATHS.home}`, `RUNNER_OUTPUT=${CONTAINER_PATHS.output}`],
@@ -82,6 +83,7 @@ async function step(image: string, token: string, cmd: string[], opts: { readOnl
       NetworkMode: NETWORK,
       Memory: 512 * 1024 ** 2,
       ReadonlyRootfs: opts.readOnlyRoot ?? false,
+      ...(opts.byName ? { ExtraHosts: [`runner-transfer.test:${gateway}`] } : {}),
       Mounts: [
         { Type: 'bind', Source: helperFile, Target: '/run/runner/runner-transfer', ReadOnly: true },
         { Type: 'bind', Source: path.join(dir, 'token'), Target: '/run/secrets/runner-transfer', ReadOnly: true },
@@ -216,11 +218,11 @@ test('SIGTERM to a busybox step\'s container reaches the step, and its work stil
   t.close();
 });
 
-test('a step killed by a signal ends the container with 128 + the signal, and what it did still comes back', { timeout: 60_000 }, async () => {
+test('a step killed by a signal ends the container with 128 + the signal, and what it did still comes back (the runner named by a name)', { timeout: 60_000 }, async () => {
   const f = await fixture();
   const staging = { w: stagingFor(f.w, 'w'), io: stagingFor(f.io, 'io') };
   const t = server.open({ w: f.w, io: f.io }, staging, owner);
-  const c = await step(images!.shell, t.token, ['sh', '-c', 'echo before > killed.txt; kill -KILL $$']);
+  const c = await step(images!.shell, t.token, ['sh', '-c', 'echo before > killed.txt; kill -KILL $$'], { byName: true });
   await c.start();
   const { StatusCode } = (await c.wait()) as { StatusCode: number };
   assert.equal(StatusCode, 137, await logs(c));
