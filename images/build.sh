@@ -7,6 +7,9 @@
 #
 #   images/build.sh            build what is missing or out of date
 #   FORCE=1 images/build.sh    rebuild all
+#   IMAGES=gateway IMAGE_TAG=mine images/build.sh
+#                              only those, as runner/NAME:mine (a branch's image
+#                              beside the usual one: RUNNER_GATEWAY_IMAGE=runner/gateway:mine)
 #
 # Each image carries a hash of its recipe (Dockerfile, version, parent image):
 # an edit rebuilds it and what is built on it; nothing else is rebuilt.
@@ -17,10 +20,11 @@ CLAUDE_CODE_VERSION=2.1.330
 CODEX_VERSION=0.169.0
 OPENCODE_VERSION=1.18.33
 
-# build NAME DIR [VERSION]: docker build of images/DIR as runner/NAME:latest
+# build NAME DIR [VERSION]: docker build of images/DIR as runner/NAME:$IMAGE_TAG (latest)
 build() {
-  local tag="runner/$1:latest" dir="$ROOT/images/$2" version="${3:-}"
-  local parent; parent="$(sed -n 's/^FROM //p' "$dir/Dockerfile" | head -n1)"
+  [[ -z "${IMAGES:-}" || " $IMAGES " == *" $1 "* ]] || return 0
+  local tag="runner/$1:${IMAGE_TAG:-latest}" dir="$ROOT/images/$2" version="${3:-}"
+  local parent; parent="$(sed -n 's/^FROM \([^ ]*\).*/\1/p' "$dir/Dockerfile" | head -n1)"
   local recipe; recipe="$({ cat "$dir/Dockerfile"; echo "$version"; docker image inspect -f '{{.Id}}' "$parent"; } | sha256sum | cut -c1-16)"
   if [[ "${FORCE:-0}" != 1 ]] && [[ "$(docker image inspect -f '{{index .Config.Labels "dev.runner.recipe"}}' "$tag" 2>/dev/null)" == "$recipe" ]]; then
     echo "images: $tag is up to date"
@@ -36,6 +40,8 @@ build() {
     mkdir -p "$ctx/gateway"
     cp "$ROOT"/dist/src/gateway/*.js "$ctx/gateway/"
     echo '{"type":"module"}' >"$ctx/gateway/package.json"
+    # the swarm transfer helper's source, built into a static program in the image (images/gateway/transfer)
+    cp "$ROOT/dist/src/gateway/runner-transfer.c" "$ctx/"
   fi
   if [[ "$1" == toolchain ]]; then
     # This machine's Node 20 and its npm (the image is Debian's bookworm, whose nodejs is 18).
@@ -62,13 +68,16 @@ build() {
     exit 1
   fi
   rm -rf "$ctx" "$ctx.log"
+  # a build stage (the gateway's helper) stays behind as an untagged image: not kept
+  docker image prune -f --filter label=dev.runner.stage="$1-helper" >/dev/null
   echo "images: built $tag ($(docker image inspect -f '{{.Size}}' "$tag" | awk '{printf "%.0f MB", $1/1e6}'), $((SECONDS - t0)) s)"
 }
 
 build toolchain toolchain
 # The gateway's version is its code's hash: the runner checks it before a step uses the image (src/gateway/host/image.ts).
-[[ -d "$ROOT/dist/src/gateway" ]] || { echo "images: dist/src/gateway is missing: run make build first" >&2; exit 1; }
-build gateway gateway "$(cd "$ROOT/dist/src/gateway" && LC_ALL=C ls *.js | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)"
+# The transfer helper's source is part of it (the build copies it beside the code).
+[[ -f "$ROOT/dist/src/gateway/runner-transfer.c" ]] || { echo "images: dist/src/gateway is missing or old: run make build first" >&2; exit 1; }
+build gateway gateway "$(cd "$ROOT/dist/src/gateway" && LC_ALL=C ls *.js runner-transfer.c | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)"
 build claude-code claude-code "$CLAUDE_CODE_VERSION"
 build codex codex "$CODEX_VERSION"
 build opencode opencode "$OPENCODE_VERSION"

@@ -522,7 +522,7 @@ async function findPidsEvents(pid: number): Promise<string | null> {
   return v2 ? path.join('/sys/fs/cgroup', v2.slice(3), 'pids.events') : null;
 }
 
-/** The secrets and configs (a swarm step's token and wrapper) whose labels match: gone with their job. */
+/** The secrets and configs (a swarm step's token and transfer helper) whose labels match: gone with their job. */
 export async function removeSwarmFiles(api: Docker, filters: { label: string[] }): Promise<void> {
   const secrets = await api.listSecrets({ filters }).catch(() => []);
   const configs = await api.listConfigs({ filters }).catch(() => []);

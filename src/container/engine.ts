@@ -3,12 +3,14 @@
  * the workspace mounted) or a swarm (jobs on its nodes, the workspace by tar).
  * Nothing past this choice branches on it.
  */
+import Docker from 'dockerode';
 import { errorMessage, UsageError } from '../common/errors.js';
 import { mountTransport, TarTransport, type StepTransport } from '../run/step-transport.js';
 import { DockerRuntime } from './docker.js';
 import type { ContainerRuntime } from './runtime.js';
 import { parseRegistry } from './registry-names.js';
 import { SwarmRuntime } from './swarm.js';
+import { transferHelper } from './transfer-helper.js';
 
 export type EngineName = 'local' | 'swarm';
 
@@ -29,10 +31,11 @@ export function openEngine(name: string, opts: { registry?: string | undefined; 
     } catch (err) {
       throw new UsageError(errorMessage(err));
     }
-    const runtime = new SwarmRuntime(undefined, registry);
+    const api = new Docker();
+    const runtime = new SwarmRuntime(api, registry);
     // the address the swarm's nodes reach this machine at: its swarm address, unless told otherwise
     const address = async () => process.env.RUNNER_TRANSFER_ADDRESS || (await runtime.managerAddress());
-    return { runtime, transport: new TarTransport(address, runtime.manager) };
+    return { runtime, transport: new TarTransport(address, runtime.manager, () => transferHelper(api, runtime.manager)) };
   }
   throw new UsageError(`--engine takes local or swarm, got "${name}"`);
 }

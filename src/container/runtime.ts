@@ -34,6 +34,8 @@ export interface ContainerSpec {
   fileSizeBytes: number;
   /** a read-only root filesystem, with a tmpfs at /tmp */
   readOnlyRoot: boolean;
+  /** directories the step gets empty, of their own, writable by any uid, in any image (swarm: where its workspace is fetched to); the local engine mounts instead */
+  scratch?: string[];
   /** capabilities added back after all are dropped */
   capAdd: string[];
   /** `none`, `bridge` or a named network */
@@ -47,7 +49,7 @@ export interface ContainerSpec {
   /** namespaced kernel settings, e.g. net.ipv4.ip_unprivileged_port_start */
   sysctls?: Record<string, string>;
   /** files handed in by the engine, not the disk (swarm: secrets and configs); `secret`: only the step's user reads it */
-  files?: Array<{ target: string; data: string; secret: boolean }>;
+  files?: Array<{ target: string; data: string | Buffer; secret: boolean }>;
   /**
    * Written to the container's standard input as it starts, which then ends:
    * for what must not be in its environment, command or labels, where anyone

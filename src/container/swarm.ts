@@ -131,6 +131,30 @@ export class SwarmRuntime extends DockerRuntime {
   }
 }
 
+/**
+ * A directory the step fills (its workspace, fetched): any image and any uid can, since it is a mount of its own,
+ * writable by all (mode 1777, as /tmp), and what the image has beside it (its /home/agent) stays. A tmpfs, by the
+ * local volume driver rather than a tmpfs mount: the engine mounts those noexec, and a workspace holds programs
+ * (./gradlew, node_modules/.bin). Its pages count toward the step's memory, so it is no bigger than that (a tmpfs of
+ * size 0 would be unbounded). Named, with the run's labels: a node makes a volume with options before the task's
+ * container, and keeps it after (unmounted, empty: its content went with the tmpfs); an anonymous one would be made
+ * twice and one left unnamed. `name` undefined: anonymous (a plain container, which removes it with itself). Pure.
+ */
+export function scratchMount(target: string, memoryBytes: number, name?: string, labels: Record<string, string> = {}): Record<string, unknown> {
+  return {
+    Type: 'volume',
+    Target: target,
+    ...(name ? { Source: name } : {}),
+    VolumeOptions: {
+      Labels: { ...labels, [SCRATCH_LABEL]: 'true' },
+      DriverConfig: { Name: 'local', Options: { type: 'tmpfs', device: 'tmpfs', o: `size=${memoryBytes > 0 ? memoryBytes : 4 * 1024 ** 3},mode=1777,nosuid,nodev` } },
+    },
+  };
+}
+
+/** The label of a swarm step's workspace volumes: what a node keeps of them goes with `docker volume prune --filter label=dev.runner.scratch` */
+export const SCRATCH_LABEL = 'dev.runner.scratch';
+
 /** The engine's "already exists" or the swarm's "name conflicts with an existing object": the name is held. Pure. */
 export function nameTaken(err: unknown): boolean {
   return /already exists|name conflicts with an existing object/i.test(errorMessage(err));
@@ -238,7 +262,10 @@ class SwarmTask implements ContainerHandle {
             Labels: labels,
             Init: true,
             ReadOnly: s.readOnlyRoot,
-            ...(s.readOnlyRoot ? { Mounts: [{ Type: 'tmpfs', Target: '/tmp', TmpfsOptions: { SizeBytes: 256 * 1024 ** 2, Mode: 0o1777 } }] } : {}),
+            Mounts: [
+              ...(s.readOnlyRoot ? [{ Type: 'tmpfs', Target: '/tmp', TmpfsOptions: { SizeBytes: 256 * 1024 ** 2, Mode: 0o1777 } }] : []),
+              ...(s.scratch ?? []).map((target, i) => scratchMount(target, s.memoryBytes, `${this.name}-scratch${i}`, labels)),
+            ],
             CapabilityDrop: ['ALL'],
             ...(s.capAdd.length ? { CapabilityAdd: s.capAdd } : {}),
             Ulimits: [
@@ -401,7 +428,12 @@ class SwarmTask implements ContainerHandle {
     this.removed = true;
     this.end(this.ended ?? { exitCode: 137, oomKilled: false });
     await this.service?.remove().catch(() => undefined);
-    await removeSwarmFiles(this.api, { label: Object.entries(this.spec.labels).map(([k, v]) => `${k}=${v}`) }).catch(() => undefined);
+    const label = Object.entries(this.spec.labels).map(([k, v]) => `${k}=${v}`);
+    await removeSwarmFiles(this.api, { label }).catch(() => undefined);
+    // its workspace volumes, where the manager ran it (a worker's stay there, empty: docs/scale-out.md); the
+    // task's container may still hold them a moment, when this is best effort
+    const volumes = await this.api.listVolumes({ filters: { label: [...label, SCRATCH_LABEL] } }).catch(() => undefined);
+    await Promise.all((volumes?.Volumes ?? []).map((v) => this.api.getVolume(v.Name).remove().catch(() => undefined)));
   }
 
   async connect(): Promise<void> {

@@ -109,7 +109,8 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
       (async () => {
         await deps.runtime.ping();
         const gated = plans.filter((p) => p.gateway);
-        if (gated.length) await checkGatewayImage(deps.runtime);
+        // on swarm every step starts with the transfer helper the gateway image carries
+        if (gated.length || deps.transport?.remote) await checkGatewayImage(deps.runtime);
         const sandboxed = plans.filter((p) => p.isolation === 'gvisor');
         if (sandboxed.length && deps.transport?.remote) throw notOnSwarm(`step ${sandboxed[0]!.id} (isolation: gvisor: a swarm service cannot name a runtime)`);
         // The runner's own images first: one that is missing refuses the run before any pull begins.

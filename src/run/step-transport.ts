@@ -12,6 +12,7 @@ import { serviceName } from '../container/swarm.js';
 import { RELAY_PORT } from '../gateway/config.js';
 import { startGateway, type OpenGateway } from '../gateway/host/step-gateway.js';
 import type { RelayTarget } from '../gateway/relay.js';
+import { CONTAINER_PATHS } from '../plan/render.js';
 import { replaceTree } from '../workspace/tar-transfer.js';
 import { stagingFor, TransferServer, type Part } from './transfer-server.js';
 
@@ -67,49 +68,8 @@ export const mountTransport: StepTransport = {
   prepare: async (spec) => ({ spec, finish: async () => undefined }),
 };
 
-/** What runs first in a step's container on another node: fetch, run, send back (bash and tar, no curl). */
-export const TRANSFER_SCRIPT = `#!/bin/bash
-# runner: a step on another node. Fetch its workspace, run it, send its work back.
-set -u
-addr=$1 port=$2; shift 2
-tok=$(cat /run/secrets/runner-transfer) || { echo "runner transfer: no token" >&2; exit 125; }
-ws=/home/agent/run-workspace io=/home/agent/.runner
-fetch() {
-  mkdir -p "$2" || return 1
-  # the relay (the step's gateway) starts with the step: asked again until it listens, 30 s at most
-  local tries=0
-  until exec 3<>"/dev/tcp/$addr/$port"; do
-    tries=$((tries + 1)); [ "$tries" -lt 150 ] || return 1; sleep 0.2
-  done 2>/dev/null
-  printf 'GET %s %s\\n' "$tok" "$1" >&3
-  tar -x -C "$2" -f - <&3; local rc=$?
-  exec 3>&-
-  return $rc
-}
-send() { { printf 'PUT %s %s\\n' "$tok" "$1"; tar -c -C "$2" -f - . 2>/dev/null; } > "/dev/tcp/$addr/$port" && confirm "$1"; }
-# the container must outlive its last bytes in flight: wait until the runner has them all
-confirm() {
-  local ans=
-  exec 4<>"/dev/tcp/$addr/$port" || return 1
-  printf 'ASK %s %s\\n' "$tok" "$1" >&4
-  read -r -t 600 ans <&4
-  exec 4>&-
-  [ "$ans" = ok ] || { echo "runner transfer: the runner did not take the work back (\${ans:-no answer})" >&2; return 1; }
-}
-fetch w "$ws" || { echo "runner transfer: could not fetch the workspace from $addr:$port" >&2; exit 125; }
-fetch io "$io" || { echo "runner transfer: could not fetch the step's io directory" >&2; exit 125; }
-cd "$ws"
-"$@" &
-child=$!
-trap 'kill -TERM "$child" 2>/dev/null' TERM INT
-wait "$child"; rc=$?
-while kill -0 "$child" 2>/dev/null; do wait "$child"; rc=$?; done
-send w "$ws" || echo "runner transfer: could not send the work back" >&2
-send io "$io" || true
-# the runner has the step's last bytes when both streams end with this (END_MARKER)
-printf '\\036runner-transfer: end\\036\\n'; printf '\\036runner-transfer: end\\036\\n' >&2
-exit $rc
-`;
+/** Where a step's container has the transfer helper (a swarm config, mode 0555). */
+const HELPER_TARGET = '/run/runner/runner-transfer';
 
 /** How long after its container ended a step's work may still be arriving. */
 const ARRIVAL_MS = 10_000;
@@ -126,10 +86,15 @@ export class TarTransport implements StepTransport {
   private readonly server = new TransferServer();
   readonly gateways: GatewayPlace;
 
-  /** `manager`: where a step's relay and gateway run (the swarm manager's engine, making overlays) */
+  /**
+   * `manager`: where a step's relay and gateway run (the swarm manager's engine, making overlays); `helper`: the bytes
+   * of the program a step's container runs first (images/gateway/transfer/runner-transfer.c, from
+   * src/container/transfer-helper.ts)
+   */
   constructor(
     private readonly address: () => Promise<string>,
     private readonly manager: ContainerRuntime,
+    private readonly helper: () => Promise<Buffer>,
   ) {
     this.gateways = {
       runtime: manager,
@@ -147,6 +112,8 @@ export class TarTransport implements StepTransport {
     if (spec.network !== 'none' && spec.network !== 'bridge' && !where.relay) {
       throw new ContainerError('swarm_unsupported', `network: ${spec.network} cannot be used on --engine swarm: a step there has network none (its own, with a relay to the runner) or bridge (the runner's overlay, with a way out)`);
     }
+    // before anything is opened: without the helper no step can run on a node
+    const helper = await this.helper();
     await this.server.listen();
     let to = where.relay ?? { host: await this.address(), port: this.server.port };
     let relay: OpenGateway | undefined;
@@ -185,11 +152,14 @@ export class TarTransport implements StepTransport {
       // the project and its git directory stay on this machine: a step on another node sees its worktree only
       mounts: [],
       workingDir: '/',
-      cmd: ['bash', '/run/runner/transfer.sh', to.host, String(to.port), ...spec.cmd],
+      // fetch, run, send back: a static program of the runner's, so the image needs no shell, bash or tar
+      cmd: [HELPER_TARGET, to.host, String(to.port), '--', ...spec.cmd],
+      // where it fetches them to: mounts of their own, whatever the image has (or lacks) at /home/agent
+      scratch: [CONTAINER_PATHS.workspace, CONTAINER_PATHS.io],
       files: [
         // the spec's own (the CA bundle) with the transfer's
         ...(spec.files ?? []),
-        { target: '/run/runner/transfer.sh', data: TRANSFER_SCRIPT, secret: false },
+        { target: HELPER_TARGET, data: helper, secret: false },
         { target: 'runner-transfer', data: t.token, secret: true },
       ],
     };

@@ -1,6 +1,7 @@
 /**
  * Where steps on other nodes fetch their workspace and send their work back
- * (engine swarm). A plain TCP protocol a step's bash can speak without curl:
+ * (engine swarm). A plain TCP protocol, spoken by the step's transfer helper
+ * (images/gateway/transfer/runner-transfer.c, a static program):
  * one line `GET <token> <part>` or `PUT <token> <part>`, then the tar, or
  * `ASK <token> <part>`, answered `ok` once that part's send was all received
  * (a container that ends before its last bytes left its node loses them:

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { END_MARKER, EndWatch, nameTaken, serviceName } from '../../src/container/swarm.js';
+import { END_MARKER, EndWatch, nameTaken, scratchMount, serviceName } from '../../src/container/swarm.js';
 
 test('a service name the swarm takes: a DNS label, unique when cut', () => {
   assert.equal(serviceName('runner-20261123-143547-attjpp-build.1'), 'runner-20261123-143547-attjpp-build-1');
@@ -41,4 +41,25 @@ test('the end marker: stripped, and the end is said only while it is the last th
   assert.equal(later, true);
   assert.deepEqual(seen, ['more output\n', 'last line\n'], 'the marker is never passed on');
   assert.equal(pokes, 3);
+});
+
+test('a step\'s workspace on a node: a tmpfs volume of its own, writable by any uid, programs runnable, no bigger than the step\'s memory', () => {
+  const m = scratchMount('/home/agent/run-workspace', 256 * 1024 ** 2) as { Type: string; Target: string; VolumeOptions: { DriverConfig: { Name: string; Options: Record<string, string> } } };
+  assert.equal(m.Type, 'volume');
+  assert.equal(m.Target, '/home/agent/run-workspace');
+  const { Name, Options } = m.VolumeOptions.DriverConfig;
+  assert.equal(Name, 'local');
+  assert.equal(Options.type, 'tmpfs');
+  const o = Options.o!.split(',');
+  assert.ok(o.includes(`size=${256 * 1024 ** 2}`) && o.includes('mode=1777'), Options.o);
+  assert.ok(!o.includes('noexec'), 'a workspace holds programs');
+  // a tmpfs of size 0 is unbounded: a step with no memory limit still gets a bound
+  assert.ok(scratchMount('/x', 0).VolumeOptions !== undefined && JSON.stringify(scratchMount('/x', 0)).includes(`size=${4 * 1024 ** 3}`));
+});
+
+test('a swarm step\'s workspace volume is named and labelled: one volume a node keeps, found by its label', () => {
+  const m = scratchMount('/home/agent/.runner', 1024, 'runner-x-build-1-scratch1', { 'dev.runner.run-id': 'r1' }) as { Source?: string; VolumeOptions: { Labels: Record<string, string> } };
+  assert.equal(m.Source, 'runner-x-build-1-scratch1');
+  assert.deepEqual(m.VolumeOptions.Labels, { 'dev.runner.run-id': 'r1', 'dev.runner.scratch': 'true' });
+  assert.equal((scratchMount('/x', 1024) as { Source?: string }).Source, undefined, 'without a name: anonymous, gone with its container');
 });

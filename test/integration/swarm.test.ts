@@ -6,13 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import { execFile, execFileSync, type ChildProcess } from 'node:child_process';
-import { lstatSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { busyboxImages } from '../fixtures/busybox-image.js';
 import { commitsOn, execPipeline, git, projectsForThisFile, runCli, writePipeline } from '../fixtures/project.js';
 
 const LAB = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../scripts/swarm-lab.sh');
@@ -123,8 +124,8 @@ test('a hostile step on a worker sends its own tar back: nothing outside the wor
   const f = await fixture({ owner: 1000 });
   const outside = mkdtempSync(path.join(os.tmpdir(), 'runner-outside-'));
   try {
-    // It reads its token (its to read: the step is the wrapper's user) and sends, before the wrapper does,
-    // a tar of traversal, absolute, .git and through-a-symlink entries, then is killed with its wrapper.
+    // It reads its token (its to read: the step is the helper's user) and sends, before the helper does,
+    // a tar of traversal, absolute, .git and through-a-symlink entries, then is killed with its helper.
     const attack = `
 import io, os, socket, tarfile
 tok = open('/run/secrets/runner-transfer').read().strip()
@@ -160,7 +161,7 @@ steps:
     resources: { memory: 256m, cpus: 0.2, pids: 64 }
     timeout: 2m
     run: |
-      set -- $(ps -o args= -p 1,$PPID | grep -o 'transfer.sh [0-9.]* [0-9]*' | head -n1)
+      set -- $(ps -o args= -p 1,$PPID | grep -o 'runner-transfer [0-9.]* [0-9]*' | head -n1)
       RUNNER_T_ADDR=$2 RUNNER_T_PORT=$3 python3 attack.py
       kill -9 $PPID
 `);
@@ -179,6 +180,63 @@ steps:
     assert.equal(git(f.project, 'for-each-ref').split('\n').filter((l) => !l.includes('refs/heads/run/')).join('\n'), before.split('\n').filter((l) => !l.includes('refs/heads/run/')).join('\n'));
   } finally {
     rmSync(outside, { recursive: true, force: true });
+  }
+});
+
+test('a busybox step runs on swarm: no bash, no tar, no /home/agent in its image; its work comes back; an image without /bin/sh is refused saying why', { timeout: 400_000 }, async () => {
+  const images = await busyboxImages();
+  try {
+    await run('bash', [LAB, 'load', images.shell, images.noShell], { maxBuffer: 1 << 24 });
+    const f = await fixture({ owner: 1000 });
+    // by image ID: a job's image named so is never pulled (these are on no registry), and every node has it loaded
+    const file = await writePipeline(f, `version: 1
+name: busybox
+project: { path: project, push: never }
+defaults: { image: ${images.ids.shell}, resources: { memory: 128m, cpus: 0.2, pids: 64 }, timeout: 2m }
+steps:
+  - id: write
+    placement: ["node.role == worker"]
+    run: |
+      [ ! -e /bin/bash ] && [ ! -e /bin/tar ] && [ ! -e /usr/bin/tar ]
+      echo "written on $(hostname)" > made.txt
+      mkdir -p sub && ln -s ../made.txt sub/link && chmod 755 made.txt
+      echo "summary=busybox" >> "$RUNNER_OUTPUT"
+  - id: read
+    placement: ["node.role == worker"]
+    run: |
+      cat made.txt >> seen.txt
+      echo "read on $(hostname)" >> seen.txt
+`);
+    const r = await execPipeline(f, file, SWARM);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(git(f.project, 'show', `${r.json.branch}:seen.txt`), /^written on \S+\nread on \S+$/);
+    assert.equal(git(f.project, 'ls-tree', r.json.branch, 'made.txt').split(/\s/)[0], '100755', 'modes travel');
+    assert.equal(git(f.project, 'cat-file', '-p', `${r.json.branch}:sub/link`), '../made.txt', 'symlinks travel as symlinks');
+    const rec = JSON.parse(readFileSync(path.join(f.home, 'runs', r.json.runId, 'run.json'), 'utf8'));
+    for (const s of rec.steps) assert.match(s.node ?? '', /^lab-w\d$/, 'each step ran on a worker');
+
+    const g = await fixture({ owner: 1000 });
+    const none = await writePipeline(g, `version: 1
+name: noshell
+project: { path: project, push: never }
+steps:
+  - id: refused
+    image: ${images.ids.noShell}
+    resources: { memory: 64m, cpus: 0.2, pids: 64 }
+    placement: ["node.role == worker"]
+    timeout: 2m
+    run: echo never > never.txt
+`);
+    const n = await execPipeline(g, none, SWARM);
+    assert.notEqual(n.code, 0, n.stderr);
+    assert.equal(n.json.steps.refused.status, 'failed', JSON.stringify(n.json.steps.refused));
+    // the helper's reason is in the step's log, wherever the run keeps it
+    const logs = (dir: string): string => readdirSync(dir, { withFileTypes: true }).map((e) => (e.isDirectory() ? logs(path.join(dir, e.name)) : readFileSync(path.join(dir, e.name), 'latin1'))).join('\n');
+    assert.match(logs(path.join(g.home, 'runs', n.json.runId)), /this image has no \/bin\/sh \(nor sh on its PATH\), which a step's run: needs/);
+    assert.throws(() => git(g.project, 'show', `${n.json.branch}:never.txt`));
+    assert.equal(services(), '', 'no job service is left');
+  } finally {
+    await images.remove();
   }
 });
 
