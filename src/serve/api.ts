@@ -24,6 +24,10 @@
  *                                      nothing; each attempt is written into the record's deliveries, with who asked
  *   POST /api/runs/:id/rerun           a new run of the same pipeline with the same inputs: 202 {runId, rerunOf}
  *   POST /api/runs/:id/cancel          cancel a run this server is running or has queued
+ *   POST /mcp                          the MCP tools of `runner mcp` (src/mcp/tools.ts) over the SDK's streamable HTTP
+ *                                      transport, stateless (no session): this server's pipelines folder, its
+ *                                      --project folders for agent tasks, its queue; behind the token like the rest
+ *                                      (Authorization: Bearer); runs and deliveries recorded as by "mcp" from the address
  *   GET  /, /login, /assets/*          the dashboard (see dashboard.ts); POST /login, /logout: its session
  * Runs started and deliveries made here are recorded as by "dashboard" when the request says
  * `x-runner-client: dashboard`, else by "api", with the client's address.
@@ -34,6 +38,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { pipeline as pipe } from 'node:stream/promises';
 import { errorMessage, RunnerError } from '../common/errors.js';
+import type { McpBackend } from '../mcp/backend.js';
 import { branchNameProblem } from '../delivery/branch-name.js';
 import { applyRunById, mergeRunById } from '../delivery/deliver.js';
 import { DeliveryRefused } from '../delivery/refusal.js';
@@ -84,6 +89,8 @@ export interface ApiOptions {
   logStreams?: Partial<StreamCapSettings>;
   /** told what the API could not do on its own (a live log that could not be read) */
   say?: (message: string) => void;
+  /** /mcp: the MCP tools over this server's runs, for one request (its client's address); absent: no /mcp */
+  mcp?: { backendFor: (req: http.IncomingMessage) => McpBackend; version: string };
 }
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse, params: string[], url: URL) => Promise<void>;
@@ -202,6 +209,15 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
       async (_q, res, [id]) =>
         (await state.cancel(id!)) ? json(res, 202, { canceling: id }) : json(res, 404, { error: `run ${id} is not running or queued on this server` }),
     ],
+    ...(['POST', 'GET', 'DELETE'] as const).map((m): [string, RegExp, Handler] => [
+      m,
+      /^\/mcp$/,
+      async (req, res) => {
+        if (!opts.mcp) return json(res, 404, { error: 'this server offers no /mcp' });
+        const { handleMcp } = await import('../mcp/http.js');
+        await handleMcp(req, res, opts.mcp.backendFor(req), opts.mcp.version);
+      },
+    ]),
     ['POST', /^\/login$/, async (req, res) => login(req, res, token, dashboard)],
     ['POST', /^\/logout$/, async (_q, res) => redirect(res, token ? '/login' : '/', { 'set-cookie': LOGGED_OUT_COOKIE })],
   ];
