@@ -99,7 +99,7 @@ Usage:
                [--egress-private CIDR[,CIDR]] [--egress-proxy URL] [--ca-file F]
                [--npm-registry URL] [--pip-index URL] [--isolation runc|gvisor]
                [--engine local|swarm] [--registry HOST:PORT] [--max-log-streams 256] [--max-log-streams-per-client 32]
-               [--log-stall 60s]
+               [--log-stall 60s] [--project DIR]...
       Run the pipelines in DIR on their schedule: entries (cron, timezone,
       overlap, catchup), reloading DIR when it changes, with a JSON API on
       --listen (a non-loopback address needs RUNNER_TOKEN). SIGTERM: no new
@@ -107,6 +107,16 @@ Usage:
       streamed at once: at most --max-log-streams in all (503 past it) and
       --max-log-streams-per-client to one address (429); a follower that
       has not taken what waits for it within --log-stall is cut.
+  runner mcp [--home DIR] [--pipelines DIR]... [--project DIR]... [--secrets-file F]
+             [--agent-base-url URL] [--engine local|swarm] [--registry HOST:PORT]
+      The runner as MCP tools over stdio, for an interactive agent (Claude
+      Code, Codex): list and start the pipelines under --pipelines, start an
+      agent task on a git project under --project, follow runs, read their
+      diff, merge or apply them (marked destructive), cancel them. Runs run
+      in this process and are recorded in the home like any other. Secrets
+      come from --secrets-file only. Claude Code:
+        claude mcp add runner -- runner mcp --home H --pipelines DIR --project DIR
+      runner serve offers the same tools at /mcp (its --project DIR... for agent tasks).
   runner images push --registry HOST:PORT [IMAGE...] [--json]
       Push the runner's own images (default: every runner/* image this engine
       has) to the registry a swarm's nodes pull from, under their tags and
@@ -130,3 +140,16 @@ Exit codes:
 
 Docs: README.md; the pipeline format: docs/pipeline-format.md; agents' gateway: docs/gateway.md; swarm: docs/scale-out.md
 `;
+
+/** The part of HELP about one command (its usage lines and what follows them), or all of it when none matches. Pure. */
+export function helpFor(command: string): string {
+  const lines = HELP.split('\n');
+  const out: string[] = [];
+  let inside = false;
+  for (const l of lines) {
+    if (/^ {2}runner /.test(l)) inside = l.startsWith(`  runner ${command} `) || l === `  runner ${command}`;
+    else if (!/^ {3,}/.test(l)) inside = false;
+    if (inside) out.push(l);
+  }
+  return out.length ? `${out.join('\n')}\n` : HELP;
+}

@@ -4,7 +4,7 @@
  * imported on demand so `runner --help` loads no docker or logging library.
  */
 import { CLOSED_PIPE_EXIT, pipeClosed, watchOutput } from './closed-pipe.js';
-import { HELP } from './help.js';
+import { HELP, helpFor } from './help.js';
 
 type Command = (args: string[]) => Promise<number>;
 
@@ -19,6 +19,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   apply: async () => (await import('./apply-command.js')).applyCommand,
   merge: async () => (await import('./merge-command.js')).mergeCommand,
   serve: async () => (await import('./serve-command.js')).serveCommand,
+  mcp: async () => (await import('./mcp-command.js')).mcpCommand,
   gc: async () => (await import('./gc-command.js')).gcCommand,
   cache: async () => (await import('./cache-command.js')).cacheCommand,
   init: async () => (await import('./init-command.js')).initCommand,
@@ -42,6 +43,11 @@ async function main(argv: string[]): Promise<number> {
   if (!load) {
     process.stderr.write(`runner: unknown command "${first}"; commands: ${Object.keys(COMMANDS).join(', ')} (runner --help)\n`);
     return 2;
+  }
+  // `runner CMD --help`: that command's part of the help, for the commands that take no --help of their own
+  if (rest.length === 1 && (rest[0] === '--help' || rest[0] === '-h')) {
+    process.stdout.write(helpFor(first));
+    return 0;
   }
   const command = await load();
   return command(rest);

@@ -1,12 +1,16 @@
 /**
  * `runner serve --pipelines DIR [--home DIR] [--max-concurrent N] [--grace 30s] [--listen H:P] [--secrets-file F]
- *  [--max-log-streams N] [--max-log-streams-per-client N] [--log-stall 60s]`
+ *  [--max-log-streams N] [--max-log-streams-per-client N] [--log-stall 60s] [--project DIR]...`
+ * --project: the projects /mcp's agent tasks may work on.
  */
 import { visible } from '../common/visible.js';
+import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseDuration } from '../common/durations.js';
 import { UsageError } from '../common/errors.js';
+import { packageRoot } from '../common/package-root.js';
+import { realFolders } from '../mcp/folders.js';
 import { openEngine } from '../container/engine.js';
 import { Git } from '../git/git.js';
 import { readSecretsFile, secretsFileModeProblem } from '../run/secrets-file.js';
@@ -37,6 +41,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       'max-log-streams': { type: 'string' },
       'max-log-streams-per-client': { type: 'string' },
       'log-stall': { type: 'string' },
+      project: { type: 'string', multiple: true, default: [] },
     },
     [],
   );
@@ -53,6 +58,9 @@ export async function serveCommand(args: string[]): Promise<number> {
   };
   if (logStreams.stallMs === undefined || logStreams.stallMs < 1000) throw new UsageError(`serve: --log-stall takes a duration of at least 1s, like 60s, got "${values['log-stall']}"`);
 
+  // /mcp's agent tasks work only on projects under these (real paths)
+  const projects = await realFolders(values.project ?? [], '--project');
+  const pkg = JSON.parse(await readFile(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string };
   const listen = parseListen(values.listen ?? '127.0.0.1:7700');
   const token = process.env.RUNNER_TOKEN || undefined;
   if (!isLoopback(listen.host) && !token) {
@@ -91,6 +99,8 @@ export async function serveCommand(args: string[]): Promise<number> {
       ...egressOptions(values, (m) => say(`warning: ${m}`)),
       ...isolationOption(values.isolation),
       ...(token ? { token } : {}),
+      projects,
+      version: pkg.version,
       reporterFor: (name) => {
         const prefixed = { write: (s: string) => process.stderr.write(s.replace(/^(?=.)/gm, `[${name}] `)) };
         return new ConsoleReporter(prefixed, prefixed, false);

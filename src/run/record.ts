@@ -62,9 +62,9 @@ export interface RunRecord {
   error: { code: string; message: string } | null;
 }
 
-/** What started a run: its schedule, a person through the API or the dashboard, `runner exec`, or a rerun of another run. */
+/** What started a run: its schedule, a person through the API or the dashboard, `runner exec`, an agent through MCP (`runner mcp`, serve's /mcp), or a rerun of another run. */
 export interface StartedBy {
-  via: 'schedule' | 'api' | 'dashboard' | 'cli' | 'rerun';
+  via: 'schedule' | 'api' | 'dashboard' | 'cli' | 'rerun' | 'mcp';
   /** the run this one runs again */
   rerunOf?: string;
   /** the schedule entry's cron */
@@ -77,7 +77,7 @@ export interface StartedBy {
 
 /** Who asked for a delivery. */
 export interface DeliveredBy {
-  via: 'cli' | 'api' | 'dashboard';
+  via: 'cli' | 'api' | 'dashboard' | 'mcp';
   /** the OS user (cli) */
   user?: string;
   /** the client's address (API, dashboard) */

@@ -24,6 +24,10 @@
  *                                      nothing; each attempt is written into the record's deliveries, with who asked
  *   POST /api/runs/:id/rerun           a new run of the same pipeline with the same inputs: 202 {runId, rerunOf}
  *   POST /api/runs/:id/cancel          cancel a run this server is running or has queued
+ *   POST /mcp                          the MCP tools of `runner mcp` (src/mcp/tools.ts) over the SDK's streamable HTTP
+ *                                      transport, stateless (no session): this server's pipelines folder, its
+ *                                      --project folders for agent tasks, its queue; behind the token like the rest
+ *                                      (Authorization: Bearer); runs and deliveries recorded as by "mcp" from the address
  *   GET  /, /login, /assets/*          the dashboard (see dashboard.ts); POST /login, /logout: its session
  * Runs started and deliveries made here are recorded as by "dashboard" when the request says
  * `x-runner-client: dashboard`, else by "api", with the client's address.
@@ -34,10 +38,11 @@ import http from 'node:http';
 import path from 'node:path';
 import { pipeline as pipe } from 'node:stream/promises';
 import { errorMessage, RunnerError } from '../common/errors.js';
+import type { McpBackend } from '../mcp/backend.js';
 import { branchNameProblem } from '../delivery/branch-name.js';
 import { applyRunById, mergeRunById } from '../delivery/deliver.js';
 import { DeliveryRefused } from '../delivery/refusal.js';
-import { runListing, type DeliveredBy, type RunRecord, type StartedBy } from '../run/record.js';
+import { type DeliveredBy, type RunRecord, type StartedBy } from '../run/record.js';
 import { RunnerHome } from '../workspace/home.js';
 import { listRuns, readRun, runDir } from '../run/records.js';
 import { sumUsage } from '../agents/usage.js';
@@ -48,18 +53,10 @@ import { spentTodayByPipeline } from './day-budget.js';
 import { deliveryView } from './delivery-view.js';
 import { planRerun } from './rerun.js';
 import { LogWatches } from './log-watch.js';
+import { checkHeldHere, currentRun, currentRuns, type NotStarted } from './run-view.js';
 import { DEFAULT_STREAM_CAPS, StreamCaps, type StreamCapSettings } from './stream-caps.js';
 
-/** A run this server holds and that has no record of its own yet. */
-export interface NotStarted {
-  runId: string;
-  pipeline: string | null;
-  /** starting: taken from the queue, its record not written yet (workspace, images) */
-  status: 'queued' | 'starting';
-  /** what asked for the run */
-  why?: string;
-  error: null;
-}
+export type { NotStarted } from './run-view.js';
 
 export interface ServeState {
   pipelines(): Array<{
@@ -92,6 +89,8 @@ export interface ApiOptions {
   logStreams?: Partial<StreamCapSettings>;
   /** told what the API could not do on its own (a live log that could not be read) */
   say?: (message: string) => void;
+  /** /mcp: the MCP tools over this server's runs, for one request (its client's address); absent: no /mcp */
+  mcp?: { backendFor: (req: http.IncomingMessage) => McpBackend; version: string };
 }
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse, params: string[], url: URL) => Promise<void>;
@@ -101,19 +100,7 @@ const ID = '([A-Za-z0-9._-]+)';
 export function createApi(state: ServeState, token: string | undefined, assets: Map<string, Asset>, opts: ApiOptions = {}): http.Server {
   const dashboard = token && assets.has('/') ? new Map([...assets, ['/', withLogout(assets.get('/')!)]]) : assets;
   // A run's record; while this server holds it queued or is starting it, what it is doing now.
-  const record = async (id: string): Promise<RunRecord | NotStarted> => {
-    let rec: RunRecord | undefined;
-    try {
-      rec = await readRun(state.runsDir, id);
-    } catch (err) {
-      if (!(err instanceof RunnerError && err.code === 'run_unknown')) throw err;
-    }
-    if (rec && rec.status !== 'queued') return rec;
-    const pending = state.notStarted(id);
-    if (pending) return pending;
-    if (rec) return rec;
-    throw new RunnerError('run_unknown', `no run ${id} in ${state.runsDir}`);
-  };
+  const record = (id: string): Promise<RunRecord | NotStarted> => currentRun(state.runsDir, state, id);
   const streamCaps = { ...DEFAULT_STREAM_CAPS, ...opts.logStreams };
   const caps = new StreamCaps(streamCaps);
   const watches = new LogWatches({
@@ -123,11 +110,7 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
     ...(opts.say ? { say: opts.say } : {}),
   });
   const home = new RunnerHome(state.home);
-  // A run this server has queued or is starting has no record of its own yet: nothing to deliver.
-  const heldHere = async (id: string) => {
-    const r = await record(id);
-    if (!('steps' in r)) throw new DeliveryRefused('not_deliverable', `run ${id} is ${r.status} on this server and has not run yet: wait for it to end`);
-  };
+  const heldHere = (id: string) => checkHeldHere(state.runsDir, state, id);
   const routes: Array<[string, RegExp, Handler]> = [
     ['GET', /^\/healthz$/, async (_q, res) => json(res, 200, { ok: true })],
     ['GET', /^\/metrics$/, async (_q, res) => metrics(res, state)],
@@ -161,14 +144,7 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
         const limitText = url.searchParams.get('limit');
         const limit = limitText === null ? undefined : Number(limitText);
         if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) throw new RunnerError('bad_request', `limit takes a whole number above 0, got "${limitText}"`);
-        const where = (r: { pipeline: string | null; status: string }) => (!p || r.pipeline === p) && (!s || r.status === s);
-        // What this server is doing comes first, whenever it was asked for; then the other records.
-        const active = state.active();
-        const activeIds = new Set(active);
-        const current = await Promise.all(active.map((id) => record(id).catch(() => undefined))); // an unreadable record is left out, as listRuns does
-        const records = await listRuns(state.runsDir, { where: (r) => !activeIds.has(r.runId) && where(r), ...(limit !== undefined ? { limit } : {}) });
-        const all = [...current.filter((r): r is RunRecord | NotStarted => r !== undefined && where(r)), ...records].map((r) => ('steps' in r ? runListing(r) : r));
-        json(res, 200, limit === undefined ? all : all.slice(0, limit));
+        json(res, 200, await currentRuns(state.runsDir, state, { pipeline: p, status: s, ...(limit !== undefined ? { limit } : {}) }));
       },
     ],
     ['GET', new RegExp(`^/api/runs/${ID}$`), async (_q, res, [id]) => json(res, 200, await record(id!))],
@@ -233,6 +209,15 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
       async (_q, res, [id]) =>
         (await state.cancel(id!)) ? json(res, 202, { canceling: id }) : json(res, 404, { error: `run ${id} is not running or queued on this server` }),
     ],
+    ...(['POST', 'GET', 'DELETE'] as const).map((m): [string, RegExp, Handler] => [
+      m,
+      /^\/mcp$/,
+      async (req, res) => {
+        if (!opts.mcp) return json(res, 404, { error: 'this server offers no /mcp' });
+        const { handleMcp } = await import('../mcp/http.js');
+        await handleMcp(req, res, opts.mcp.backendFor(req), opts.mcp.version);
+      },
+    ]),
     ['POST', /^\/login$/, async (req, res) => login(req, res, token, dashboard)],
     ['POST', /^\/logout$/, async (_q, res) => redirect(res, token ? '/login' : '/', { 'set-cookie': LOGGED_OUT_COOKIE })],
   ];

@@ -10,7 +10,7 @@ import type { Isolation } from '../pipeline/schema.js';
 import { watch, type FSWatcher } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readFile } from 'node:fs/promises';
+import { readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from '../common/atomic-write.js';
 import { errorMessage, RunnerError, UsageError } from '../common/errors.js';
@@ -24,13 +24,16 @@ import type { StepTransport } from '../run/step-transport.js';
 import { reconcile } from '../run/reconcile.js';
 import type { Reporter } from '../run/reporter.js';
 import { newRunId } from '../run/run-id.js';
-import type { RunRecord } from '../run/record.js';
+import type { RunRecord, StartedBy } from '../run/record.js';
 import { readRun } from '../run/records.js';
 import { Scheduler, type Pending, type ScheduledPipeline } from '../schedule/scheduler.js';
 import { RunnerHome } from '../workspace/home.js';
 import { createApi } from './api.js';
+import type { NotStarted } from './run-view.js';
 import { loadDashboard } from './dashboard.js';
 import { PipelineDir } from './pipeline-dir.js';
+import { listPipelineFiles } from '../mcp/pipeline-list.js';
+import type { LoadedPipeline } from '../pipeline/load.js';
 import type { StreamCapSettings } from './stream-caps.js';
 import { RunRequests } from './run-requests.js';
 
@@ -64,6 +67,10 @@ export interface ServeOptions {
   company?: CompanyNetwork;
   /** the sandbox of every step whose file does not name one (--isolation, RUNNER_ISOLATION) */
   isolation?: Isolation;
+  /** real paths: the projects /mcp's agent tasks may work on (--project); none: /mcp starts no agent task */
+  projects?: string[];
+  /** the runner's version, for /mcp */
+  version?: string;
 }
 
 export interface ServeDeps {
@@ -90,7 +97,9 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
   const requests = new RunRequests(home.runs, home.root);
   const lastFailure = await requests.lastFailures(); // by pipeline: its newest run, when that one could not start
   const recorded = new Map<string, Promise<void>>(); // run id → its queued record, written
-  const loadedOf = (name: string) => dir.pipelines().find((p) => p.pipeline.name === name);
+  // Agent tasks /mcp started: pipelines the server wrote under the home, known until their run ends.
+  const tasks = new Map<string, LoadedPipeline>();
+  const loadedOf = (name: string) => dir.pipelines().find((p) => p.pipeline.name === name) ?? tasks.get(name);
   const neverStarted = async (p: Pending, code: string, message: string) => {
     await recorded.get(p.runId);
     recorded.delete(p.runId);
@@ -119,7 +128,15 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
     // The run is this server's (live) at once, so the API never loses sight of it between queue and record.
     start: (p) => {
       const cancel = new AbortController();
-      const entry = { pipeline: p.pipeline, why: p.why, cancel, done: startRun(p, cancel.signal).finally(() => live.delete(p.runId)) };
+      const entry = {
+        pipeline: p.pipeline,
+        why: p.why,
+        cancel,
+        done: startRun(p, cancel.signal).finally(() => {
+          live.delete(p.runId);
+          tasks.delete(p.pipeline);
+        }),
+      };
       live.set(p.runId, entry);
       return entry.done;
     },
@@ -164,7 +181,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
   const reload = async (carried: Pending[] = []) => {
     if (!(await dir.scan()) && !carried.length) return;
     for (const s of dir.states()) for (const e of s.errors) o.say(`pipeline file problem: ${e}`);
-    const list = dir.pipelines().map(toScheduled);
+    const list = [...dir.pipelines(), ...tasks.values()].map(toScheduled);
     for (const gone of scheduler.setPipelines(list, carried)) {
       await neverStarted(gone, 'pipeline_gone', `the pipeline ${gone.pipeline} is no longer in ${o.pipelinesDir}`);
     }
@@ -185,6 +202,60 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
   }
   const rescan = setInterval(soon, 10_000);
 
+  const trigger = async (name: string, inputs: Record<string, string>, startedBy: StartedBy) => {
+    if (o.stop.aborted) throw new RunnerError('stopping', 'runner serve is stopping: it takes no new runs');
+    const loaded = loadedOf(name);
+    if (!loaded) return undefined;
+    resolveInputs(loaded.pipeline, inputs); // a wrong name or a missing value is a 400 now, not a failed run later
+    const runId = scheduler.trigger(name, inputs, startedBy);
+    if (runId) await recorded.get(runId); // the 202 comes once the run is on disk: a crash now cannot lose it
+    return runId;
+  };
+  // /mcp: a pipeline of the folder is triggered by name, as POST /api/pipelines/:name/runs; an agent task's
+  // pipeline (written under the home) joins the scheduler's pipelines until its run ends, then is triggered the same way.
+  const startLoaded = async (loaded: LoadedPipeline, inputs: Record<string, string>, startedBy: StartedBy): Promise<string> => {
+    const name = loaded.pipeline.name;
+    const own = dir.pipelines().find((p) => p.pipeline.name === name);
+    if (!own || path.resolve(own.file) !== path.resolve(loaded.file)) {
+      if (own || !loaded.file.startsWith(path.join(home.root, 'mcp-tasks') + path.sep)) throw new RunnerError('pipeline_unknown', `${loaded.file} is not the pipeline ${name} this server runs (list_pipelines)`);
+      tasks.set(name, loaded);
+      scheduler.setPipelines([...dir.pipelines(), ...tasks.values()].map(toScheduled));
+    }
+    const runId = await trigger(name, inputs, startedBy);
+    if (!runId) throw new RunnerError('pipeline_unknown', `runner serve does not run ${name} now: it may be stopping (list_pipelines)`);
+    return runId;
+  };
+  const projects = o.projects ?? [];
+  const dirReal = await realpath(o.pipelinesDir).catch(() => o.pipelinesDir);
+  const cancelRun = async (runId: string): Promise<boolean> => {
+    const dropped = scheduler.dequeue(runId);
+    const run = live.get(runId);
+    if (run) {
+      // canceled already, and its record says how it ended: it is no longer running (it is only being cleaned up)
+      if (run.cancel.signal.aborted) {
+        const rec = await readRun(home.runs, runId).catch(() => undefined);
+        if (rec && rec.status !== 'running' && rec.status !== 'queued') return false;
+      }
+      run.cancel.abort();
+      return true;
+    }
+    // Queued here, or queued on disk while this server stops (it would start at the next start): never started.
+    const onDisk = dropped ? undefined : await readRun(home.runs, runId).catch(() => undefined);
+    const pending: Pending | undefined =
+      dropped ?? (onDisk?.status === 'queued' ? { pipeline: onDisk.pipeline, why: onDisk.requestedBy ?? 'trigger', runId } : undefined);
+    if (!pending) return false;
+    await neverStarted(pending, 'canceled', 'canceled before it started');
+    return true;
+  };
+  const notStartedOf = (runId: string): NotStarted | undefined => {
+    const q = scheduler.queued().find((p) => p.runId === runId);
+    if (q) return { runId, pipeline: q.pipeline, status: 'queued', why: q.why, error: null };
+    const started = live.get(runId); // asked for before its record is written (workspace, images)
+    if (started) return { runId, pipeline: started.pipeline, status: 'starting', why: started.why, error: null };
+    return undefined;
+  };
+  const activeIds = () => [...scheduler.queued().map((p) => p.runId), ...live.keys()];
+
   let api: http.Server | undefined;
   if (o.listen) {
     api = createApi(
@@ -192,43 +263,11 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
         runsDir: home.runs,
         home: home.root,
         queueLength: () => scheduler.queueLength(),
-        trigger: async (name, inputs, startedBy) => {
-          if (o.stop.aborted) throw new RunnerError('stopping', 'runner serve is stopping: it takes no new runs');
-          const loaded = dir.pipelines().find((p) => p.pipeline.name === name);
-          if (!loaded) return undefined;
-          resolveInputs(loaded.pipeline, inputs); // a wrong name or a missing value is a 400 now, not a failed run later
-          const runId = scheduler.trigger(name, inputs, startedBy);
-          if (runId) await recorded.get(runId); // the 202 comes once the run is on disk: a crash now cannot lose it
-          return runId;
-        },
-        cancel: async (runId) => {
-          const dropped = scheduler.dequeue(runId);
-          const run = live.get(runId);
-          if (run) {
-            // canceled already, and its record says how it ended: it is no longer running (it is only being cleaned up)
-            if (run.cancel.signal.aborted) {
-              const rec = await readRun(home.runs, runId).catch(() => undefined);
-              if (rec && rec.status !== 'running' && rec.status !== 'queued') return false;
-            }
-            run.cancel.abort();
-            return true;
-          }
-          // Queued here, or queued on disk while this server stops (it would start at the next start): never started.
-          const onDisk = dropped ? undefined : await readRun(home.runs, runId).catch(() => undefined);
-          const pending: Pending | undefined =
-            dropped ?? (onDisk?.status === 'queued' ? { pipeline: onDisk.pipeline, why: onDisk.requestedBy ?? 'trigger', runId } : undefined);
-          if (!pending) return false;
-          await neverStarted(pending, 'canceled', 'canceled before it started');
-          return true;
-        },
-        notStarted: (runId) => {
-          const q = scheduler.queued().find((p) => p.runId === runId);
-          if (q) return { runId, pipeline: q.pipeline, status: 'queued', why: q.why, error: null };
-          const started = live.get(runId); // asked for before its record is written (workspace, images)
-          if (started) return { runId, pipeline: started.pipeline, status: 'starting', why: started.why, error: null };
-          return undefined;
-        },
-        active: () => [...scheduler.queued().map((p) => p.runId), ...live.keys()],
+        // the API triggers only the folder's pipelines (an agent task's is /mcp's, for its one run)
+        trigger: async (name, inputs, startedBy) => (dir.pipelines().some((p) => p.pipeline.name === name) ? trigger(name, inputs, startedBy) : undefined),
+        cancel: cancelRun,
+        notStarted: notStartedOf,
+        active: activeIds,
         pipelines: () =>
           dir.states().map((st) => ({
             name: st.loaded?.pipeline.name ?? null,
@@ -242,7 +281,29 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
       },
       o.token,
       await loadDashboard(),
-      { ...(o.logStreams ? { logStreams: o.logStreams } : {}), say: o.say },
+      {
+        ...(o.logStreams ? { logStreams: o.logStreams } : {}),
+        say: o.say,
+        mcp: {
+          version: o.version ?? '0',
+          backendFor: (req) => {
+            const by = { via: 'mcp' as const, ...(req.socket.remoteAddress ? { from: req.socket.remoteAddress } : {}) };
+            return {
+              home: home.root,
+              runsDir: home.runs,
+              pipelineDirs: [dirReal],
+              projectDirs: projects,
+              pipelines: () => listPipelineFiles([dirReal]),
+              start: startLoaded,
+              cancel: (id) => cancelRun(id),
+              notStarted: (id) => notStartedOf(id),
+              active: () => activeIds(),
+              startedBy: by,
+              deliveredBy: by,
+            };
+          },
+        },
+      },
     );
     await new Promise<void>((resolve, reject) => {
       api!.once('error', reject);

@@ -1,0 +1,104 @@
+/**
+ * `runner mcp [--home DIR] [--pipelines DIR]... [--project DIR]... [--secrets-file F] [--agent-base-url URL]
+ *  [--engine local|swarm [--registry HOST:PORT]]`: the runner as MCP tools over stdio, for an interactive agent
+ * (Claude Code, Codex) to hand work to sandboxed runs. stdout carries the protocol only: anything else the
+ * runner would print there goes to stderr.
+ */
+import { createWriteStream } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { UsageError } from '../common/errors.js';
+import { packageRoot } from '../common/package-root.js';
+import { visible } from '../common/visible.js';
+import { openEngine } from '../container/engine.js';
+import { Git } from '../git/git.js';
+import { realFolders } from '../mcp/folders.js';
+import { LocalRuns } from '../mcp/local-runs.js';
+import { listPipelineFiles } from '../mcp/pipeline-list.js';
+import { createMcpServer } from '../mcp/server.js';
+import { readSecretsFile, secretsFileModeProblem } from '../run/secrets-file.js';
+import { parseFlags } from './args.js';
+import { ConsoleReporter } from './console-reporter.js';
+import { openHome } from './context.js';
+import { cliActor } from './os-user.js';
+
+export async function mcpCommand(args: string[]): Promise<number> {
+  const { values } = parseFlags(
+    'mcp',
+    args,
+    {
+      home: { type: 'string' },
+      pipelines: { type: 'string', multiple: true, default: [] },
+      project: { type: 'string', multiple: true, default: [] },
+      'secrets-file': { type: 'string' },
+      'agent-base-url': { type: 'string' },
+      engine: { type: 'string' },
+      registry: { type: 'string' },
+    },
+    [],
+  );
+  const pipelineDirs = await realFolders(values.pipelines ?? [], '--pipelines');
+  const projectDirs = await realFolders(values.project ?? [], '--project');
+  if (!pipelineDirs.length && !projectDirs.length) throw new UsageError('mcp: give --pipelines DIR (pipelines it may run) or --project DIR (projects agent tasks may work on), or both (runner --help)');
+  const baseUrl = values['agent-base-url'];
+  if (baseUrl !== undefined && !/^https?:\/\/[^\s'"\\$`]+$/.test(baseUrl)) throw new UsageError(`mcp: --agent-base-url takes an http or https URL, got "${baseUrl}"`);
+  // Secrets come from this file alone, never from a tool argument nor from the client's environment.
+  const secretsFile = values['secrets-file'] ? path.resolve(values['secrets-file']) : undefined;
+  if (secretsFile) await readSecretsFile(secretsFile);
+  const say = (m: string) => process.stderr.write(`runner mcp: ${visible(m)}\n`);
+  const loose = secretsFile ? await secretsFileModeProblem(secretsFile) : undefined;
+  if (loose) say(`warning: ${loose}`);
+
+  // The protocol has stdout to itself: whatever else would print there (a library, a reporter) goes to stderr.
+  const protocolOut = createWriteStream('', { fd: 1 });
+  process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write;
+
+  const home = await openHome(values.home, { quiet: true });
+  const { runtime, transport } = openEngine(values.engine || process.env.RUNNER_ENGINE || 'local', { registry: values.registry || process.env.RUNNER_REGISTRY, registryFromFlag: values.registry !== undefined });
+  const runs = new LocalRuns(home, {
+    runtime,
+    ...(transport ? { transport } : {}),
+    makeGit: (who) => new Git(who),
+    secrets: async () => (secretsFile ? readSecretsFile(secretsFile) : {}),
+    say,
+    reporterFor: (name) => {
+      const prefixed = { write: (s: string) => process.stderr.write(s.replace(/^(?=.)/gm, `[${name}] `)) };
+      return new ConsoleReporter(prefixed, prefixed, false);
+    },
+  });
+  const pkg = JSON.parse(await readFile(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string };
+  const me = cliActor();
+  const server = createMcpServer(
+    {
+      home: home.root,
+      runsDir: home.runs,
+      pipelineDirs,
+      projectDirs,
+      pipelines: () => listPipelineFiles(pipelineDirs),
+      start: (loaded, inputs, startedBy) => runs.start(loaded, inputs, startedBy),
+      cancel: (id) => runs.cancel(id),
+      notStarted: (id) => runs.notStarted(id),
+      active: () => runs.active(),
+      startedBy: { via: 'mcp', ...(me.user ? { user: me.user } : {}) },
+      deliveredBy: { via: 'mcp', ...(me.user ? { user: me.user } : {}) },
+      ...(baseUrl ? { agentBaseUrl: baseUrl } : {}),
+    },
+    pkg.version,
+  );
+
+  const stdio = new StdioServerTransport(process.stdin, protocolOut);
+  const ended = new Promise<'closed' | NodeJS.Signals>((resolve) => {
+    stdio.onclose = () => resolve('closed');
+    process.stdin.once('end', () => resolve('closed'));
+    for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(sig, () => resolve(sig));
+  });
+  await server.connect(stdio);
+  say(`serving ${home.root} over stdio: pipelines under ${pipelineDirs.join(', ') || '(none)'}; projects under ${projectDirs.join(', ') || '(none)'}`);
+  const why = await ended;
+  // The client went away: its runs end on their own (their timeouts bound them). A signal: they are canceled now, their work committed.
+  if (runs.active().length) say(why === 'closed' ? 'the client closed: waiting for the runs it started to end' : `${why}: canceling the runs this server started`);
+  await runs.stop(why === 'closed' ? 24 * 3600_000 : 0);
+  await server.close().catch(() => undefined);
+  return 0;
+}

@@ -1,0 +1,31 @@
+/**
+ * The pipelines under an MCP server's folders, read now: each file with its
+ * name and inputs, or its errors. A file whose real path lies outside the
+ * folders (a symlink out) is listed with that error and never run.
+ */
+import { realpath } from 'node:fs/promises';
+import { PipelineDir } from '../serve/pipeline-dir.js';
+import type { PipelineEntry } from './backend.js';
+import { isUnder } from './folders.js';
+
+export async function listPipelineFiles(dirs: string[]): Promise<PipelineEntry[]> {
+  const out: PipelineEntry[] = [];
+  for (const d of dirs) {
+    const dir = new PipelineDir(d);
+    await dir.scan();
+    const inUse = new Set(dir.pipelines());
+    for (const st of dir.states()) {
+      const real = (await realpath(st.file).catch(() => undefined)) ?? st.file;
+      const outside = !dirs.some((r) => isUnder(real, r));
+      const loaded = st.loaded && inUse.has(st.loaded) && !outside ? st.loaded : undefined;
+      out.push({
+        file: real,
+        name: loaded?.pipeline.name ?? null,
+        ...(loaded?.pipeline.description ? { description: loaded.pipeline.description } : {}),
+        inputs: loaded?.pipeline.inputs ?? {},
+        errors: outside ? [`${st.file} leads to ${real}, outside the pipelines folders: it is not run`] : st.errors,
+      });
+    }
+  }
+  return out;
+}

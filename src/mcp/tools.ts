@@ -1,0 +1,341 @@
+/**
+ * The tools `runner mcp` and runner serve's /mcp offer an agent: find
+ * pipelines, start runs and agent tasks, follow them, read their diff, and
+ * deliver or cancel them. Each reads and changes runs through the functions
+ * the CLI and the API call (run-view.ts, diff-index.ts, delivery/deliver.ts,
+ * the backend's start and cancel), never a copy of them.
+ */
+import { open } from 'node:fs/promises';
+import path from 'node:path';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
+import { RunnerError } from '../common/errors.js';
+import { branchNameProblem } from '../delivery/branch-name.js';
+import { applyRunById, mergeRunById } from '../delivery/deliver.js';
+import { loadPipeline } from '../pipeline/load.js';
+import { summarize, type RunRecord } from '../run/record.js';
+import { runDir } from '../run/records.js';
+import { diffFiles, filePatch, runPatch } from '../serve/diff-index.js';
+import { deliveryView } from '../serve/delivery-view.js';
+import { checkHeldHere, currentRun, currentRuns, type NotStarted } from '../serve/run-view.js';
+import { RunnerHome } from '../workspace/home.js';
+import type { McpBackend } from './backend.js';
+import { within } from './folders.js';
+import { decodeCursor, logFrom, logTail } from './log-read.js';
+import { startAgentTask } from './agent-task.js';
+import { TASK_AGENTS } from './task-pipeline.js';
+import { answer, failure } from './tool-result.js';
+import { readTranscript } from './transcript.js';
+import { waitForRun } from './wait.js';
+
+const runId = z.string().min(1).max(200).describe('the run id, as start_run, start_agent_task or list_runs gave it');
+const ENDED = new Set(['succeeded', 'failed', 'canceled', 'error', 'interrupted', 'not_started']);
+
+type Result = ReturnType<typeof answer>;
+/** A tool's body, its errors turned into tool errors. */
+const guarded =
+  <A, E>(fn: (args: A, extra: E) => Promise<unknown>) =>
+  async (args: A, extra: E): Promise<Result> => {
+    try {
+      return answer(await fn(args, extra));
+    } catch (err) {
+      return failure(err);
+    }
+  };
+
+export function registerTools(server: McpServer, b: McpBackend): void {
+  const home = new RunnerHome(b.home);
+  const record = (id: string) => currentRun(b.runsDir, b, id);
+
+  server.registerTool(
+    'list_pipelines',
+    {
+      title: 'List pipelines',
+      description:
+        'The pipelines this server may run: each file under its pipelines folders, with its name, description and inputs (name, description, default; an input without a default must be given to start_run), or why the file is not usable. Start one with start_run.',
+      inputSchema: {},
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    guarded(async () => ({ pipelineFolders: b.pipelineDirs, projectFolders: b.projectDirs, pipelines: (await b.pipelines()).slice(0, 200) })),
+  );
+
+  server.registerTool(
+    'validate_pipeline',
+    {
+      title: 'Validate a pipeline file',
+      description:
+        'Checks one pipeline file under the pipelines folders, as `runner validate` does: valid with its name, inputs and steps, or each problem with its line. Takes the file path list_pipelines gave (or one relative to the first pipelines folder).',
+      inputSchema: { file: z.string().min(1).max(4096).describe('the pipeline file: a path under a pipelines folder') },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    guarded(async ({ file }: { file: string }) => {
+      const real = await within(file, b.pipelineDirs, 'pipeline file', '--pipelines');
+      try {
+        const l = await loadPipeline(real);
+        return { valid: true, file: real, name: l.pipeline.name, inputs: l.pipeline.inputs ?? {}, steps: l.pipeline.steps.map((s) => s.id) };
+      } catch (err) {
+        if (!(err instanceof RunnerError) || err.code !== 'pipeline_invalid') throw err;
+        return { valid: false, file: real, errors: err.message.split('\n').slice(0, 100) };
+      }
+    }),
+  );
+
+  server.registerTool(
+    'start_run',
+    {
+      title: 'Start a run of a pipeline',
+      description:
+        'Starts a run of one of the pipelines list_pipelines gives (by its name or its file), with values for its inputs. Every step runs in its own container on a worktree of the project; the project itself is not touched until merge_run or apply_run. Answers the run id at once: follow it with wait_for_run, run_status and run_log.',
+      inputSchema: {
+        pipeline: z.string().min(1).max(4096).describe('the pipeline\'s name or file, as list_pipelines gives them'),
+        inputs: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional().describe('values for the pipeline\'s inputs, by name; the rest take their defaults'),
+      },
+      annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
+    },
+    guarded(async ({ pipeline, inputs }: { pipeline: string; inputs?: Record<string, string | number | boolean> | undefined }) => {
+      const named = (await b.pipelines()).find((p) => p.name === pipeline && !p.errors.length);
+      const real = await within(named ? named.file : pipeline, b.pipelineDirs, 'pipeline file', '--pipelines');
+      const loaded = await loadPipeline(real);
+      const values = Object.fromEntries(Object.entries(inputs ?? {}).map(([k, v]) => [k, String(v)]));
+      const id = await b.start(loaded, values, b.startedBy);
+      return { runId: id, pipeline: loaded.pipeline.name, file: real, next: 'wait_for_run to wait for it, run_status for its steps' };
+    }),
+  );
+
+  server.registerTool(
+    'start_agent_task',
+    {
+      title: 'Start an agent task on a project',
+      description:
+        'Hands a task to a coding agent (claude-code, codex or opencode) that works on a project in a sandbox: its own container, a worktree on a new branch (run/<id>), the model key kept out of its reach. With verify, a command (like "npm test") runs after the agent, and merge_run refuses the run unless it passed. The project must lie under the server\'s project folders. Answers the run id at once: wait_for_run, then run_diff, then merge_run.',
+      inputSchema: {
+        project: z.string().min(1).max(4096).describe('the project folder (a git repository), absolute or relative to the first project folder'),
+        prompt: z.string().min(1).max(100_000).describe('what the agent is to do, as you would tell it'),
+        agent: z.enum(TASK_AGENTS).default('claude-code').describe('the agent CLI that does the work'),
+        verify: z.string().min(1).max(4000).optional().describe('a shell command that checks the work in the project (like "npm ci && npm test"); the run is deliverable only when it passes'),
+      },
+      annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
+    },
+    guarded(async (args: { project: string; prompt: string; agent: (typeof TASK_AGENTS)[number]; verify?: string | undefined }) => startAgentTask(b, args)),
+  );
+
+  server.registerTool(
+    'run_status',
+    {
+      title: 'A run\'s status and steps',
+      description:
+        'Where a run stands: queued, starting, running, succeeded, failed, canceled, error, interrupted or not_started (with why); its branch, each step\'s status, exit code and duration, an agent step\'s final message and what it used, and whether it was delivered.',
+      inputSchema: { run_id: runId },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    guarded(async ({ run_id }: { run_id: string }) => status(await record(run_id))),
+  );
+
+  server.registerTool(
+    'run_log',
+    {
+      title: 'A run\'s log',
+      description:
+        'What the run\'s steps printed (masked: no secret appears), each line marked with its step. Without cursor: the last `tail` lines. Every answer has a cursor: pass it back to get only the lines written since (with more: true, ask again at once for the rest).',
+      inputSchema: {
+        run_id: runId,
+        step: z.string().min(1).max(200).optional().describe('only this step\'s log'),
+        tail: z.number().int().min(1).max(1000).default(100).describe('how many of the last lines, without cursor'),
+        cursor: z.string().max(100_000).optional().describe('the cursor of an earlier run_log answer'),
+        max_bytes: z.number().int().min(1000).max(100_000).default(32_000).describe('at most about this many bytes of log'),
+      },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    guarded(async ({ run_id, step, tail, cursor, max_bytes }: { run_id: string; step?: string | undefined; tail: number; cursor?: string | undefined; max_bytes: number }) => {
+      const r = await record(run_id);
+      if (!('steps' in r)) return { runId: run_id, status: r.status, lines: [], note: 'the run has not started: nothing is logged yet' };
+      if (r.status === 'not_started') throw new RunnerError('no_log', `run ${run_id} never started, so it has no log: ${r.error?.message ?? 'it did not start'}`);
+      const stepsDir = path.join(runDir(b.runsDir, run_id), 'steps');
+      const got = cursor ? await logFrom(stepsDir, r, step, decodeCursor(cursor), max_bytes) : await logTail(stepsDir, r, step, tail, max_bytes);
+      return { runId: run_id, status: r.status, ...got };
+    }),
+  );
+
+  server.registerTool(
+    'step_transcript',
+    {
+      title: 'An agent step\'s transcript',
+      description:
+        'The events an agent step\'s CLI wrote (its messages, tool calls and results), one JSON event a line, from line `from` on, at most `max_lines`. Only steps that run an agent preset have one. next_from continues where this answer stopped.',
+      inputSchema: {
+        run_id: runId,
+        step: z.string().min(1).max(200).describe('the agent step\'s id, as run_status names it'),
+        from: z.number().int().min(0).default(0).describe('the first line to read (0: the start)'),
+        max_lines: z.number().int().min(1).max(500).default(50),
+      },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    guarded(async ({ run_id, step, from, max_lines }: { run_id: string; step: string; from: number; max_lines: number }) => ({
+      runId: run_id,
+      step,
+      ...(await readTranscript(runDir(b.runsDir, run_id), run_id, step, from, max_lines)),
+    })),
+  );
+
+  server.registerTool(
+    'run_diff',
+    {
+      title: 'A run\'s change',
+      description:
+        'The run\'s change against the commit it started from. Without file: the list of changed files (path, status, lines added and removed). With file: that file\'s part of the patch. With patch: true, the whole patch, up to max_bytes. Read it before merge_run.',
+      inputSchema: {
+        run_id: runId,
+        file: z.string().min(1).max(4096).optional().describe('one changed file\'s path, as the file list gives it'),
+        patch: z.boolean().default(false).describe('the whole patch (bounded by max_bytes) rather than the file list'),
+        max_bytes: z.number().int().min(1000).max(100_000).default(32_000),
+      },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    guarded(async ({ run_id, file, patch, max_bytes }: { run_id: string; file?: string | undefined; patch: boolean; max_bytes: number }) => {
+      await record(run_id); // run_unknown before no_diff
+      if (file !== undefined) {
+        const part = await filePatch(b.runsDir, run_id, file);
+        return { runId: run_id, file, ...(await readPart(part.file, part.start, part.size, max_bytes)) };
+      }
+      if (patch) {
+        const whole = await runPatch(b.runsDir, run_id);
+        return { runId: run_id, ...(await readPart(whole.file, 0, whole.size, max_bytes)) };
+      }
+      const { files, total } = await diffFiles(b.runsDir, run_id);
+      return { runId: run_id, total, files: files.slice(0, 500), ...(files.length > 500 ? { more: files.length - 500 } : {}) };
+    }),
+  );
+
+  server.registerTool(
+    'wait_for_run',
+    {
+      title: 'Wait for a run to end',
+      description:
+        'Waits until the run ends or timeout_seconds pass, whichever is first, sending progress notifications meanwhile; answers its status (ended: true once it ended). Call it again while ended is false; do not poll run_status in a loop.',
+      inputSchema: { run_id: runId, timeout_seconds: z.number().int().min(1).max(300).default(50).describe('how long to wait at most (keep it under your client\'s tool-call timeout)') },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    guarded(async ({ run_id, timeout_seconds }: { run_id: string; timeout_seconds: number }, extra: WaitExtra) => {
+      const r = await waitForRun(() => record(run_id), (x) => ENDED.has(x.status), timeout_seconds * 1000, extra);
+      return { ended: ENDED.has(r.status), ...status(r) };
+    }),
+  );
+
+  server.registerTool(
+    'merge_run',
+    {
+      title: 'Merge a run into its project',
+      description:
+        'CHANGES THE USER\'S PROJECT: merges the run\'s branch into the project\'s branch (`into`, default the branch the run started from) with a merge commit (or one squashed commit), moving the checkout when that branch is checked out and clean. Refused, changing nothing, when the run did not succeed, its verify steps did not pass, it touched paths it may not, the checkout has uncommitted changes, or the merge conflicts: the answer says which and what to do. Read run_diff first, and ask the user.',
+      inputSchema: {
+        run_id: runId,
+        into: z.string().min(1).max(250).optional().describe('the branch to merge into (default: the one the run started from)'),
+        squash: z.boolean().default(false).describe('one commit rather than a merge commit'),
+      },
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+    },
+    guarded(async ({ run_id, into, squash }: { run_id: string; into?: string | undefined; squash: boolean }) => {
+      if (into !== undefined) {
+        const bad = branchNameProblem(into);
+        if (bad) throw new RunnerError('bad_request', `"into" must be a branch name: ${bad}`);
+      }
+      await checkHeldHere(b.runsDir, b, run_id);
+      const r = await mergeRunById(home, run_id, { into, squash }, b.deliveredBy);
+      return { merged: true, runId: run_id, project: r.rec.project, branch: r.rec.branch, into: r.into, commit: r.commit, squash, movedCheckout: r.movedCheckout, author: r.author };
+    }),
+  );
+
+  server.registerTool(
+    'apply_run',
+    {
+      title: 'Apply a run to its project, uncommitted',
+      description:
+        'CHANGES THE USER\'S PROJECT: writes the run\'s change into the project\'s checkout as uncommitted changes, for the user to review and commit. Refused, changing nothing, for the same reasons as merge_run (a run that did not succeed, failed verify steps, a dirty checkout, a patch that does not apply). Ask the user first.',
+      inputSchema: { run_id: runId },
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+    },
+    guarded(async ({ run_id }: { run_id: string }) => {
+      await checkHeldHere(b.runsDir, b, run_id);
+      const r = await applyRunById(home, run_id, b.deliveredBy);
+      return { applied: true, runId: run_id, project: r.rec.project, files: r.files.slice(0, 500) };
+    }),
+  );
+
+  server.registerTool(
+    'cancel_run',
+    {
+      title: 'Cancel a run',
+      description:
+        'Cancels a run this server started and is running or holds queued: the step running is stopped, its work so far committed on the run\'s branch, the run recorded canceled. The project is not touched.',
+      inputSchema: { run_id: runId },
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    },
+    guarded(async ({ run_id }: { run_id: string }) => {
+      const r = await record(run_id); // an unknown or ill-formed id says so
+      if (await b.cancel(run_id)) return { canceling: true, runId: run_id, next: 'wait_for_run to see it end' };
+      throw new RunnerError('not_cancelable', `run ${run_id} is ${r.status}${'steps' in r && r.status === 'running' ? ' in another process (runner exec or another server): cancel it there' : ', not running or queued on this server'}`);
+    }),
+  );
+
+  server.registerTool(
+    'list_runs',
+    {
+      title: 'List runs',
+      description: 'Runs in the runner home, newest first (this server\'s queued and running ones before the rest): id, pipeline, status, branch, when, steps, cost. Filter by pipeline or status.',
+      inputSchema: {
+        pipeline: z.string().min(1).max(200).optional(),
+        status: z.enum(['queued', 'starting', 'running', 'succeeded', 'failed', 'canceled', 'error', 'interrupted', 'not_started']).optional(),
+        limit: z.number().int().min(1).max(100).default(20),
+      },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    guarded(async ({ pipeline, status: st, limit }: { pipeline?: string | undefined; status?: string | undefined; limit: number }) => ({
+      runs: await currentRuns(b.runsDir, b, { pipeline: pipeline ?? null, status: st ?? null, limit }),
+    })),
+  );
+
+  server.registerTool(
+    'delivery_preview',
+    {
+      title: 'What a merge or apply would do',
+      description: 'Before merge_run or apply_run: the project, the run\'s branch and the target, and whether the run is deliverable and why not. Changes nothing.',
+      inputSchema: { run_id: runId },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    guarded(async ({ run_id }: { run_id: string }) => {
+      const r = await record(run_id);
+      if (!('steps' in r)) return { runId: run_id, status: r.status, deliverable: false, why: 'it has not run yet' };
+      return deliveryView(r);
+    }),
+  );
+}
+
+type WaitExtra = Parameters<typeof waitForRun>[3];
+
+/** A run as run_status answers it: the --json summary, with where it came from and whether it was delivered. */
+function status(r: RunRecord | NotStarted): Record<string, unknown> {
+  if (!('steps' in r)) return { ...r };
+  return {
+    ...summarize(r),
+    pipeline: r.pipeline,
+    project: r.project,
+    startedAt: r.startedAt,
+    finishedAt: r.finishedAt,
+    durationMs: r.durationMs,
+    current: r.current,
+    delivered: r.delivered,
+    deliverable: r.status === 'succeeded' && !r.delivered && r.workspace !== 'persistent_directory' ? 'read run_diff, then merge_run or apply_run' : undefined,
+  };
+}
+
+/** Up to max bytes of a patch from `start`, as text. */
+async function readPart(file: string, start: number, size: number, max: number): Promise<{ patch: string; bytes: number; truncated: boolean }> {
+  const fh = await open(file, 'r');
+  try {
+    const buf = Buffer.alloc(Math.min(size, max));
+    const { bytesRead } = await fh.read(buf, 0, buf.length, start);
+    return { patch: buf.subarray(0, bytesRead).toString('utf8'), bytes: size, truncated: size > bytesRead };
+  } finally {
+    await fh.close();
+  }
+}

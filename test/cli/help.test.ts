@@ -1,0 +1,12 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { HELP, helpFor } from '../../src/cli/help.js';
+
+test('runner CMD --help: that command\'s lines only; an unknown one gets the whole help', () => {
+  const mcp = helpFor('mcp');
+  assert.match(mcp, /^ {2}runner mcp \[--home DIR\]/);
+  assert.match(mcp, /claude mcp add runner -- runner mcp/);
+  assert.doesNotMatch(mcp, /runner serve --pipelines/);
+  assert.match(helpFor('serve'), /--project DIR/);
+  assert.equal(helpFor('nope'), HELP);
+});
