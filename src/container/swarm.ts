@@ -144,6 +144,8 @@ class SwarmTask implements ContainerHandle {
   private started: (() => void) | undefined;
   private readonly startedP = new Promise<void>((r) => (this.started = r));
   private removed = false;
+  /** the node its task was given to, once known: a step stopped (timeout, cancel) says where it ran too */
+  private hostname: string | undefined;
 
   constructor(
     private readonly api: Docker,
@@ -288,11 +290,10 @@ class SwarmTask implements ContainerHandle {
   /** Polls the task and its node until the task ends, its node is lost, or no node takes it. */
   private async watch(): Promise<void> {
     const t0 = Date.now();
-    let hostname: string | undefined;
     let answeredAt = Date.now();
     while (!this.ended) {
       await new Promise((r) => setTimeout(r, POLL_MS));
-      if (this.removed) return this.end({ exitCode: 137, oomKilled: false, ...(hostname ? { node: hostname } : {}) });
+      if (this.removed) return this.end({ exitCode: 137, oomKilled: false, ...(this.hostname ? { node: this.hostname } : {}) });
       let task: TaskInfo | undefined;
       try {
         const tasks = (await this.api.listTasks({ filters: { service: [this.serviceId ?? this.name] } })) as TaskInfo[];
@@ -300,18 +301,18 @@ class SwarmTask implements ContainerHandle {
       } catch (err) {
         // a manager that stopped answering (it left the swarm, its machine went) ends the step, not the wait
         if (Date.now() - answeredAt > MANAGER_GONE_MS) {
-          return this.end({ exitCode: 1, oomKilled: false, ...(hostname ? { node: hostname } : {}), problem: { status: 'failed', message: `the swarm manager has not answered for ${MANAGER_GONE_MS / 1000}s (${errorMessage(err).split('\n')[0]}): the step's fate is unknown` } });
+          return this.end({ exitCode: 1, oomKilled: false, ...(this.hostname ? { node: this.hostname } : {}), problem: { status: 'failed', message: `the swarm manager has not answered for ${MANAGER_GONE_MS / 1000}s (${errorMessage(err).split('\n')[0]}): the step's fate is unknown` } });
         }
         continue;
       }
       answeredAt = Date.now();
       const state = task?.Status?.State ?? 'new';
-      if (task?.NodeID && !hostname) {
+      if (task?.NodeID && !this.hostname) {
         const node = await this.api.getNode(task.NodeID).inspect().catch(() => undefined);
-        hostname = node?.Description?.Hostname;
+        this.hostname = node?.Description?.Hostname;
       }
       if (state === 'rejected' && task && (await this.placeAgain(task, t0))) {
-        hostname = undefined;
+        this.hostname = undefined;
         continue;
       }
       if (TERMINAL.has(state)) {
@@ -320,14 +321,14 @@ class SwarmTask implements ContainerHandle {
         return this.end({
           exitCode: code ?? 1,
           oomKilled: false,
-          ...(hostname ? { node: hostname } : {}),
-          ...(state === 'rejected' ? { problem: { status: 'failed', message: `rejected on ${hostname ?? 'a node'}: ${why} (${this.missingImageHint()})` } } : {}),
+          ...(this.hostname ? { node: this.hostname } : {}),
+          ...(state === 'rejected' ? { problem: { status: 'failed', message: `rejected on ${this.hostname ?? 'a node'}: ${why} (${this.missingImageHint()})` } } : {}),
         });
       }
       if (task?.NodeID && (state === 'running' || state === 'starting' || state === 'assigned' || state === 'accepted' || state === 'preparing')) {
         const node = await this.api.getNode(task.NodeID).inspect().catch(() => undefined);
         if (node && node.Status?.State !== 'ready') {
-          return this.end({ exitCode: 137, oomKilled: false, ...(hostname ? { node: hostname } : {}), problem: { status: 'node_lost', message: `node ${hostname ?? task.NodeID} is ${node.Status?.State ?? 'gone'}: the step was lost with it` } });
+          return this.end({ exitCode: 137, oomKilled: false, ...(this.hostname ? { node: this.hostname } : {}), problem: { status: 'node_lost', message: `node ${this.hostname ?? task.NodeID} is ${node.Status?.State ?? 'gone'}: the step was lost with it` } });
         }
       }
       if ((state === 'new' || state === 'pending') && Date.now() - t0 > PENDING_MS) {
@@ -379,7 +380,7 @@ class SwarmTask implements ContainerHandle {
   async remove(): Promise<void> {
     if (this.removed) return;
     this.removed = true;
-    this.end(this.ended ?? { exitCode: 137, oomKilled: false });
+    this.end(this.ended ?? { exitCode: 137, oomKilled: false, ...(this.hostname ? { node: this.hostname } : {}) });
     await this.service?.remove().catch(() => undefined);
     await removeSwarmFiles(this.api, { label: Object.entries(this.spec.labels).map(([k, v]) => `${k}=${v}`) }).catch(() => undefined);
   }
