@@ -245,7 +245,9 @@ class SwarmTask implements ContainerHandle {
         },
         // One replica that is never restarted, not a replicated job: Docker 20.10 leaves a removed job's running task
         // running on its node (moby/moby#44312), so a canceled or timed-out step would go on there; a replicated
-        // service's task is stopped when the service goes.
+        // service's task is stopped when the service goes. And a removed job's finished tasks stay (desired state
+        // complete), their reservations counted on their node by 20.10's constraint enforcer: later tasks there were
+        // rejected and placed again; a replicated service's tasks go with it.
         Mode: { Replicated: { Replicas: 1 } },
       } as unknown as Docker.CreateServiceOptions;
       await this.createService();
@@ -265,8 +267,8 @@ class SwarmTask implements ContainerHandle {
 
   /**
    * A task the swarm took back before it ran ("assigned node no longer meets
-   * constraints": its node's reservations were over-committed, finished job
-   * tasks still counting) is placed again, as a new job, while the step may
+   * constraints": its node's reservations were over-committed, finished
+   * tasks still counting) is placed again, as a new service, while the step may
    * still wait for a node. True when it was.
    */
   private async placeAgain(task: TaskInfo, t0: number): Promise<boolean> {

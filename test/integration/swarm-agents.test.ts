@@ -214,7 +214,6 @@ test('the key never reaches the worker: the service, its secrets and configs, th
   console.log(`the key test's run: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   stopped = true;
   await watching;
-  console.log(`and the watch's end: ${((Date.now() - t0) / 1000).toFixed(1)} s; looked at ${seen.size} things`);
   assert.equal(r.code, 0, r.stderr);
   assert.equal(git(f.project, 'show', `${r.json.branch}:slept.txt`), 'slept');
   assert.match(record(f, r.json.runId).steps[0].node, /^lab-w\d$/);
