@@ -179,6 +179,8 @@ class SwarmTask implements ContainerHandle {
   private removed = false;
   /** the step's end was seen in its logs: the task is asked for at once, not at the next poll */
   private wake: (() => void) | undefined;
+  /** the node its task was given to, once known: a step stopped (timeout, cancel) says where it ran too */
+  private hostname: string | undefined;
 
   constructor(
     private readonly api: Docker,
@@ -286,7 +288,9 @@ class SwarmTask implements ContainerHandle {
         },
         // One replica that is never restarted, not a replicated job: Docker 20.10 leaves a removed job's running task
         // running on its node (moby/moby#44312), so a canceled or timed-out step would go on there; a replicated
-        // service's task is stopped when the service goes.
+        // service's task is stopped when the service goes. And a removed job's finished tasks stay (desired state
+        // complete), their reservations counted on their node by 20.10's constraint enforcer: later tasks there were
+        // rejected and placed again; a replicated service's tasks go with it.
         Mode: { Replicated: { Replicas: 1 } },
       } as unknown as Docker.CreateServiceOptions;
       await this.createService();
@@ -306,8 +310,8 @@ class SwarmTask implements ContainerHandle {
 
   /**
    * A task the swarm took back before it ran ("assigned node no longer meets
-   * constraints": its node's reservations were over-committed, finished job
-   * tasks still counting) is placed again, as a new job, while the step may
+   * constraints": its node's reservations were over-committed, finished
+   * tasks still counting) is placed again, as a new service, while the step may
    * still wait for a node. True when it was.
    */
   private async placeAgain(task: TaskInfo, t0: number): Promise<boolean> {
@@ -331,7 +335,6 @@ class SwarmTask implements ContainerHandle {
   /** Polls the task and its node until the task ends, its node is lost, or no node takes it. */
   private async watch(): Promise<void> {
     const t0 = Date.now();
-    let hostname: string | undefined;
     let answeredAt = Date.now();
     while (!this.ended) {
       await new Promise<void>((r) => {
@@ -339,7 +342,7 @@ class SwarmTask implements ContainerHandle {
         this.wake = () => (clearTimeout(timer), r());
       });
       this.wake = undefined;
-      if (this.removed) return this.end({ exitCode: 137, oomKilled: false, ...(hostname ? { node: hostname } : {}) });
+      if (this.removed) return this.end({ exitCode: 137, oomKilled: false, ...(this.hostname ? { node: this.hostname } : {}) });
       let task: TaskInfo | undefined;
       try {
         const tasks = (await this.api.listTasks({ filters: { service: [this.serviceId ?? this.name] } })) as TaskInfo[];
@@ -347,18 +350,18 @@ class SwarmTask implements ContainerHandle {
       } catch (err) {
         // a manager that stopped answering (it left the swarm, its machine went) ends the step, not the wait
         if (Date.now() - answeredAt > MANAGER_GONE_MS) {
-          return this.end({ exitCode: 1, oomKilled: false, ...(hostname ? { node: hostname } : {}), problem: { status: 'failed', message: `the swarm manager has not answered for ${MANAGER_GONE_MS / 1000}s (${errorMessage(err).split('\n')[0]}): the step's fate is unknown` } });
+          return this.end({ exitCode: 1, oomKilled: false, ...(this.hostname ? { node: this.hostname } : {}), problem: { status: 'failed', message: `the swarm manager has not answered for ${MANAGER_GONE_MS / 1000}s (${errorMessage(err).split('\n')[0]}): the step's fate is unknown` } });
         }
         continue;
       }
       answeredAt = Date.now();
       const state = task?.Status?.State ?? 'new';
-      if (task?.NodeID && !hostname) {
+      if (task?.NodeID && !this.hostname) {
         const node = await this.api.getNode(task.NodeID).inspect().catch(() => undefined);
-        hostname = node?.Description?.Hostname;
+        this.hostname = node?.Description?.Hostname;
       }
       if (state === 'rejected' && task && (await this.placeAgain(task, t0))) {
-        hostname = undefined;
+        this.hostname = undefined;
         continue;
       }
       if (TERMINAL.has(state)) {
@@ -367,14 +370,14 @@ class SwarmTask implements ContainerHandle {
         return this.end({
           exitCode: code ?? 1,
           oomKilled: false,
-          ...(hostname ? { node: hostname } : {}),
-          ...(state === 'rejected' ? { problem: { status: 'failed', message: `rejected on ${hostname ?? 'a node'}: ${why} (${this.missingImageHint()})` } } : {}),
+          ...(this.hostname ? { node: this.hostname } : {}),
+          ...(state === 'rejected' ? { problem: { status: 'failed', message: `rejected on ${this.hostname ?? 'a node'}: ${why} (${this.missingImageHint()})` } } : {}),
         });
       }
       if (task?.NodeID && (state === 'running' || state === 'starting' || state === 'assigned' || state === 'accepted' || state === 'preparing')) {
         const node = await this.api.getNode(task.NodeID).inspect().catch(() => undefined);
         if (node && node.Status?.State !== 'ready') {
-          return this.end({ exitCode: 137, oomKilled: false, ...(hostname ? { node: hostname } : {}), problem: { status: 'node_lost', message: `node ${hostname ?? task.NodeID} is ${node.Status?.State ?? 'gone'}: the step was lost with it` } });
+          return this.end({ exitCode: 137, oomKilled: false, ...(this.hostname ? { node: this.hostname } : {}), problem: { status: 'node_lost', message: `node ${this.hostname ?? task.NodeID} is ${node.Status?.State ?? 'gone'}: the step was lost with it` } });
         }
       }
       if ((state === 'new' || state === 'pending') && Date.now() - t0 > PENDING_MS) {
@@ -426,7 +429,7 @@ class SwarmTask implements ContainerHandle {
   async remove(): Promise<void> {
     if (this.removed) return;
     this.removed = true;
-    this.end(this.ended ?? { exitCode: 137, oomKilled: false });
+    this.end(this.ended ?? { exitCode: 137, oomKilled: false, ...(this.hostname ? { node: this.hostname } : {}) });
     await this.service?.remove().catch(() => undefined);
     const label = Object.entries(this.spec.labels).map(([k, v]) => `${k}=${v}`);
     await removeSwarmFiles(this.api, { label }).catch(() => undefined);
