@@ -20,6 +20,8 @@ export interface Prepared {
   spec: ContainerSpec;
   /** after the container ended: the step's work is in the workspace again, or why not */
   finish(): Promise<string | undefined>;
+  /** said in the step's log before it runs */
+  notes?: string[];
 }
 
 export interface Where {
@@ -28,6 +30,11 @@ export interface Where {
   owner: { uid: number; gid: number };
   /** the step's gateway, which also relays to the runner's transfer server (swarm) */
   relay?: RelayTarget | undefined;
+  /**
+   * a git workspace's: makes a new directory a copy of its branch's history down to the run's base, which a step on
+   * another node gets as its workspace's `.git` (src/workspace/git-copy.ts)
+   */
+  gitCopy?: ((into: string) => Promise<void>) | undefined;
 }
 
 /**
@@ -140,7 +147,19 @@ export class TarTransport implements StepTransport {
       to = { host: relay.dns[0]!, port: RELAY_PORT };
     }
     const staging: Record<Part, string> = { w: stagingFor(where.workspace, 'w'), io: stagingFor(where.io, 'io') };
-    const t = this.server.open({ w: where.workspace, io: where.io }, staging, where.owner);
+    // beside the worktree, where git (as the project's owner) may write; removed with the staging directories
+    const gitCopy = where.gitCopy ? stagingFor(where.workspace, 'git') : undefined;
+    const notes: string[] = [];
+    let sentGit: string | undefined;
+    if (gitCopy) {
+      try {
+        await where.gitCopy!(gitCopy);
+        sentGit = gitCopy;
+      } catch (err) {
+        notes.push(`the step's workspace has no .git on its node (git log, git diff and git status fail there): its copy of the branch's history could not be made: ${errorMessage(err)}`);
+      }
+    }
+    const t = this.server.open({ w: where.workspace, io: where.io }, staging, where.owner, sentGit);
     const prepared: ContainerSpec = {
       ...spec,
       network: relay?.network ?? spec.network,
@@ -165,6 +184,7 @@ export class TarTransport implements StepTransport {
     };
     return {
       spec: prepared,
+      notes,
       finish: async () => {
         try {
           // a timer that holds the process: waiting for a step's work is work
@@ -183,7 +203,7 @@ export class TarTransport implements StepTransport {
         } finally {
           t.close();
           await relay?.close();
-          await Promise.all(Object.values(staging).map((d) => rm(d, { recursive: true, force: true })));
+          await Promise.all([...Object.values(staging), ...(gitCopy ? [gitCopy] : [])].map((d) => rm(d, { recursive: true, force: true })));
         }
       },
     };
