@@ -20,8 +20,6 @@ export interface Prepared {
   spec: ContainerSpec;
   /** after the container ended: the step's work is in the workspace again, or why not */
   finish(): Promise<string | undefined>;
-  /** said in the step's log before it runs */
-  notes?: string[];
 }
 
 export interface Where {
@@ -35,6 +33,8 @@ export interface Where {
    * another node gets as its workspace's `.git` (src/workspace/git-copy.ts)
    */
   gitCopy?: ((into: string) => Promise<void>) | undefined;
+  /** a line for the step's log, at any time while it runs */
+  note?: ((text: string) => void) | undefined;
 }
 
 /**
@@ -149,17 +149,17 @@ export class TarTransport implements StepTransport {
     const staging: Record<Part, string> = { w: stagingFor(where.workspace, 'w'), io: stagingFor(where.io, 'io') };
     // beside the worktree, where git (as the project's owner) may write; removed with the staging directories
     const gitCopy = where.gitCopy ? stagingFor(where.workspace, 'git') : undefined;
-    const notes: string[] = [];
-    let sentGit: string | undefined;
-    if (gitCopy) {
-      try {
-        await where.gitCopy!(gitCopy);
-        sentGit = gitCopy;
-      } catch (err) {
-        notes.push(`the step's workspace has no .git on its node (git log, git diff and git status fail there): its copy of the branch's history could not be made: ${errorMessage(err)}`);
-      }
-    }
-    const t = this.server.open({ w: where.workspace, io: where.io }, staging, where.owner, sentGit);
+    // made while the step's service is created and placed (a second or more on a swarm): its fetch waits for it
+    const copied = gitCopy
+      ? where.gitCopy!(gitCopy).then(
+          () => gitCopy,
+          (err: unknown) => {
+            where.note?.(`the step's workspace has no .git on its node (git log, git diff and git status fail there): its copy of the branch's history could not be made: ${errorMessage(err)}`);
+            return undefined;
+          },
+        )
+      : undefined;
+    const t = this.server.open({ w: where.workspace, io: where.io }, staging, where.owner, copied);
     const prepared: ContainerSpec = {
       ...spec,
       network: relay?.network ?? spec.network,
@@ -184,7 +184,6 @@ export class TarTransport implements StepTransport {
     };
     return {
       spec: prepared,
-      notes,
       finish: async () => {
         try {
           // a timer that holds the process: waiting for a step's work is work
@@ -203,6 +202,7 @@ export class TarTransport implements StepTransport {
         } finally {
           t.close();
           await relay?.close();
+          await copied;
           await Promise.all([...Object.values(staging), ...(gitCopy ? [gitCopy] : [])].map((d) => rm(d, { recursive: true, force: true })));
         }
       },

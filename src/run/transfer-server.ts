@@ -30,8 +30,8 @@ interface Entry {
   dirs: Record<Part, string>;
   staging: Record<Part, string>;
   owner: { uid: number; gid: number };
-  /** sent as part w's `.git` (git-copy.ts) */
-  gitDir: string | undefined;
+  /** sent as part w's `.git` (git-copy.ts), once made (undefined: none) */
+  gitDir: Promise<string | undefined> | string | undefined;
   fetched: Set<Part>;
   sent: Map<Part, Promise<ReceiveReport>>;
   waiters: Map<Part, { resolve: (r: ReceiveReport) => void; reject: (e: Error) => void; p: Promise<ReceiveReport> }>;
@@ -57,9 +57,10 @@ export class TransferServer {
 
   /**
    * A token for one step: it fetches `dirs`, and what it sends back goes to `staging` (fresh paths). `gitDir`: a
-   * repository sent as the workspace's `.git` (the step's copy of the history, git-copy.ts).
+   * repository sent as the workspace's `.git` (the step's copy of the history, git-copy.ts); a fetch waits for it
+   * while it is being made.
    */
-  open(dirs: Record<Part, string>, staging: Record<Part, string>, owner: { uid: number; gid: number }, gitDir?: string): Transfer {
+  open(dirs: Record<Part, string>, staging: Record<Part, string>, owner: { uid: number; gid: number }, gitDir?: Promise<string | undefined> | string): Transfer {
     const token = randomBytes(24).toString('hex');
     const waiters = new Map<Part, { resolve: (r: ReceiveReport) => void; reject: (e: Error) => void; p: Promise<ReceiveReport> }>();
     for (const part of ['w', 'io'] as Part[]) {
@@ -103,9 +104,11 @@ export class TransferServer {
     if (!e || (part !== 'w' && part !== 'io')) return void socket.destroy();
     if (verb === 'GET' && !e.fetched.has(part)) {
       e.fetched.add(part);
-      const tar = packTree(e.dirs[part], part === 'w' ? e.gitDir : undefined);
-      tar.on('error', () => socket.destroy());
-      tar.pipe(socket);
+      void Promise.resolve(part === 'w' ? e.gitDir : undefined).then((gitDir) => {
+        const tar = packTree(e.dirs[part], gitDir);
+        tar.on('error', () => socket.destroy());
+        tar.pipe(socket);
+      });
       return;
     }
     if (verb === 'PUT' && !e.sent.has(part)) {
