@@ -66,7 +66,8 @@ export async function makeGitCopy(git: Git, project: ProjectFacts, of: GitCopyOf
   await mkdir(into, { mode: 0o755 });
   await chown(into, project.uid, project.gid);
   const copy: GitCall = { cwd: into, gitDir: into, isolated: true };
-  await git.run(['init', '--quiet', '--bare', into], { cwd: into, isolated: true });
+  // no template: no sample hooks, nothing but what git needs
+  await git.run(['init', '--quiet', '--bare', '--template=', into], { cwd: into, isolated: true });
   await git.run(copyFetchArgs(project.commonDir, of, count, ancestor), { ...copy, config: FETCH_CONFIG });
   // the workspace above it is its work tree, as a clone's
   await git.run(['config', 'core.bare', 'false'], copy);

@@ -205,7 +205,7 @@ steps:
       echo more >> made.txt
       echo new > new.txt
       git status --porcelain > /tmp/seen/status.txt
-      printf '#!/bin/sh\\ntouch ${marker}\\n' > .git/hooks/post-commit && chmod 0755 .git/hooks/post-commit
+      mkdir -p .git/hooks && printf '#!/bin/sh\\ntouch ${marker}\\n' > .git/hooks/post-commit && chmod 0755 .git/hooks/post-commit
       git config core.fsmonitor "touch ${marker}"
       cp -r /tmp/seen seen
 `);

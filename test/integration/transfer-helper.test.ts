@@ -430,7 +430,7 @@ test('a step with git on another node: its workspace is a repository of the bran
     'echo new > new.txt',
     'git status --porcelain > ../.runner/status.txt',
     // and what it plants in its .git, for the runner's git to run if it ever used that .git
-    `printf '#!/bin/sh\\ntouch ${marker}\\n' > .git/hooks/post-commit`,
+    `mkdir -p .git/hooks && printf '#!/bin/sh\\ntouch ${marker}\\n' > .git/hooks/post-commit`,
     'chmod 0755 .git/hooks/post-commit',
     `git config core.fsmonitor "touch ${marker}"`,
     'git config core.hooksPath .git/hooks',
