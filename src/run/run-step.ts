@@ -163,7 +163,13 @@ export async function runStep(c: StepContext): Promise<StepRun> {
   let agent: Awaited<ReturnType<typeof readAgentResult>> | undefined;
   let notStarted: string | undefined;
   try {
-    prepared = await (deps.transport ?? mountTransport).prepare(containerSpec(c, rendered, user, ioDir, way, caches), { workspace: ws.path, io: ioDir, owner: user, relay: way.relay });
+    // a step on another node gets a copy of the branch's history as its .git (a local one sees the repository itself)
+    const gitCopy = deps.transport?.remote && ws.gitCopy ? (into: string) => ws.gitCopy!(into) : undefined;
+    const note = (text: string) => {
+      log.line(`runner: ${text}`);
+      deps.reporter.stepLine(name, 'stderr', `runner: ${text}`);
+    };
+    prepared = await (deps.transport ?? mountTransport).prepare(containerSpec(c, rendered, user, ioDir, way, caches), { workspace: ws.path, io: ioDir, owner: user, relay: way.relay, gitCopy, note });
     end = await runContainer(deps.runtime, prepared.spec, {
       timeoutMs: plan.timeoutMs,
       signal: AbortSignal.any([deps.signal, overBudget.signal, wayLost.signal]),

@@ -28,6 +28,13 @@ export interface Where {
   owner: { uid: number; gid: number };
   /** the step's gateway, which also relays to the runner's transfer server (swarm) */
   relay?: RelayTarget | undefined;
+  /**
+   * a git workspace's: makes a new directory a copy of its branch's history down to the run's base, which a step on
+   * another node gets as its workspace's `.git` (src/workspace/git-copy.ts)
+   */
+  gitCopy?: ((into: string) => Promise<void>) | undefined;
+  /** a line for the step's log, at any time while it runs */
+  note?: ((text: string) => void) | undefined;
 }
 
 /**
@@ -140,7 +147,19 @@ export class TarTransport implements StepTransport {
       to = { host: relay.dns[0]!, port: RELAY_PORT };
     }
     const staging: Record<Part, string> = { w: stagingFor(where.workspace, 'w'), io: stagingFor(where.io, 'io') };
-    const t = this.server.open({ w: where.workspace, io: where.io }, staging, where.owner);
+    // beside the worktree, where git (as the project's owner) may write; removed with the staging directories
+    const gitCopy = where.gitCopy ? stagingFor(where.workspace, 'git') : undefined;
+    // made while the step's service is created and placed (a second or more on a swarm): its fetch waits for it
+    const copied = gitCopy
+      ? where.gitCopy!(gitCopy).then(
+          () => gitCopy,
+          (err: unknown) => {
+            where.note?.(`the step's workspace has no .git on its node (git log, git diff and git status fail there): its copy of the branch's history could not be made: ${errorMessage(err)}`);
+            return undefined;
+          },
+        )
+      : undefined;
+    const t = this.server.open({ w: where.workspace, io: where.io }, staging, where.owner, copied);
     const prepared: ContainerSpec = {
       ...spec,
       network: relay?.network ?? spec.network,
@@ -183,7 +202,8 @@ export class TarTransport implements StepTransport {
         } finally {
           t.close();
           await relay?.close();
-          await Promise.all(Object.values(staging).map((d) => rm(d, { recursive: true, force: true })));
+          await copied;
+          await Promise.all([...Object.values(staging), ...(gitCopy ? [gitCopy] : [])].map((d) => rm(d, { recursive: true, force: true })));
         }
       },
     };

@@ -30,6 +30,8 @@ interface Entry {
   dirs: Record<Part, string>;
   staging: Record<Part, string>;
   owner: { uid: number; gid: number };
+  /** sent as part w's `.git` (git-copy.ts), once made (undefined: none) */
+  gitDir: Promise<string | undefined> | string | undefined;
   fetched: Set<Part>;
   sent: Map<Part, Promise<ReceiveReport>>;
   waiters: Map<Part, { resolve: (r: ReceiveReport) => void; reject: (e: Error) => void; p: Promise<ReceiveReport> }>;
@@ -53,8 +55,12 @@ export class TransferServer {
     this.server.unref();
   }
 
-  /** A token for one step: it fetches `dirs`, and what it sends back goes to `staging` (fresh paths). */
-  open(dirs: Record<Part, string>, staging: Record<Part, string>, owner: { uid: number; gid: number }): Transfer {
+  /**
+   * A token for one step: it fetches `dirs`, and what it sends back goes to `staging` (fresh paths). `gitDir`: a
+   * repository sent as the workspace's `.git` (the step's copy of the history, git-copy.ts); a fetch waits for it
+   * while it is being made.
+   */
+  open(dirs: Record<Part, string>, staging: Record<Part, string>, owner: { uid: number; gid: number }, gitDir?: Promise<string | undefined> | string): Transfer {
     const token = randomBytes(24).toString('hex');
     const waiters = new Map<Part, { resolve: (r: ReceiveReport) => void; reject: (e: Error) => void; p: Promise<ReceiveReport> }>();
     for (const part of ['w', 'io'] as Part[]) {
@@ -64,7 +70,7 @@ export class TransferServer {
       p.catch(() => undefined);
       waiters.set(part, { resolve, reject, p });
     }
-    this.entries.set(token, { dirs, staging, owner, fetched: new Set(), sent: new Map(), waiters });
+    this.entries.set(token, { dirs, staging, owner, gitDir, fetched: new Set(), sent: new Map(), waiters });
     return {
       token,
       received: (part) => waiters.get(part)!.p,
@@ -98,9 +104,11 @@ export class TransferServer {
     if (!e || (part !== 'w' && part !== 'io')) return void socket.destroy();
     if (verb === 'GET' && !e.fetched.has(part)) {
       e.fetched.add(part);
-      const tar = packTree(e.dirs[part]);
-      tar.on('error', () => socket.destroy());
-      tar.pipe(socket);
+      void Promise.resolve(part === 'w' ? e.gitDir : undefined).then((gitDir) => {
+        const tar = packTree(e.dirs[part], gitDir);
+        tar.on('error', () => socket.destroy());
+        tar.pipe(socket);
+      });
       return;
     }
     if (verb === 'PUT' && !e.sent.has(part)) {
@@ -146,6 +154,6 @@ function capped(socket: net.Socket, max: number): Readable {
 }
 
 /** A path beside `dir` for what comes back, fresh. */
-export function stagingFor(dir: string, part: Part): string {
+export function stagingFor(dir: string, part: Part | 'git'): string {
   return path.join(path.dirname(dir), `.${path.basename(dir)}.${part}-back-${randomBytes(4).toString('hex')}`);
 }

@@ -11,6 +11,7 @@ import type { Git } from '../git/git.js';
 import { pushBranch, type PushOutcome, type PushPolicy } from '../git/push.js';
 import type { WorktreePool } from './worktree-pool.js';
 import { commitAll, createWorktree, deleteBranches, diffToFile, headOf, mergeIntoWorktree, removeWorktree, savePatch, verifyGitLinks, type GitWorktree } from './git-worktree.js';
+import { makeGitCopy } from './git-copy.js';
 import { handOver } from './ownership.js';
 import type { LaneMergeResult, StepWork, Workspace, WorkspaceKind } from './workspace.js';
 
@@ -146,6 +147,10 @@ export class GitWorkspace implements Workspace {
 
   head(): Promise<string> {
     return headOf(this.git, this.wt);
+  }
+
+  async gitCopy(into: string): Promise<void> {
+    await makeGitCopy(this.git, this.wt.project, { head: await this.head(), base: this.wt.baseSha, branch: this.wt.branch }, into);
   }
 
   push(): Promise<PushOutcome> {

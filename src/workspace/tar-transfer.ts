@@ -1,12 +1,14 @@
 /**
  * A workspace as a tar stream, both ways, for an engine whose nodes cannot
  * see the runner's disk (swarm). Out: the tree as it is, symlinks as
- * symlinks, `.git` never. Back: what a hostile step sends, with tar-fs
+ * symlinks, its own `.git` never. Back: what a hostile step sends, with tar-fs
  * (>= 3.1.1, whose extraction refuses to write through a symlink): into an
  * empty directory, files, directories and symlinks only (no device, FIFO or
  * hard link), no path outside it, nothing under a symlink the archive made,
- * no `.git`, no set-id bits, owned by the workspace's owner, within a size and
- * an entry count; what is refused is named.
+ * no set-id bits, owned by the workspace's owner, within a size and an entry
+ * count; what is refused is named. A `.git` at the top goes out only as the
+ * copy of the history the runner made for the step (git-copy.ts), never the
+ * worktree's own, and what comes back there is dropped unnamed.
  */
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -30,16 +32,41 @@ export interface ReceiveReport {
 
 export class TransferTooBig extends Error {}
 
-/** The tree under `dir` as a tar stream: `.git` at its top left out, symlinks not followed, sockets and devices skipped. */
-export function packTree(dir: string): Readable {
+/**
+ * The tree under `dir` as a tar stream: its own `.git` at its top left out, symlinks not followed, sockets and devices
+ * skipped. `gitDir`: a directory sent as the tree's `.git` instead (the step's copy of the history, git-copy.ts).
+ */
+export function packTree(dir: string, gitDir?: string): Readable {
+  const then = gitDir
+    ? (pack: unknown) =>
+        tar.pack(gitDir, {
+          pack,
+          map: (header: { name: string }) => ({ ...header, name: header.name === '.' ? '.git' : `.git/${header.name}` }),
+          umask: 0,
+        } as unknown as tar.PackOptions)
+    : undefined;
   return tar.pack(dir, {
-    ignore: (name: string) => {
-      const rel = path.relative(dir, name);
-      return rel === '.git' || rel.startsWith(`.git${path.sep}`);
-    },
+    ignore: (name: string) => isDotGit(path.relative(dir, name).split(path.sep)),
     // the runner's umask must not change what the step sees
     umask: 0,
+    ...(then ? { finalize: false, finish: then } : {}),
   } as tar.PackOptions) as unknown as Readable;
+}
+
+/** A path's parts (no `.`, no empty ones) name the tree's top-level `.git` or something under it. Pure. */
+function isDotGit(parts: readonly string[]): boolean {
+  const p = parts.filter((x) => x !== '' && x !== '.');
+  return p[0] === '.git';
+}
+
+/**
+ * What comes back under the top-level `.git` is the copy the runner sent (git-copy.ts), whatever the step made of
+ * it: dropped without a word, never written. Anything else there may be is judged by entryProblem. Pure.
+ */
+export function droppedQuietly(name: string): boolean {
+  if (name.startsWith('/') || name.includes('\0')) return false;
+  const parts = name.split('/');
+  return !parts.includes('..') && isDotGit(parts);
 }
 
 /** Why an archive entry is refused, or undefined. Pure. */
@@ -65,6 +92,7 @@ export async function receiveTree(src: Readable, dest: string, owner: { uid: num
     ignore: (_abs: string, header?: { name: string; type?: string | null; size?: number }) => {
       if (!header || tooBig) return true;
       const name = header.name.replace(/\/+$/, '');
+      if (droppedQuietly(name)) return true;
       const problem = entryProblem(name, header.type, symlinks);
       if (problem) {
         if (report.refused.length < 100) report.refused.push(`${name.slice(0, 300)}: ${problem}`);

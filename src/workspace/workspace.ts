@@ -49,6 +49,11 @@ export interface Workspace {
   /** After a step: commits (git kinds) or lists the changes (persistent). Never loses the work. */
   recordStep(message: string, patchFile: string): Promise<StepWork>;
   head(): Promise<string | null>;
+  /**
+   * Git kinds: makes `into` (a new directory) a small repository of the branch's head and its history down to the
+   * base, the `.git` a step on another node gets with its worktree (git-copy.ts).
+   */
+  gitCopy?(into: string): Promise<void>;
   /** Pushes the branch when there is one and the policy says so. */
   push(): Promise<PushOutcome | null>;
   /**

@@ -335,8 +335,8 @@ test('the README\'s implement-review runs on the swarm unchanged (its project an
   git(f.project, 'add', '-A');
   git(f.project, '-c', 'user.name=demo', '-c', 'user.email=demo@localhost', 'commit', '-q', '-m', 'a task and a failing test');
   git(f.project, 'push', '-q', 'origin', 'main');
-  // Beware: on swarm the review step's `git diff "$RUNNER_BASE_SHA"` fails (a step on another node has no .git,
-  // docs/scale-out.md): the scripted reviewer does not read its answer, a real one would not see the change.
+  // The review step's `git diff "$RUNNER_BASE_SHA"` works on a worker as locally: its workspace travels with a .git
+  // of the branch down to the base (docs/scale-out.md; swarm.test.ts checks what a step's git answers there).
   const server = await model(IMPLEMENT_REVIEW);
   // as scripts/demo-agent.mjs changes it: the project's path, and base_url for the scripted model
   const original = readFileSync(path.join(REPO, 'pipelines/implement-review.yaml'), 'utf8');

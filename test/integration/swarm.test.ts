@@ -183,6 +183,48 @@ steps:
   }
 });
 
+test('a step on a worker runs git as it would locally: its log back to the base, git diff $RUNNER_BASE_SHA, a status of its own changes; what it plants in .git goes nowhere', { timeout: 300_000 }, async () => {
+  const f = await fixture({ owner: 1000 });
+  const marker = `/tmp/runner-git-planted-${process.pid}`;
+  const file = await writePipeline(f, `version: 1
+name: git-on-a-worker
+project: { path: project, push: never }
+defaults: { image: runner/toolchain:latest, resources: { memory: 256m, cpus: 0.2, pids: 64 }, timeout: 2m }
+steps:
+  - id: write
+    run: echo "from the first step" > made.txt
+  - id: review
+    run: |
+      # what it sees, kept out of the workspace until the end (a file it writes there is in its status)
+      mkdir /tmp/seen
+      git status --porcelain > /tmp/seen/clean.txt
+      git log --format=%s > /tmp/seen/log.txt
+      git diff "$RUNNER_BASE_SHA" > /tmp/seen/diff.txt
+      git diff HEAD~1 --stat > /tmp/seen/diff1.txt
+      git rev-parse --abbrev-ref HEAD > /tmp/seen/branch.txt
+      echo more >> made.txt
+      echo new > new.txt
+      git status --porcelain > /tmp/seen/status.txt
+      mkdir -p .git/hooks && printf '#!/bin/sh\\ntouch ${marker}\\n' > .git/hooks/post-commit && chmod 0755 .git/hooks/post-commit
+      git config core.fsmonitor "touch ${marker}"
+      cp -r /tmp/seen seen
+`);
+  const r = await execPipeline(f, file, SWARM);
+  assert.equal(r.code, 0, r.stderr);
+  const b = r.json.branch;
+  const show = (p: string) => execFileSync('git', ['-c', 'safe.directory=*', '-C', f.project, 'show', `${b}:seen/${p}`], { encoding: 'utf8' });
+  assert.equal(show('clean.txt'), '', `clean at its start (step: ${JSON.stringify(r.json.steps.review)})`);
+  assert.deepEqual(show('log.txt').trim().split('\n').map((l) => l.replace(/^(step\/\w+).*/, '$1')), ['step/write', 'initial'], 'back to the base');
+  assert.match(show('diff.txt'), /^\+from the first step$/m);
+  assert.match(show('diff1.txt'), /made\.txt/);
+  assert.equal(show('branch.txt'), `${b}\n`);
+  assert.equal(show('status.txt'), ' M made.txt\n?? new.txt\n', 'only what it changed');
+  assert.match(r.json.steps.review.message ?? '', /^(?!.*refused)/s, 'its .git is not named as refused');
+  assert.throws(() => lstatSync(marker), 'nothing it planted in its .git ran on the runner');
+  assert.throws(() => git(f.project, 'show', `${b}:.git/config`));
+  assert.equal(services(), '');
+});
+
 test('a busybox step runs on swarm: no bash, no tar, no /home/agent in its image; its work comes back; an image without /bin/sh is refused saying why', { timeout: 400_000 }, async () => {
   const images = await busyboxImages();
   try {

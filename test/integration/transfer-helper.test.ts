@@ -7,7 +7,9 @@
  * all capabilities dropped, an init, the token as a file, the workspace on
  * the scratch mounts swarm.ts gives. No swarm is needed: the helper only
  * speaks TCP to the runner. RUNNER_GATEWAY_IMAGE picks a gateway image built
- * from a branch (IMAGES=gateway IMAGE_TAG=… images/build.sh).
+ * from a branch (IMAGES=gateway IMAGE_TAG=… images/build.sh). The last test
+ * runs git in the step (runner/toolchain, which has it) against the `.git`
+ * the runner sends with the worktree (src/workspace/git-copy.ts).
  */
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
@@ -25,7 +27,12 @@ import { transferHelper } from '../../src/container/transfer-helper.js';
 import { CONTAINER_PATHS } from '../../src/plan/render.js';
 import { TarTransport } from '../../src/run/step-transport.js';
 import { stagingFor, TransferServer } from '../../src/run/transfer-server.js';
+import { Git } from '../../src/git/git.js';
+import { makeGitCopy } from '../../src/workspace/git-copy.js';
+import { commitAll, createWorktree, resolveBase } from '../../src/workspace/git-worktree.js';
+import { inspectProject } from '../../src/workspace/project.js';
 import { busyboxImages, type BusyboxImages } from '../fixtures/busybox-image.js';
+import { git as hostGit, projectsForThisFile } from '../fixtures/project.js';
 
 const api = new Docker();
 const server = new TransferServer();
@@ -37,6 +44,7 @@ const containers: Docker.Container[] = [];
 let helperFile = '';
 let gateway = '';
 const owner = { uid: process.getuid!(), gid: process.getgid!() };
+const projectFixture = projectsForThisFile();
 
 async function tmp(prefix: string): Promise<string> {
   const d = await mkdtemp(path.join(os.tmpdir(), prefix));
@@ -373,4 +381,122 @@ test('the tar transport hands a step the helper from the gateway image; the step
   assert.equal(await prepared.finish(), undefined, 'the work came back whole');
   assert.equal(await readFile(path.join(f.w, 'a.txt'), 'utf8'), 'from the runner\nand the transport\n');
   assert.equal(await readFile(path.join(f.io, 'output'), 'utf8'), 'summary=ok\n');
+});
+
+/** Every file under `dir` with its content and modification time: what "nothing was written" is checked against. */
+async function snapshot(dir: string): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    const p = path.join(e.parentPath ?? e.path, e.name);
+    const st = await lstat(p);
+    out.set(path.relative(dir, p), `${st.mode}:${st.mtimeMs}:${st.isFile() ? await sha(p) : st.isSymbolicLink() ? await readlink(p) : ''}`);
+  }
+  return out;
+}
+
+test('a step with git on another node: its workspace is a repository of the branch down to the run\'s base; what it does to that .git never reaches the runner\'s', { timeout: 180_000 }, async () => {
+  const f = await projectFixture({ remote: false });
+  const git = new Git();
+  const facts = await inspectProject(() => git, f.project);
+  await writeFile(path.join(f.project, 'before.txt'), 'history before the base\n');
+  hostGit(f.project, 'add', '-A');
+  hostGit(f.project, '-c', 'user.name=t', '-c', 'user.email=t@localhost', 'commit', '-q', '-m', 'the base');
+  const base = await resolveBase(git, facts, undefined);
+  const root = path.join(f.root, 'worktrees');
+  await mkdir(root);
+  const wt = await createWorktree(git, facts, root, 'run1', 'run/run1', { newFrom: base });
+  // the steps before this one, committed by the runner on the run's branch
+  for (const n of [1, 2]) {
+    await writeFile(path.join(wt.path, 'data.txt'), `step ${n}\n`);
+    await commitAll(git, wt, `step ${n}`);
+  }
+  const head = hostGit(wt.path, 'rev-parse', 'HEAD');
+  const io = path.join(f.root, 'io');
+  await mkdir(io);
+  const realGit = [facts.commonDir, wt.gitDir];
+  const before = await Promise.all(realGit.map(snapshot));
+  const dotGitBefore = await readFile(path.join(wt.path, '.git'), 'utf8');
+  const marker = path.join(f.root, 'ran-on-the-runner');
+  const script = [
+    'set -e',
+    'git log --format=%s > ../.runner/log.txt',
+    'git log --oneline > ../.runner/oneline.txt',
+    'git diff "$RUNNER_BASE_SHA" > ../.runner/diff.txt',
+    'git diff HEAD~1 > ../.runner/diff1.txt',
+    'git rev-parse --abbrev-ref HEAD > ../.runner/branch.txt',
+    'git status --porcelain > ../.runner/clean.txt',
+    // its own work, and its status
+    'echo "and the step" >> data.txt',
+    'echo new > new.txt',
+    'git status --porcelain > ../.runner/status.txt',
+    // and what it plants in its .git, for the runner's git to run if it ever used that .git
+    `mkdir -p .git/hooks && printf '#!/bin/sh\\ntouch ${marker}\\n' > .git/hooks/post-commit`,
+    'chmod 0755 .git/hooks/post-commit',
+    `git config core.fsmonitor "touch ${marker}"`,
+    'git config core.hooksPath .git/hooks',
+    `printf 'gitdir: /etc\\n' > .git/commondir`,
+  ].join('\n');
+  const transport = new TarTransport(async () => gateway, new DockerRuntime(api), () => transferHelper(api, new DockerRuntime(api)));
+  const spec = {
+    name: `runner-test-xfer-git-${tag}`,
+    image: 'runner/toolchain:latest',
+    cmd: ['sh', '-e', '-c', script],
+    env: { HOME: CONTAINER_PATHS.home, RUNNER_OUTPUT: CONTAINER_PATHS.output, RUNNER_BASE_SHA: base },
+    workingDir: CONTAINER_PATHS.workspace,
+    user: '1000:1000',
+    mounts: [],
+    memoryBytes: 256 * 1024 ** 2,
+    network: 'bridge',
+    labels: { 'dev.runner.test': 'transfer-helper' },
+  } as unknown as ContainerSpec;
+  const notes: string[] = [];
+  const prepared = await transport.prepare(spec, {
+    workspace: wt.path,
+    io,
+    owner,
+    gitCopy: (into) => makeGitCopy(git, facts, { head, base, branch: wt.branch }, into),
+    note: (t) => notes.push(t),
+  });
+  const s = prepared.spec;
+  const dir = await tmp('runner-xfer-files-');
+  const binds = await Promise.all(s.files!.map(async (x, i) => {
+    const file = path.join(dir, String(i));
+    await writeFile(file, x.data, { mode: x.secret ? 0o444 : 0o555 });
+    return { Type: 'bind', Source: file, Target: x.secret ? `/run/secrets/${x.target}` : x.target, ReadOnly: true };
+  }));
+  const c = await api.createContainer({
+    Image: s.image,
+    Cmd: s.cmd,
+    User: s.user,
+    WorkingDir: s.workingDir,
+    Env: Object.entries(s.env).map(([k, v]) => `${k}=${v}`),
+    Labels: { 'dev.runner.test': 'transfer-helper' },
+    HostConfig: { Init: true, CapDrop: ['ALL'], NetworkMode: NETWORK, Mounts: [...binds, ...s.scratch!.map((t) => scratchMount(t, s.memoryBytes))] as unknown as Docker.MountSettings[] },
+  });
+  containers.push(c);
+  await c.start();
+  const { StatusCode } = (await c.wait()) as { StatusCode: number };
+  assert.equal(StatusCode, 0, await logs(c));
+  assert.equal(await prepared.finish(), undefined, 'the work came back whole, and the step\'s .git is not named as refused');
+  assert.deepEqual(notes, []);
+  // what the step's git said
+  assert.deepEqual((await readFile(path.join(io, 'log.txt'), 'utf8')).trim().split('\n'), ['step 2', 'step 1', 'the base'], 'back to the base, nothing before it');
+  assert.equal((await readFile(path.join(io, 'oneline.txt'), 'utf8')).trim().split('\n').length, 3);
+  assert.match(await readFile(path.join(io, 'diff.txt'), 'utf8'), /^-one\n-two\n\+step 2$/m, 'git diff $RUNNER_BASE_SHA');
+  assert.match(await readFile(path.join(io, 'diff1.txt'), 'utf8'), /^-step 1\n\+step 2$/m, 'git diff HEAD~1');
+  assert.equal((await readFile(path.join(io, 'branch.txt'), 'utf8')).trim(), 'run/run1');
+  assert.equal(await readFile(path.join(io, 'clean.txt'), 'utf8'), '', 'clean before the step changed anything');
+  assert.deepEqual((await readFile(path.join(io, 'status.txt'), 'utf8')).split('\n').filter(Boolean).sort(), [' M data.txt', '?? new.txt']);
+  // its work arrived; the worktree's own .git, and the repository, are as they were
+  assert.equal(await readFile(path.join(wt.path, 'data.txt'), 'utf8'), 'step 2\nand the step\n');
+  assert.equal(await readFile(path.join(wt.path, 'new.txt'), 'utf8'), 'new\n');
+  assert.equal(await readFile(path.join(wt.path, '.git'), 'utf8'), dotGitBefore);
+  assert.deepEqual(await Promise.all(realGit.map(snapshot)), before, 'nothing under the real git directories was written');
+  // the runner commits the work as for a local step, and nothing the step planted runs
+  const { commit } = await commitAll(git, wt, 'the step');
+  assert.ok(commit);
+  assert.deepEqual(hostGit(wt.path, 'show', '--name-only', '--format=', 'HEAD').split('\n').sort(), ['data.txt', 'new.txt']);
+  await assert.rejects(lstat(marker), 'no hook nor fsmonitor of the step ran on the runner');
+  // and its copy is gone from beside the worktree
+  assert.deepEqual((await readdir(root)).filter((n) => n !== 'run1'), []);
 });

@@ -9,8 +9,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, test } from 'node:test';
+import { pipeline } from 'node:stream/promises';
+import tarFs from 'tar-fs';
 import tarStream from 'tar-stream';
-import { entryProblem, packTree, receiveTree, replaceTree, TransferTooBig } from '../../src/workspace/tar-transfer.js';
+import { droppedQuietly, entryProblem, packTree, receiveTree, replaceTree, TransferTooBig } from '../../src/workspace/tar-transfer.js';
 
 const roots: string[] = [];
 after(() => Promise.all(roots.map((r) => rm(r, { recursive: true, force: true }))));
@@ -81,7 +83,37 @@ test("a hostile step's tar writes nothing outside, follows no symlink, makes no 
   await assert.rejects(lstat(path.join(path.dirname(dest), 'escape.txt')));
   await assert.rejects(lstat(path.join(outside, 'abs.txt')));
   const why = r.refused.join('\n');
-  for (const m of [/\.\.\/escape\.txt: a path with \.\./, /\.git\/hooks\/post-commit: \.git never comes back/, /out\/planted\.txt: under out, a symlink/, /hard: a link entry/, /dev: a character-device entry/, /fifo: a fifo entry/]) assert.match(why, m);
+  // the step's .git is the copy the runner sent: dropped, and not named as refused
+  assert.doesNotMatch(why, /\.git/);
+  for (const m of [/\.\.\/escape\.txt: a path with \.\./, /out\/planted\.txt: under out, a symlink/, /hard: a link entry/, /dev: a character-device entry/, /fifo: a fifo entry/]) assert.match(why, m);
+});
+
+test('a .git sent with the tree travels as its .git, in place of the worktree\'s own, and is dropped on the way back', async () => {
+  const src = await tmp();
+  await writeFile(path.join(src, 'a.txt'), 'a\n');
+  await writeFile(path.join(src, '.git'), 'gitdir: /the/real/one\n');
+  const copy = await tmp();
+  await mkdir(path.join(copy, 'refs/heads'), { recursive: true });
+  await writeFile(path.join(copy, 'HEAD'), 'ref: refs/heads/main\n');
+  // out: the copy as .git, the worktree's own .git file not at all
+  const out = await tmp();
+  await pipeline(packTree(src, copy), tarFs.extract(out) as unknown as NodeJS.WritableStream);
+  assert.equal(await readFile(path.join(out, '.git/HEAD'), 'utf8'), 'ref: refs/heads/main\n');
+  assert.ok((await stat(path.join(out, '.git/refs/heads'))).isDirectory());
+  assert.equal(await readFile(path.join(out, 'a.txt'), 'utf8'), 'a\n');
+  // back: the same tree, .git and all, as the helper sends it, with a hook planted
+  await mkdir(path.join(out, '.git/hooks'));
+  await writeFile(path.join(out, '.git/hooks/post-commit'), '#!/bin/sh\ntouch /tmp/pwned\n', { mode: 0o755 });
+  const back = path.join(await tmp(), 'back');
+  const r = await receiveTree(tarFs.pack(out) as unknown as Readable, back, owner);
+  assert.deepEqual(r.refused, []);
+  assert.equal(r.entries, 2, 'the root and a.txt: nothing under .git is counted');
+  await assert.rejects(lstat(path.join(back, '.git')));
+});
+
+test('droppedQuietly: the top-level .git and what is under it, nothing else', () => {
+  for (const n of ['.git', '.git/config', './.git/hooks/post-commit', '.git/', './/.git/x']) assert.equal(droppedQuietly(n), true, n);
+  for (const n of ['a/.git', 'a/.git/config', '.gitignore', '.git-x', '/.git', '.git/../x', '../.git', 'x/../.git']) assert.equal(droppedQuietly(n), false, n);
 });
 
 test('past its size or entry count the work is refused, not taken', async () => {
