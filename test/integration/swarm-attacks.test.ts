@@ -64,7 +64,7 @@ const PROXY = `proxy() { perl -MIO::Socket::INET -e 'my $s=IO::Socket::INET->new
 
 test('a step on a worker reaches its gateway and nothing else: no host, no other run\'s gateway, no name, no private address through the proxy', { timeout: 300_000 }, async () => {
   // another run's gateway, up while the probe runs: its address on its own overlay and on the manager's bridge
-  const other = await fixture();
+  const other = await fixture({ owner: 1000 });
   const sleeping = execPipeline(other, await writePipeline(other, pipeline().replace('run: bash probe.sh', 'run: sleep 40')), SWARM);
   let otherGw: string[] = [];
   for (let i = 0; i < 60 && otherGw.length === 0; i++) {
@@ -78,11 +78,11 @@ OV1=$(echo $GW | awk -F. '{print $1"."$2"."$3".1"}')
 {
 for t in 10.213.7.1:22 10.213.7.1:2377 172.17.0.1:22 10.213.7.11:7946 10.213.7.12:7946 1.1.1.1:443 $OV1:53 ${otherGw.map((a) => `${a}:3128 ${a}:3129`).join(' ')}; do tcp \${t%:*} \${t##*:}; done
 for r in $GW 127.0.0.11 10.213.7.1 8.8.8.8 $OV1; do dnsq $r leak-by-dns.example.org; done
-proxy 'CONNECT 10.213.7.1:2377 HTTP/1.1|Host: 10.213.7.1|' manager
-proxy 'GET http://172.17.0.1:2375/version HTTP/1.1|Host: x|' docker0
-proxy 'GET http://[::ffff:10.213.7.1]:2375/ HTTP/1.1|Host: x|' mapped
-proxy 'GET http://0x0ad50701:2375/ HTTP/1.1|Host: x|' hex
-proxy 'CONNECT localhost:3129 HTTP/1.1|Host: localhost|' relay
+proxy 'CONNECT 10.213.7.1:2377 HTTP/1.1|Host: 10.213.7.1||' manager
+proxy 'GET http://172.17.0.1:2375/version HTTP/1.1|Host: x||' docker0
+proxy 'GET http://[::ffff:10.213.7.1]:2375/ HTTP/1.1|Host: x||' mapped
+proxy 'GET http://0x0ad50701:2375/ HTTP/1.1|Host: x||' hex
+proxy 'CONNECT localhost:3129 HTTP/1.1|Host: localhost||' relay
 } > seen.txt 2>&1
 `);
   const r = await execPipeline(f, await writePipeline(f, pipeline()), SWARM);
