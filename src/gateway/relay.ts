@@ -13,11 +13,26 @@ export interface RelayTarget {
   port: number;
 }
 
-/** Listens on `address:port`, takes connections from `subnet` only, and joins each to `to`. */
+/**
+ * Connections relayed at once. The transfer helper opens one at a time (two at most: a send and its ASK);
+ * a step that opens thousands would hold as many sockets of the runner's transfer server.
+ */
+export const MAX_RELAYED = 8;
+
+/** Listens on `address:port`, takes connections from `subnet` only, and joins each to `to`, at most MAX_RELAYED at once. */
 export async function startRelay(address: string, port: number, subnet: string, to: RelayTarget, onError: (m: string) => void): Promise<net.Server> {
+  let open = 0;
+  let told = false;
   // half-open both ways: a sender that has said all (FIN) still hears the answer
   const server = net.createServer({ allowHalfOpen: true }, (socket) => {
     if (!inSubnet(subnet, socket.remoteAddress)) return void socket.destroy();
+    if (open >= MAX_RELAYED) {
+      if (!told) onError(`relay: more than ${MAX_RELAYED} connections at once from the step: the others are refused`);
+      told = true;
+      return void socket.destroy();
+    }
+    open++;
+    socket.once('close', () => open--);
     const out = net.connect({ port: to.port, host: to.host, allowHalfOpen: true });
     out.on('error', (err) => {
       onError(`relay to ${to.host}:${to.port}: ${err.message}`);

@@ -34,15 +34,24 @@ interface Entry {
   gitDir: Promise<string | undefined> | string | undefined;
   fetched: Set<Part>;
   sent: Map<Part, Promise<ReceiveReport>>;
+  /** ASK sockets waiting, per part */
+  asks: Record<Part, Set<net.Socket>>;
   waiters: Map<Part, { resolve: (r: ReceiveReport) => void; reject: (e: Error) => void; p: Promise<ReceiveReport> }>;
 }
 
 const MAX_LINE = 256;
+/** The helper sends its line at once on connecting: a socket that has said nothing by then is closed. */
+export const LINE_MS = 15_000;
+/** ASKs open at once for one part: the helper asks once; more only hold the runner's sockets (a step can open thousands). */
+const MAX_ASKS = 2;
 
 export class TransferServer {
   private readonly entries = new Map<string, Entry>();
   private server: net.Server | undefined;
   port = 0;
+
+  /** lineMs: how long a connection may take to send its line (tests shorten it) */
+  constructor(private readonly lineMs = LINE_MS) {}
 
   async listen(): Promise<void> {
     if (this.server) return;
@@ -70,11 +79,16 @@ export class TransferServer {
       p.catch(() => undefined);
       waiters.set(part, { resolve, reject, p });
     }
-    this.entries.set(token, { dirs, staging, owner, gitDir, fetched: new Set(), sent: new Map(), waiters });
+    const asks: Record<Part, Set<net.Socket>> = { w: new Set(), io: new Set() };
+    this.entries.set(token, { dirs, staging, owner, gitDir, fetched: new Set(), sent: new Map(), waiters, asks });
     return {
       token,
       received: (part) => waiters.get(part)!.p,
-      close: () => this.entries.delete(token),
+      close: () => {
+        this.entries.delete(token);
+        // nothing waits for this step any more: its waiting ASKs go with it
+        for (const set of Object.values(asks)) for (const s of set) s.destroy();
+      },
     };
   }
 
@@ -89,12 +103,17 @@ export class TransferServer {
         return;
       }
       socket.off('data', onData);
+      clearTimeout(silent);
       socket.pause();
       const rest = head.subarray(nl + 1);
       if (rest.length) socket.unshift(rest);
       this.handle(head.subarray(0, nl).toString('latin1').trim(), socket);
     };
     socket.on('data', onData);
+    // a slowloris (thousands of sockets that never finish their line) would hold as many of the runner's files:
+    // the line comes at once or not at all, then the transfer may idle a while
+    const silent = setTimeout(() => socket.destroy(), this.lineMs);
+    socket.once('close', () => clearTimeout(silent));
     socket.setTimeout(10 * 60_000, () => socket.destroy());
   }
 
@@ -121,6 +140,10 @@ export class TransferServer {
       return;
     }
     if (verb === 'ASK') {
+      const asks = e.asks[part];
+      if (asks.size >= MAX_ASKS) return void socket.destroy();
+      asks.add(socket);
+      socket.once('close', () => asks.delete(socket));
       socket.resume();
       e.waiters.get(part)!.p.then(
         () => socket.end('ok\n'),

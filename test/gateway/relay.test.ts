@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { test } from 'node:test';
-import { startRelay } from '../../src/gateway/relay.js';
+import { MAX_RELAYED, startRelay } from '../../src/gateway/relay.js';
 
 function listen(server: net.Server): Promise<number> {
   return new Promise((r) => server.listen(0, '127.0.0.1', () => r((server.address() as net.AddressInfo).port)));
@@ -56,5 +56,39 @@ test('a relay drops connections from outside its network, and says when its targ
     assert.match(errors.join('\n'), new RegExp(`relay to 127.0.0.1:${to}: .*ECONNREFUSED`));
   } finally {
     gone.close();
+  }
+});
+
+test('a relay holds at most MAX_RELAYED connections at once: a step that opens thousands holds no more of the runner\'s sockets', async () => {
+  let held = 0;
+  const inside: net.Socket[] = [];
+  const target = net.createServer((s) => {
+    held++;
+    inside.push(s);
+    s.on('data', (b) => b.toString() === 'again' && s.end('ok'));
+  });
+  const to = await listen(target);
+  const errors: string[] = [];
+  const relay = await startRelay('127.0.0.1', 0, '127.0.0.0/8', { host: '127.0.0.1', port: to }, (m) => errors.push(m));
+  const port = (relay.address() as net.AddressInfo).port;
+  const sockets: net.Socket[] = [];
+  try {
+    for (let i = 0; i < 50; i++) {
+      const s = net.connect(port, '127.0.0.1');
+      s.on('error', () => undefined);
+      s.write('GET ');
+      sockets.push(s);
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(held, MAX_RELAYED, 'the target saw only the first ones');
+    assert.equal(errors.filter((e) => /more than \d+ connections/.test(e)).length, 1, 'said once');
+    // one that ends frees its place for the next
+    sockets[0]!.destroy();
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(await ask(port, 'again').then(() => held), MAX_RELAYED + 1);
+  } finally {
+    for (const s of [...sockets, ...inside]) s.destroy();
+    relay.close();
+    target.close();
   }
 });

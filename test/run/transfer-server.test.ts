@@ -91,3 +91,37 @@ test('ASK is answered ok once a part sent back is all received, so a step can wa
   assert.equal((await talk(`ASK ${'0'.repeat(48)} w`)).length, 0, 'a wrong token gets no answer');
   t.close();
 });
+
+test('a slowloris holds nothing: a connection that does not send its line at once is closed, and ASKs beyond two are refused', async () => {
+  const quick = new TransferServer(300);
+  await quick.listen();
+  try {
+    const held = Array.from({ length: 20 }, () => {
+      const s = net.connect(quick.port, '127.0.0.1', () => s.write('GET '));
+      s.on('error', () => undefined);
+      return new Promise<number>((resolve) => {
+        const t0 = Date.now();
+        s.on('close', () => resolve(Date.now() - t0));
+      });
+    });
+    for (const ms of await Promise.all(held)) assert.ok(ms < 3000, `closed after ${ms} ms`);
+    // a step's own token: two ASKs wait for its part, a third is closed at once, and all go when its token does
+    const d = await dirs();
+    const t = quick.open(d, { w: stagingFor(d.w, 'w'), io: stagingFor(d.io, 'io') }, owner);
+    const asks = Array.from({ length: 3 }, () => {
+      const s = net.connect(quick.port, '127.0.0.1', () => s.write(`ASK ${t.token} w\n`));
+      s.on('error', () => undefined);
+      return new Promise<number>((resolve) => {
+        const t0 = Date.now();
+        s.on('close', () => resolve(Date.now() - t0));
+      });
+    });
+    await new Promise((r) => setTimeout(r, 1000));
+    t.close();
+    const times = (await Promise.all(asks)).sort((a, b) => a - b);
+    assert.ok(times[0]! < 500, `the third ASK was closed at once (${times[0]} ms)`);
+    assert.ok(times[1]! >= 900 && times[2]! >= 900, `two waited until the token closed (${times.join(', ')} ms)`);
+  } finally {
+    await quick.close();
+  }
+});
