@@ -6,7 +6,7 @@
 import { isIP } from 'node:net';
 import { UsageError } from '../common/errors.js';
 import { parseCidrList } from '../gateway/address-policy.js';
-import { parseProxyUrl, redacted, type UpstreamProxy } from '../gateway/upstream-proxy.js';
+import { parseProxyUrl, shownProxy, type UpstreamProxy } from '../gateway/upstream-proxy.js';
 import type { SettingsFlags } from './flags.js';
 
 export interface EgressSettings {
@@ -53,7 +53,7 @@ function readProxy(flag: string | undefined, env: NodeJS.ProcessEnv, warn: (m: s
   }
   // the gateways run in containers, where loopback is the container itself
   if (parsed.host === 'localhost' || /^127\./.test(parsed.host) || parsed.host === '::1') {
-    const why = `${where} ${redacted(text)} is on loopback, which in a gateway's container is the container itself: give an address the containers reach (the host's on the egress network, like http://172.17.0.1:3128)`;
+    const why = `${where} ${shownProxy(text)} is on loopback, which in a gateway's container is the container itself: give an address the containers reach (the host's on the egress network, like http://172.17.0.1:3128)`;
     if (inherited) {
       warn(`the gateways reach out directly: ${why}, or --egress-proxy none`);
       return undefined;

@@ -34,6 +34,13 @@ const cases: Case[] = [
   { name: 'a proxy on loopback, asked for: refused', flags: { 'egress-proxy': 'http://127.0.0.1:3128' }, throws: /loopback, which in a gateway's container is the container itself/ },
   { name: 'a proxy on loopback, inherited: left out, with a warning', env: { https_proxy: 'http://localhost:8080' }, want: { proxy: undefined }, warns: /the gateways reach out directly: HTTPS_PROXY http:\/\/localhost:8080 is on loopback/ },
   { name: 'an inherited proxy that is not a URL: left out, with a warning', env: { HTTPS_PROXY: 'http://[nope' }, want: { proxy: undefined }, warns: /the gateways reach out directly: HTTPS_PROXY .*is not a proxy URL/ },
+  // a password is never shown, whatever it holds (the proxy's user is)
+  { name: 'a loopback warning hides a password holding @', env: { HTTPS_PROXY: 'http://me:Secr3tHead@Secr3tTailB@127.0.0.1:3128' }, want: { proxy: undefined }, warns: /^(?!.*Secr3t).*HTTPS_PROXY http:\/\/me:\*\*\*@127\.0\.0\.1:3128 is on loopback/ },
+  { name: 'a loopback warning hides a password holding /', env: { HTTPS_PROXY: 'http://me:Secr3t/Tail@127.0.0.1:3128' }, want: { proxy: undefined }, warns: /^(?!.*(Secr3t|Tail)).*HTTPS_PROXY its value \(not shown: it is not a URL/ },
+  { name: 'a loopback refusal hides a password holding @', flags: { 'egress-proxy': 'http://me:Secr3tHead@Secr3tTailB@127.0.0.1:3128' }, throws: /^(?!.*Secr3t).*--egress-proxy http:\/\/me:\*\*\*@127\.0\.0\.1:3128 is on loopback/ },
+  { name: 'a usage error hides a password holding /', env: { RUNNER_EGRESS_PROXY: 'http://me:Secr3t/Tail@127.0.0.1:3128' }, throws: /^(?!.*(Secr3t|Tail)).*RUNNER_EGRESS_PROXY: its value \(not shown: it is not a URL.*is not a proxy URL/ },
+  { name: 'a usage error hides a password whose head reads as a port', env: { RUNNER_EGRESS_PROXY: 'http://me:1234/Secr3t@proxy.corp:3128' }, throws: /^(?!.*(1234|Secr3t)).*RUNNER_EGRESS_PROXY: its value \(not shown.*has a path/ },
+  { name: 'a usage error hides a password holding : and percent-encodings', flags: { 'egress-proxy': 'https://me:pa:ss%2F@proxy.corp:3128' }, throws: /^(?!.*(pa:ss|%2F)).*https:\/\/ proxies are not supported/ },
 ];
 
 for (const c of cases) {
