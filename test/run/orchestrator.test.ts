@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { chown, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { CanceledError, ContainerError } from '../../src/common/errors.js';
@@ -259,4 +259,109 @@ test('a cancel before the run starts leaves nothing', async () => {
   );
   assert.equal(engine.containers.length, 0);
   assert.equal(git(f.project, 'branch', '--list', 'run/*'), '');
+});
+
+test('hooks: a failing before_run fails the run before any step, its workspace kept; after_run runs even after a cancel', async () => {
+  const f = await project();
+  const failing = await pipeline(f, '  - id: a\n    run: a', 'hooks:\n  before_run: "echo nope >&2; exit 4"', 'failing.yaml');
+  const engine = new FakeEngine();
+  const { record } = await runOn(engine, f, failing);
+  assert.equal(record.status, 'failed');
+  assert.equal(record.error?.code, 'hook_failed');
+  assert.equal(engine.containers.length, 0);
+  assert.equal(existsSync(record.worktree!), true);
+  assert.equal(record.keptWorkspace, true);
+
+  const marker = path.join(f.root, 'after-run-ran');
+  let cancelIt = () => {};
+  const canceled = await pipeline(f, '  - id: a\n    run: a', `hooks:\n  after_run: "echo \\"$RUNNER_RUN_ID\\" > ${marker}"`, 'canceled.yaml');
+  const { record: rec2 } = await runOn(new FakeEngine().step('a', async (p) => {
+    await p.write('a.txt', 'a\n');
+    cancelIt();
+    await p.untilStopped();
+  }), f, canceled, { controls: (c) => (cancelIt = () => c.cancel.abort()) });
+  assert.equal(rec2.status, 'canceled');
+  assert.equal((await readFile(marker, 'utf8')).trim(), rec2.runId);
+});
+
+test('a task worktree is made on the first run and reused by the next, kept after each, its runs counted', async () => {
+  const f = await project();
+  const file = await pipeline(f, '  - id: work\n    run: work');
+  const seen: string[] = [];
+  const engine = new FakeEngine().step('work', async (p) => {
+    seen.push(`${p.env.RUNNER_TASK_ID}#${p.env.RUNNER_TASK_RUN}`);
+    const before = (await p.read('log.txt')) ?? '';
+    await p.write('log.txt', `${before}run ${p.env.RUNNER_TASK_RUN}\n`);
+  });
+  const first = (await runOn(engine, f, file, { task: { id: 'T-7', title: 'Add login' } })).record;
+  const second = (await runOn(engine, f, file, { task: { id: 'T-7' } })).record;
+  assert.deepEqual(seen, ['T-7#1', 'T-7#2']);
+  assert.equal(first.workspace, 'task_worktree');
+  assert.equal(first.worktree, second.worktree);
+  assert.equal(first.branch, second.branch);
+  assert.match(first.branch!, /^feat\/T-7-add-login$/);
+  assert.equal(existsSync(second.worktree!), true);
+  assert.equal(git(f.project, 'show', `${second.branch}:log.txt`), 'run 1\nrun 2');
+  assert.deepEqual(engine.live(), []);
+});
+
+test('a persistent directory: each step works in the directory itself, its changes listed, nothing committed', async () => {
+  const f = await project();
+  const dir = path.join(f.root, 'plain');
+  await mkdir(dir);
+  await writeFile(path.join(dir, 'keep.txt'), 'kept\n');
+  await writeFile(path.join(dir, 'gone.txt'), 'bye\n');
+  // a step never runs as root: the directory belongs to the user it runs as
+  if (process.getuid?.() === 0) await chown(dir, 1000, 1000);
+  const file = path.join(f.root, 'persistent.yaml');
+  await writeFile(file, `version: 1
+name: persistent
+project:
+  path: plain
+  workspace: persistent_directory
+defaults:
+  image: runner/base:latest
+steps:
+  - id: tidy
+    run: tidy
+`);
+  let user = '';
+  const engine = new FakeEngine().step('tidy', async (p) => {
+    user = p.spec.user;
+    await p.write('new.txt', 'new\n');
+    await rm(p.hostPath('/home/agent/run-workspace/gone.txt'));
+  });
+  const { record } = await runOn(engine, f, file);
+  assert.equal(record.status, 'succeeded');
+  assert.equal(record.workspace, 'persistent_directory');
+  if (process.getuid?.() === 0) assert.equal(user, '1000:1000');
+  const changes = record.steps[0]!.changes!;
+  assert.deepEqual(changes.added.map((c) => c.path), ['new.txt']);
+  assert.deepEqual(changes.deleted.map((c) => c.path), ['gone.txt']);
+  assert.equal(record.steps[0]!.commit, null);
+  assert.equal(await readFile(path.join(dir, 'new.txt'), 'utf8'), 'new\n');
+  assert.equal(await readFile(path.join(dir, 'keep.txt'), 'utf8'), 'kept\n');
+  // nothing is mounted at the project's checkout
+  assert.equal(engine.containers[0]!.spec.mounts.some((m) => m.target === '/home/agent/project-workspace'), false);
+});
+
+test("a project's cache is mounted into the steps that name it and keeps what one run left for the next", async () => {
+  const f = await project();
+  const file = await pipeline(f, '  - id: install\n    run: install\n    cache: [npm]');
+  const found: Array<string | undefined> = [];
+  const engine = new FakeEngine().step('install', async (p) => {
+    const dir = p.env.npm_config_cache!;
+    found.push(await p.read(`${dir}/index.json`));
+    await p.write(`${dir}/index.json`, `{"by":"${p.env.RUNNER_RUN_ID}"}`);
+  });
+  const first = (await runOn(engine, f, file)).record;
+  const second = (await runOn(engine, f, file)).record;
+  assert.equal(engine.containers[0]!.spec.env.npm_config_cache, '/var/cache/runner/npm');
+  const mount = engine.containers[0]!.spec.mounts.find((m) => m.target === '/var/cache/runner/npm')!;
+  assert.ok(mount.source.startsWith(path.join(f.home, 'caches')), mount.source);
+  assert.equal(mount.readOnly, false);
+  assert.deepEqual(found, [undefined, `{"by":"${first.runId}"}`]);
+  assert.equal(second.status, 'succeeded');
+  // nothing the step wrote in its cache is committed
+  assert.deepEqual(runCommits(f, second), []);
 });

@@ -313,3 +313,28 @@ test("a gateway that never listens: the step's command never begins, and the ste
   assert.equal(engine.entries('begin', 'ask').length, 0);
   assert.deepEqual(assertLeftNothing(engine, record), []);
 });
+
+test("the pipeline's day budget (runner serve's): what earlier runs spent today counts, and the step is stopped once it is spent", async () => {
+  const f = await project();
+  const file = await pipeline(f, GATED);
+  const engine = await new FakeEngine().withGatewayImage();
+  let made = 0;
+  engine.step('ask', async (p) => {
+    for (;;) {
+      const r = await p.modelCall({ inputTokens: 10, outputTokens: 10, costUsd: 0.1 });
+      if (r.refused) return 1;
+      made++;
+      await p.sleep(1);
+    }
+  });
+  const { record } = await runOn(engine, f, file, { day: { budget: { usd: 1 }, spent: { usd: 0.95, tokens: 0 } } });
+  const s = record.steps[0]!;
+  assert.equal(s.status, 'budget_exhausted');
+  // the gateway was given what the day had left, and said which budget binds
+  const allowance = JSON.parse(engine.containers.find((c) => c.spec.image === GATEWAY_IMAGE)!.spec.stdin!).allowance;
+  assert.ok(Math.abs(allowance.usd - 0.05) < 1e-9, String(allowance.usd));
+  assert.match(allowance.usdBy, /the pipeline's budget of \$1 per day/);
+  // one call went through (0.95 + 0.1 spends the day); none after it
+  assert.equal(made, 1);
+  assert.deepEqual(assertLeftNothing(engine, record), []);
+});
