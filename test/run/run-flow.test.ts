@@ -15,7 +15,7 @@ const project = coreProjects();
 
 /**
  * Resolves once `n` callers have arrived: steps that must be running at once wait for each other here. Should they
- * not run at once, the first gives up after 20 s (a step that fails the test, instead of one that hangs it).
+ * not run at once, the first gives up after 60 s (a step that fails the test, instead of one that hangs it).
  */
 function rendezvous(n: number): () => Promise<void> {
   let arrived = 0;
@@ -24,7 +24,7 @@ function rendezvous(n: number): () => Promise<void> {
   return () => {
     if (++arrived === n) all();
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`only ${arrived} of ${n} ran at once`)), 20_000)));
+    const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`only ${arrived} of ${n} ran at once`)), 60_000)));
     return Promise.race([met, late]).finally(() => clearTimeout(timer));
   };
 }

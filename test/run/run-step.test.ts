@@ -100,7 +100,7 @@ test('forks refused at the pids limit and a write past the file size limit are e
 test("a step's output is all in its log before its container is removed, however slow the console", async () => {
   const f = await project();
   const file = await pipeline(f, '  - id: chatty\n    run: chatty');
-  const lines = 3000;
+  const lines = 1000;
   const engine = new FakeEngine().step('chatty', (p) => {
     // printed in one go, then the process exits: the console is far behind
     for (let i = 0; i < lines; i++) (i % 2 ? p.stderr : p.stdout).call(p, `line ${i}\n`);
@@ -108,7 +108,7 @@ test("a step's output is all in its log before its container is removed, however
   });
   let n = 0;
   const { record, reporter } = await runOn(engine, f, file, {
-    controls: (c) => (c.reporter.slow = () => (++n % 50 === 0 ? new Promise((r) => setTimeout(r, 1)) : undefined)),
+    controls: (c) => (c.reporter.slow = () => (++n % 25 === 0 ? new Promise((r) => setTimeout(r, 1)) : undefined)),
   });
   assert.equal(record.status, 'succeeded');
   const got = reporter.linesOf('chatty');
@@ -168,7 +168,7 @@ test('a polite cancel stops the step, commits its work, skips the rest, and ends
   assert.deepEqual(assertLeftNothing(engine, record), []);
 });
 
-test('an impatient cancel kills the step at once, whatever its grace period', { timeout: 60_000 }, async () => {
+test('an impatient cancel kills the step at once, whatever its grace period', { timeout: 300_000 }, async () => {
   const f = await project();
   const file = await pipeline(f, '  - id: work\n    run: work');
   let controls!: RunControls;
