@@ -2,7 +2,10 @@
  * Every relative link in README.md and docs/*.md leads somewhere: to a file
  * or folder that exists and, when it names an anchor (#x), to a heading of
  * that markdown file (GitHub's anchors: lowercased, punctuation dropped,
- * spaces as hyphens, a repeated heading numbered -1, -2).
+ * spaces as hyphens, a repeated heading numbered -1, -2). And every file of
+ * this repository the docs name in code (`src/run/run-step.ts`,
+ * `test/safety/`, or a module by its folder under src: `serve/api.ts`) is
+ * there, so a module that moves takes its mentions with it.
  */
 import assert from 'node:assert/strict';
 import { readdir, readFile, stat } from 'node:fs/promises';
@@ -90,4 +93,30 @@ test('every relative link in README.md and docs/*.md points to a file that exist
   }
   assert.ok(checked > 20, `checked ${checked} links`);
   assert.deepEqual(broken, []);
+});
+
+/** The repository paths named in code spans: `src/x/y.ts`, `test/safety/`, `scripts/swarm-lab.sh`, and `x/y.ts` for a folder x of src/. */
+async function namedPaths(markdown: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const m of prose(markdown).matchAll(/`([\w.-]+(?:\/[\w.-]+)+\/?)`/g)) {
+    const p = m[1]!;
+    const first = p.split('/')[0]!;
+    if (['src', 'test', 'scripts', 'images', 'bench', 'pipelines', 'docs'].includes(first)) {
+      if (/\.(ts|js|mjs|sh|md|yaml|yml|json|c)$|\/$/.test(p)) out.push(p); // not src/pip/_internal/...py, a tool's own path
+    } else if (/\.(ts|js)$/.test(p) && (await exists(path.join(ROOT, 'src', first)))) out.push(`src/${p}`);
+  }
+  return out;
+}
+
+test('every file of this repository that README.md and docs/*.md name in code is there', async () => {
+  const missing: string[] = [];
+  let checked = 0;
+  for (const rel of await markdownFiles()) {
+    for (const p of await namedPaths(await readFile(path.join(ROOT, rel), 'utf8'))) {
+      checked++;
+      if (!(await exists(path.join(ROOT, p)))) missing.push(`${rel}: ${p}`);
+    }
+  }
+  assert.ok(checked > 20, `checked ${checked} paths`);
+  assert.deepEqual(missing, []);
 });
