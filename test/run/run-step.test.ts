@@ -338,3 +338,13 @@ test("the pipeline's day budget (runner serve's): what earlier runs spent today 
   assert.equal(made, 1);
   assert.deepEqual(assertLeftNothing(engine, record), []);
 });
+
+test('a step that ends at once is seen to end, even by an engine that registers the wait sent before its start too late', async () => {
+  const f = await project();
+  const file = await pipeline(f, '  - id: fast\n    run: fast\n  - id: faster\n    run: faster');
+  const engine = new FakeEngine({ lateWaits: true }).step('fast', () => 0).step('faster', () => 5);
+  const { record } = await runOn(engine, f, file);
+  assert.deepEqual(record.steps.map((s) => [s.id, s.status, s.exitCode]), [['fast', 'completed', 0], ['faster', 'failed', 5]]);
+  // each ended before its first wait was registered: none was stopped to get there
+  assert.deepEqual(engine.entries('term'), []);
+});
