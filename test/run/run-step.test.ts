@@ -12,7 +12,7 @@ import { test } from 'node:test';
 import { GATEWAY_IMAGE } from '../../src/gateway/host/image.js';
 import { assertLeftNothing, coreProjects, FakeEngine, onBranch, pipeline, runCommits, runOn, type RunControls } from '../fixtures/core-run.js';
 import { git } from '../fixtures/project.js';
-import type { FakeProcess } from '../fixtures/fake-engine.js';
+import { fakeGateway, type FakeProcess } from '../fixtures/fake-engine.js';
 
 const project = coreProjects();
 
@@ -347,4 +347,28 @@ test('a step that ends at once is seen to end, even by an engine that registers 
   assert.deepEqual(record.steps.map((s) => [s.id, s.status, s.exitCode]), [['fast', 'completed', 0], ['faster', 'failed', 5]]);
   // each ended before its first wait was registered: none was stopped to get there
   assert.deepEqual(engine.entries('term'), []);
+});
+
+test("a gateway that dies during a call: the call is charged its worst case, and the step fails, its lost way out said", async () => {
+  const f = await project();
+  const file = await pipeline(f, GATED);
+  const engine = await new FakeEngine().withGatewayImage();
+  engine.image(GATEWAY_IMAGE, (p) => fakeGateway(p, { oomAtCall: 2 }));
+  engine.step('ask', async (p) => {
+    await p.modelCall({ inputTokens: 10, outputTokens: 10, costUsd: 0.01 });
+    try {
+      await p.modelCall({ inputTokens: 10, outputTokens: 10, costUsd: 0.01 });
+    } catch (err) {
+      p.stderr(`agent: ${(err as Error).message}\n`);
+      return 1;
+    }
+  });
+  const { record, reporter } = await runOn(engine, f, file);
+  const s = record.steps[0]!;
+  assert.equal(s.status, 'failed');
+  assert.match(s.message ?? '', /the step's gateway stopped before its step ended \(out of memory\): the step lost its way out/);
+  const calls = (await readFile(path.join(f.home, 'runs', record.runId, 'calls.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(calls.map((c) => [c.costUsd, c.worstCase ?? false]), [[0.01, false], [0.5, true]]);
+  assert.ok(reporter.linesOf('ask').some((l) => /charged its worst case, 4106 tokens, \$0\.5000/.test(l)), reporter.linesOf('ask').join('\n'));
+  assert.deepEqual(assertLeftNothing(engine, record), []);
 });
