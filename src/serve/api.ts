@@ -38,7 +38,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { pipeline as pipe } from 'node:stream/promises';
 import { errorMessage, RunnerError } from '../common/errors.js';
-import type { McpBackend } from '../mcp/backend.js';
+import type { McpBackend } from '../runs/door.js';
 import { branchNameProblem } from '../delivery/branch-name.js';
 import { applyRunById, mergeRunById } from '../delivery/deliver.js';
 import { DeliveryRefused } from '../delivery/refusal.js';
@@ -48,15 +48,15 @@ import { listRuns, readRun, runDir } from '../run/records.js';
 import { sumUsage } from '../agents/usage.js';
 import { checkAccess, LOGGED_OUT_COOKIE, sessionCookie, tokenMatches } from './access.js';
 import { SECURITY_HEADERS, withLoginError, withLogout, type Asset } from './dashboard.js';
-import { diffFiles, filePatch, runPatch } from './diff-index.js';
+import { diffFiles, filePatch, runPatch } from '../runs/diff-index.js';
 import { spentTodayByPipeline } from './day-budget.js';
-import { deliveryView } from './delivery-view.js';
-import { planRerun } from './rerun.js';
+import { deliveryView } from '../runs/preview.js';
+import { planRerun } from '../runs/rerun.js';
 import { LogWatches } from './log-watch.js';
-import { checkHeldHere, currentRun, currentRuns, type NotStarted } from './run-view.js';
+import { checkHeldHere, currentRun, currentRuns, type NotStarted } from '../runs/show.js';
 import { DEFAULT_STREAM_CAPS, StreamCaps, type StreamCapSettings } from './stream-caps.js';
 
-export type { NotStarted } from './run-view.js';
+export type { NotStarted } from '../runs/show.js';
 
 export interface ServeState {
   pipelines(): Array<{

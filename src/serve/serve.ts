@@ -29,13 +29,13 @@ import { readRun } from '../run/records.js';
 import { Scheduler, type Pending, type ScheduledPipeline } from '../schedule/scheduler.js';
 import { RunnerHome } from '../workspace/home.js';
 import { createApi } from './api.js';
-import type { NotStarted } from './run-view.js';
+import type { NotStarted } from '../runs/show.js';
 import { loadDashboard } from './dashboard.js';
-import { PipelineDir } from './pipeline-dir.js';
-import { listPipelineFiles } from '../mcp/pipeline-list.js';
+import { PipelineDir } from '../runs/pipeline-dir.js';
+import { listPipelineFiles } from '../runs/pipeline-list.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
 import type { StreamCapSettings } from './stream-caps.js';
-import { RunRequests } from './run-requests.js';
+import { RunRequests } from '../runs/run-requests.js';
 
 export interface ServeOptions {
   pipelinesDir: string;

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { writeFileAtomic } from '../common/atomic-write.js';
 import { RunnerError } from '../common/errors.js';
 import { loadPipeline } from '../pipeline/load.js';
-import type { McpBackend } from './backend.js';
+import type { McpBackend } from './door.js';
 import { within } from './folders.js';
 import { taskPipeline, type TaskAgent } from './task-pipeline.js';
 

@@ -4,8 +4,8 @@
  * folders (a symlink out) is listed with that error and never run.
  */
 import { realpath } from 'node:fs/promises';
-import { PipelineDir } from '../serve/pipeline-dir.js';
-import type { PipelineEntry } from './backend.js';
+import { PipelineDir } from './pipeline-dir.js';
+import type { PipelineEntry } from './door.js';
 import { isUnder } from './folders.js';
 
 export async function listPipelineFiles(dirs: string[]): Promise<PipelineEntry[]> {

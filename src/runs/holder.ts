@@ -18,8 +18,8 @@ import { readRun } from '../run/records.js';
 import type { Reporter } from '../run/reporter.js';
 import { newRunId } from '../run/run-id.js';
 import type { StepTransport } from '../run/step-transport.js';
-import { RunRequests } from '../serve/run-requests.js';
-import type { NotStarted } from '../serve/run-view.js';
+import { RunRequests } from './run-requests.js';
+import type { NotStarted } from './show.js';
 import type { Pending } from '../schedule/scheduler.js';
 import { RunnerHome } from '../workspace/home.js';
 

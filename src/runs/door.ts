@@ -7,7 +7,7 @@
  */
 import type { LoadedPipeline } from '../pipeline/load.js';
 import type { DeliveredBy, StartedBy } from '../run/record.js';
-import type { HeldRuns } from '../serve/run-view.js';
+import type { HeldRuns } from './show.js';
 
 export interface PipelineEntry {
   /** the file, its real path */
