@@ -14,8 +14,9 @@ import { visible } from '../common/visible.js';
 import { openEngine } from '../container/engine.js';
 import { Git } from '../git/git.js';
 import { realFolders } from '../runs/folders.js';
-import { LocalRuns } from '../runs/holder.js';
-import { listPipelineFiles } from '../runs/pipeline-list.js';
+import { RunHolder } from '../runs/holder.js';
+import { listPipelineFiles, pipelineProjects } from '../runs/pipeline-list.js';
+import { projectScope } from '../runs/scope.js';
 import { createMcpServer } from '../mcp/server.js';
 import { readSecretsFile, secretsFileModeProblem } from '../run/secrets-file.js';
 import { parseFlags } from './args.js';
@@ -56,7 +57,8 @@ export async function mcpCommand(args: string[]): Promise<number> {
 
   const home = await openHome(values.home, { quiet: true });
   const { runtime, transport } = openEngine(values.engine || process.env.RUNNER_ENGINE || 'local', { registry: values.registry || process.env.RUNNER_REGISTRY, registryFromFlag: values.registry !== undefined });
-  const runs = new LocalRuns(home, {
+  const runs = new RunHolder(home, {
+    door: 'runner mcp',
     runtime,
     ...(transport ? { transport } : {}),
     makeGit: (who) => new Git(who),
@@ -73,6 +75,12 @@ export async function mcpCommand(args: string[]): Promise<number> {
     {
       home: home.root,
       runsDir: home.runs,
+      // What runner mcp serves (runs/scope.ts): the projects of the pipelines under --pipelines and every project under --project.
+      scope: projectScope({
+        pipelineProjects: () => pipelineProjects(pipelineDirs),
+        folders: projectDirs,
+        says: `runner mcp serves the projects of the pipelines under ${pipelineDirs.length ? `--pipelines ${pipelineDirs.join(', ')}` : 'its --pipelines folders (it has none)'} and the projects under ${projectDirs.length ? `--project ${projectDirs.join(', ')}` : 'its --project folders (it has none)'}`,
+      }),
       pipelineDirs,
       projectDirs,
       pipelines: () => listPipelineFiles(pipelineDirs),

@@ -7,7 +7,7 @@
  */
 import type http from 'node:http';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { McpBackend } from '../runs/door.js';
+import type { McpBackend } from './backend.js';
 import { createMcpServer } from './server.js';
 
 export async function handleMcp(req: http.IncomingMessage, res: http.ServerResponse, backend: McpBackend, version: string): Promise<void> {

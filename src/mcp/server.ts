@@ -1,6 +1,6 @@
 /** The MCP server the runner offers: its name, its instructions to the model, its tools over a backend. */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { McpBackend } from '../runs/door.js';
+import type { McpBackend } from './backend.js';
 import { registerTools } from './tools.js';
 
 const INSTRUCTIONS = `The runner runs work in sandboxes: every step in its own container, on a git worktree of its own branch; the user's project changes only when merge_run or apply_run delivers a run.

@@ -1,12 +1,17 @@
 /**
- * What the MCP tools run on: a runner home, the folders the server may run
- * pipelines from and work on projects in, and whoever starts and holds runs.
- * `runner mcp` starts runs in its own process (local-runs.ts); runner serve's
- * /mcp hands them to its queue (serve.ts). Either way the tools read, diff,
- * merge and cancel through the same functions as the CLI and the API.
+ * What the run operations are given by the door that calls them (the CLI,
+ * runner serve's API and dashboard, runner mcp or serve's /mcp): the runner
+ * home, the door's scope (scope.ts: the projects whose runs it serves), and
+ * the runs it holds itself (queued or starting, with no record of their own
+ * yet). A door that starts runs also says where it takes pipelines and
+ * projects from and how it starts and cancels a run: `runner mcp` through its
+ * own run holder (holder.ts), runner serve through its queue, whose start is
+ * the same holder's.
  */
 import type { LoadedPipeline } from '../pipeline/load.js';
 import type { DeliveredBy, StartedBy } from '../run/record.js';
+import type { RunnerHome } from '../workspace/home.js';
+import { EVERY_PROJECT, type Scope } from './scope.js';
 import type { HeldRuns } from './show.js';
 
 export interface PipelineEntry {
@@ -20,10 +25,17 @@ export interface PipelineEntry {
   errors: string[];
 }
 
-export interface McpBackend extends HeldRuns {
+/** What every operation on a run needs. */
+export interface Door extends HeldRuns {
   /** the runner home (runs/ under it) */
   home: string;
   runsDir: string;
+  /** the projects whose runs this door serves */
+  scope: Scope;
+}
+
+/** A door that starts and cancels runs (runner serve, runner mcp). */
+export interface StartDoor extends Door {
   /** real paths: pipelines are run only from under these */
   pipelineDirs: string[];
   /** real paths: agent tasks work only on projects under these */
@@ -39,9 +51,17 @@ export interface McpBackend extends HeldRuns {
   start(loaded: LoadedPipeline, inputs: Record<string, string>, startedBy: StartedBy): Promise<string>;
   /** true when the run was running (now canceling) or queued (now not_started); false when this server does not hold it */
   cancel(runId: string): Promise<boolean>;
-  /** who the server records as starting runs and delivering them */
-  startedBy: StartedBy;
-  deliveredBy: DeliveredBy;
   /** the model API root agent tasks' agents call (runner mcp --agent-base-url), when not the preset's own */
   agentBaseUrl?: string;
+}
+
+/** Who a door records as starting runs and delivering them. */
+export interface Caller {
+  startedBy: StartedBy;
+  deliveredBy: DeliveredBy;
+}
+
+/** The CLI's door: every project of the home; it holds no run (runner exec's run is its own process's). */
+export function cliDoor(home: RunnerHome): Door {
+  return { home: home.root, runsDir: home.runs, scope: EVERY_PROJECT, notStarted: () => undefined, active: () => [] };
 }

@@ -1,29 +1,39 @@
 /**
- * The runs `runner mcp` starts, in its own process, as runner serve starts
- * its own (serve.ts): a queued record the moment the id is given out
- * (run-requests.ts), then executeRun, the orchestrator `runner exec` runs;
- * a run that cannot start is recorded not_started with why. So a run started
- * through MCP is a real run, recorded under the home like any other, and
- * `runner runs show` follows it. Cancel is the serve's: the run's abort
- * signal (the step stopped, its work committed).
+ * The run holder: the runs a server runs in its own process, `runner serve`
+ * (its queue's start) and `runner mcp` alike. A run is held from the moment
+ * it is started until it ends: executeRun, the orchestrator `runner exec`
+ * runs, with the server's run settings passed unchanged; a run that cannot
+ * start is recorded not_started with why (run-requests.ts). While held, a
+ * run with no record of its own yet is `starting` (notStarted), and it can
+ * be canceled: its abort signal stops the step, its work committed. On stop,
+ * no new run is taken; the running ones get a grace period to end, then are
+ * canceled, then, if still not ended after KILL_AFTER_MS, killed.
  */
 import { errorMessage, RunnerError } from '../common/errors.js';
 import type { ContainerRuntime } from '../container/runtime.js';
 import type { Git, GitIdentity } from '../git/git.js';
 import { resolveInputs } from '../pipeline/inputs.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
-import { executeRun } from '../run/orchestrator.js';
+import { executeRun, type ExecOptions } from '../run/orchestrator.js';
 import type { StartedBy } from '../run/record.js';
 import { readRun } from '../run/records.js';
 import type { Reporter } from '../run/reporter.js';
 import { newRunId } from '../run/run-id.js';
 import type { StepTransport } from '../run/step-transport.js';
-import { RunRequests } from './run-requests.js';
-import type { NotStarted } from './show.js';
 import type { Pending } from '../schedule/scheduler.js';
 import { RunnerHome } from '../workspace/home.js';
+import { RunRequests } from './run-requests.js';
+import type { NotStarted } from './show.js';
 
-export interface LocalRunsDeps {
+/** What every run a server holds gets from its flags and environment (isolation, egress, CA, mirrors): given to executeRun as it is. */
+export type HeldRunSettings = Partial<Pick<ExecOptions, 'egressNetwork' | 'egressPrivate' | 'egressDns' | 'egressProxy' | 'company' | 'isolation'>>;
+
+/** After a cancel, a run that has not ended in this long is killed (its step's container stopped at once). */
+export const KILL_AFTER_MS = 30_000;
+
+export interface HolderDeps {
+  /** who holds the runs, in messages: runner serve, runner mcp */
+  door: string;
   runtime: ContainerRuntime;
   transport?: StepTransport;
   makeGit: (who: GitIdentity) => Git;
@@ -31,61 +41,93 @@ export interface LocalRunsDeps {
   /** read as each run starts: a changed file applies to the next run */
   secrets: () => Promise<Readonly<Record<string, string | undefined>>>;
   say: (message: string) => void;
+  /** the run settings every run gets, passed to executeRun unchanged */
+  settings?: HeldRunSettings;
+  /** what one run gets besides, from its pipeline (runner serve: the pipeline's day budget) */
+  perRun?: (loaded: LoadedPipeline) => Promise<Partial<ExecOptions>>;
+  /** records a run that will never start (default: its record turned not_started, with why) */
+  neverStarted?: (p: Pending, loaded: LoadedPipeline | undefined, error: { code: string; message: string }) => Promise<void>;
 }
 
 interface Live {
   pipeline: string;
+  why: string;
   cancel: AbortController;
   kill: AbortController;
   done: Promise<void>;
 }
 
-export class LocalRuns {
+export class RunHolder {
   private readonly live = new Map<string, Live>();
   private readonly requests: RunRequests;
   private stopping = false;
 
   constructor(
     private readonly home: RunnerHome,
-    private readonly d: LocalRunsDeps,
+    private readonly d: HolderDeps,
   ) {
     this.requests = new RunRequests(home.runs, home.root);
   }
 
-  /** Its id once its queued record is on disk; the run goes on in this process. */
+  /** Starts a run now (runner mcp): its id once its queued record is on disk; the run goes on in this process. */
   async start(loaded: LoadedPipeline, inputs: Record<string, string>, startedBy: StartedBy): Promise<string> {
-    if (this.stopping) throw new RunnerError('stopping', 'runner mcp is stopping: it takes no new runs');
+    if (this.stopping) throw new RunnerError('stopping', `${this.d.door} is stopping: it takes no new runs`);
     resolveInputs(loaded.pipeline, inputs); // a wrong name or a missing value is said now, not as a failed run later
     const p: Pending = { pipeline: loaded.pipeline.name, why: 'trigger', runId: newRunId(new Date()), inputs, startedBy };
     await this.requests.queued(p, loaded, new Date());
-    const cancel = new AbortController();
-    const kill = new AbortController();
-    const entry: Live = { pipeline: p.pipeline, cancel, kill, done: Promise.resolve() };
-    this.live.set(p.runId, entry);
-    entry.done = this.run(p, loaded, cancel.signal, kill.signal).finally(() => this.live.delete(p.runId));
+    void this.hold(p, async () => loaded);
     return p.runId;
   }
 
-  private async run(p: Pending, loaded: LoadedPipeline, signal: AbortSignal, killSignal: AbortSignal): Promise<void> {
+  /**
+   * Holds run `p` from now until it ends (runner serve's queue hands it its runs here): `load` gives its
+   * pipeline (undefined: gone, recorded not_started). Resolves when the run has ended, never rejects.
+   */
+  hold(p: Pending, load: () => Promise<LoadedPipeline | undefined>): Promise<void> {
+    const entry: Live = { pipeline: p.pipeline, why: p.why, cancel: new AbortController(), kill: new AbortController(), done: Promise.resolve() };
+    this.live.set(p.runId, entry);
+    entry.done = this.run(p, load, entry).finally(() => this.live.delete(p.runId));
+    return entry.done;
+  }
+
+  private async run(p: Pending, load: () => Promise<LoadedPipeline | undefined>, entry: Live): Promise<void> {
+    let loaded: LoadedPipeline | undefined;
     try {
+      loaded = await load();
+      if (!loaded) throw new RunnerError('pipeline_gone', `the pipeline ${p.pipeline} was removed before the run could start`);
+      this.d.say(`${p.pipeline}: starting run ${p.runId} (${p.why})`);
       const secretSource = await this.d.secrets();
+      const extra = this.d.perRun ? await this.d.perRun(loaded) : {};
       const r = await executeRun(
-        { runtime: this.d.runtime, ...(this.d.transport ? { transport: this.d.transport } : {}), makeGit: this.d.makeGit, clock: () => new Date(), reporter: this.d.reporterFor(p.pipeline), signal, killSignal },
-        { loaded, home: this.home.root, keepWorkspace: false, secretSource, runId: p.runId, requestedBy: 'trigger', ...(p.startedBy ? { startedBy: p.startedBy } : {}), inputs: p.inputs ?? {} },
+        { runtime: this.d.runtime, ...(this.d.transport ? { transport: this.d.transport } : {}), makeGit: this.d.makeGit, clock: () => new Date(), reporter: this.d.reporterFor(p.pipeline), signal: entry.cancel.signal, killSignal: entry.kill.signal },
+        {
+          loaded,
+          home: this.home.root,
+          keepWorkspace: false,
+          secretSource,
+          runId: p.runId,
+          requestedBy: p.why,
+          ...(p.startedBy ? { startedBy: p.startedBy } : {}),
+          inputs: p.inputs ?? {},
+          ...extra,
+          ...this.d.settings,
+        },
       );
       this.d.say(`${p.pipeline}: run ${r.runId} ${r.status}`);
     } catch (err) {
-      this.d.say(`${p.pipeline}: run ${p.runId} could not start: ${errorMessage(err)}`);
-      await this.requests
-        .notStarted(p, loaded, { code: err instanceof RunnerError ? err.code : 'internal', message: errorMessage(err) }, new Date())
-        .catch((e) => this.d.say(`could not record that run ${p.runId} did not start: ${errorMessage(e)}`));
+      if (!(err instanceof RunnerError && err.code === 'pipeline_gone')) this.d.say(`${p.pipeline}: run ${p.runId} could not start: ${errorMessage(err)}`);
+      const error = { code: err instanceof RunnerError ? err.code : 'internal', message: errorMessage(err) };
+      await (this.d.neverStarted ? this.d.neverStarted(p, loaded, error) : this.requests.notStarted(p, loaded, error, new Date())).catch((e) =>
+        this.d.say(`${p.pipeline}: could not record that run ${p.runId} did not start: ${errorMessage(e)}`),
+      );
     }
   }
 
-  /** true when the run was this process's and is now canceling; false for one it does not hold, or one already ended. */
+  /** true when the run is held here and is now canceling; false for one it does not hold, or one already ended. */
   async cancel(runId: string): Promise<boolean> {
     const run = this.live.get(runId);
     if (!run) return false;
+    // canceled already, and its record says how it ended: it is no longer running (it is only being cleaned up)
     if (run.cancel.signal.aborted) {
       const rec = await readRun(this.home.runs, runId).catch(() => undefined);
       if (rec && rec.status !== 'running' && rec.status !== 'queued') return false;
@@ -94,14 +136,19 @@ export class LocalRuns {
     return true;
   }
 
-  /** A run this process started whose own record is not written yet (workspace, images). */
+  /** A run held here whose own record is not written yet (workspace, images). */
   notStarted(runId: string): NotStarted | undefined {
     const run = this.live.get(runId);
-    return run ? { runId, pipeline: run.pipeline, status: 'starting', why: 'trigger', error: null } : undefined;
+    return run ? { runId, pipeline: run.pipeline, status: 'starting', why: run.why, error: null } : undefined;
   }
 
+  /** The ids of the runs held here. */
   active(): string[] {
     return [...this.live.keys()];
+  }
+
+  get size(): number {
+    return this.live.size;
   }
 
   /** No new runs; the running ones get `graceMs` to end, then are canceled (their work committed), then killed. */
@@ -109,12 +156,15 @@ export class LocalRuns {
     this.stopping = true;
     const all = Promise.all([...this.live.values()].map((r) => r.done));
     if (!this.live.size) return;
-    this.d.say(`stopping: ${this.live.size} running run(s) get ${Math.round(graceMs / 1000)} s to finish, then are canceled`);
     const late = await Promise.race([all.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref())]);
     if (!late) return;
+    this.d.say('grace period over: canceling the running runs (their work is committed)');
     for (const r of this.live.values()) r.cancel.abort();
-    const stuck = await Promise.race([all.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), 30_000).unref())]);
-    if (stuck) for (const r of this.live.values()) r.kill.abort();
+    const stuck = await Promise.race([all.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), KILL_AFTER_MS).unref())]);
+    if (stuck) {
+      this.d.say(`runs still running ${KILL_AFTER_MS / 1000} s after their cancel are killed`);
+      for (const r of this.live.values()) r.kill.abort();
+    }
     await all;
   }
 }

@@ -1,13 +1,16 @@
 /**
- * A run as its reader sees it, the same for the HTTP API and MCP: its record,
- * or, while a server holds it queued or is starting it (no record of its own
- * yet), what it is doing now; and the list of runs, what the server is doing
- * first. Moved here from api.ts so the two never read runs two ways.
+ * Show a run: its record, or, while the door holds it queued or is starting
+ * it (no record of its own yet), what it is doing now. The same for the CLI,
+ * the HTTP API and MCP, with the checks every operation on a run starts with:
+ * the id is a run id (records.ts), the run is known, and its project is one
+ * the door serves (scope.ts).
  */
 import { RunnerError } from '../common/errors.js';
 import { DeliveryRefused } from '../delivery/refusal.js';
-import { runListing, type RunRecord } from '../run/record.js';
-import { listRuns, readRun } from '../run/records.js';
+import type { RunRecord } from '../run/record.js';
+import { readRun } from '../run/records.js';
+import type { Door } from './door.js';
+import { checkServed } from './scope.js';
 
 /** A run a server holds and that has no record of its own yet. */
 export interface NotStarted {
@@ -27,7 +30,7 @@ export interface HeldRuns {
   active(): string[];
 }
 
-/** The run's record; while the server holds it queued or is starting it, what it is doing now. run_unknown when neither. */
+/** The run's record; while the door holds it queued or is starting it, what it is doing now. run_unknown when neither. No scope check: showRun's. */
 export async function currentRun(runsDir: string, held: Pick<HeldRuns, 'notStarted'>, id: string): Promise<RunRecord | NotStarted> {
   let rec: RunRecord | undefined;
   try {
@@ -42,23 +45,23 @@ export async function currentRun(runsDir: string, held: Pick<HeldRuns, 'notStart
   throw new RunnerError('run_unknown', `no run ${id} in ${runsDir}`);
 }
 
-/** Run summaries: what the server is doing first, whenever it was asked for; then the other records, newest first. */
-export async function currentRuns(
-  runsDir: string,
-  held: HeldRuns,
-  opts: { pipeline?: string | null; status?: string | null; limit?: number } = {},
-): Promise<Array<Record<string, unknown> | NotStarted>> {
-  const where = (r: { pipeline: string | null; status: string }) => (!opts.pipeline || r.pipeline === opts.pipeline) && (!opts.status || r.status === opts.status);
-  const active = held.active();
-  const activeIds = new Set(active);
-  const current = await Promise.all(active.map((id) => currentRun(runsDir, held, id).catch(() => undefined))); // an unreadable record is left out, as listRuns does
-  const records = await listRuns(runsDir, { where: (r) => !activeIds.has(r.runId) && where(r), ...(opts.limit !== undefined ? { limit: opts.limit } : {}) });
-  const all = [...current.filter((r): r is RunRecord | NotStarted => r !== undefined && where(r)), ...records].map((r) => ('steps' in r ? runListing(r) : r));
-  return opts.limit === undefined ? all : all.slice(0, opts.limit);
+/** The run as the door may show it: unsafe_name, run_unknown, or outside_scope when its project is not the door's. */
+export async function showRun(door: Door, id: string): Promise<RunRecord | NotStarted> {
+  const r = await currentRun(door.runsDir, door, id);
+  if ('steps' in r) await checkServed(door.scope, r); // a run the door holds itself is its own
+  return r;
 }
 
-/** A run a server holds queued or is starting has no record of its own yet: nothing to deliver. */
-export async function checkHeldHere(runsDir: string, held: Pick<HeldRuns, 'notStarted'>, id: string): Promise<void> {
-  const r = await currentRun(runsDir, held, id);
+/** The run's own record (it has started, or ended), for an operation that needs one: a run the door still holds is refused, as not delivered yet. */
+export async function ranRecord(door: Door, id: string): Promise<RunRecord> {
+  const r = await showRun(door, id);
   if (!('steps' in r)) throw new DeliveryRefused('not_deliverable', `run ${id} is ${r.status} on this server and has not run yet: wait for it to end`);
+  return r;
+}
+
+/** The run's record as it is on disk (queued, running or ended), checked as showRun checks it: for a reader of whole records (runner runs show). */
+export async function showRecord(door: Door, id: string): Promise<RunRecord> {
+  const rec = await readRun(door.runsDir, id);
+  await checkServed(door.scope, rec);
+  return rec;
 }
