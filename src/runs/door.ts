@@ -32,6 +32,12 @@ export interface Door extends HeldRuns {
   runsDir: string;
   /** the projects whose runs this door serves */
   scope: Scope;
+  /**
+   * true (the CLI): a merge into a name that is not a branch is refused by the
+   * delivery's own guard and recorded as a refused attempt, as `runner merge`
+   * always did; otherwise (the servers) it is a bad request, refused before anything
+   */
+  recordsBadTargets?: boolean;
 }
 
 /** A door that starts and cancels runs (runner serve, runner mcp). */
@@ -63,5 +69,5 @@ export interface Caller {
 
 /** The CLI's door: every project of the home; it holds no run (runner exec's run is its own process's). */
 export function cliDoor(home: RunnerHome): Door {
-  return { home: home.root, runsDir: home.runs, scope: EVERY_PROJECT, notStarted: () => undefined, active: () => [] };
+  return { home: home.root, runsDir: home.runs, scope: EVERY_PROJECT, notStarted: () => undefined, active: () => [], recordsBadTargets: true };
 }
