@@ -20,13 +20,11 @@ import { readRun } from '../run/records.js';
 import type { Reporter } from '../run/reporter.js';
 import { newRunId } from '../run/run-id.js';
 import type { StepTransport } from '../run/step-transport.js';
+import type { RunSettings } from '../settings/run-settings.js';
 import type { Pending } from '../schedule/scheduler.js';
 import { RunnerHome } from '../workspace/home.js';
 import { RunRequests } from './run-requests.js';
 import type { NotStarted } from './show.js';
-
-/** What every run a server holds gets from its flags and environment (isolation, egress, CA, mirrors): given to executeRun as it is. */
-export type HeldRunSettings = Partial<Pick<ExecOptions, 'egressNetwork' | 'egressPrivate' | 'egressDns' | 'egressProxy' | 'company' | 'isolation'>>;
 
 /** After a cancel, a run that has not ended in this long is killed (its step's container stopped at once). */
 export const KILL_AFTER_MS = 30_000;
@@ -41,8 +39,8 @@ export interface HolderDeps {
   /** read as each run starts: a changed file applies to the next run */
   secrets: () => Promise<Readonly<Record<string, string | undefined>>>;
   say: (message: string) => void;
-  /** the run settings every run gets, passed to executeRun unchanged */
-  settings?: HeldRunSettings;
+  /** what every run gets from the machine (isolation, egress, company network: src/settings/), passed to executeRun unchanged */
+  settings: RunSettings;
   /** what one run gets besides, from its pipeline (runner serve: the pipeline's day budget) */
   perRun?: (loaded: LoadedPipeline) => Promise<Partial<ExecOptions>>;
   /** records a run that will never start (default: its record turned not_started, with why) */
@@ -110,7 +108,7 @@ export class RunHolder {
           ...(p.startedBy ? { startedBy: p.startedBy } : {}),
           inputs: p.inputs ?? {},
           ...extra,
-          ...this.d.settings,
+          settings: this.d.settings,
         },
       );
       this.d.say(`${p.pipeline}: run ${r.runId} ${r.status}`);

@@ -4,9 +4,7 @@
  * fire of each schedule (for catch-up) in `<home>/schedule.json`, and on stop
  * lets running steps finish up to a grace period, then cancels them cleanly.
  */
-import type { UpstreamProxy } from '../gateway/upstream-proxy.js';
-import type { CompanyNetwork } from '../plan/company-network.js';
-import type { Isolation } from '../pipeline/schema.js';
+import type { RunSettings } from '../settings/run-settings.js';
 import { watch, type FSWatcher } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -25,7 +23,7 @@ import type { Reporter } from '../run/reporter.js';
 import { newRunId } from '../run/run-id.js';
 import type { RunRecord, StartedBy } from '../run/record.js';
 import { readRun } from '../run/records.js';
-import { RunHolder, type HeldRunSettings } from '../runs/holder.js';
+import { RunHolder } from '../runs/holder.js';
 import { pipelineProject, projectScope } from '../runs/scope.js';
 import { Scheduler, type Pending, type ScheduledPipeline } from '../schedule/scheduler.js';
 import { RunnerHome } from '../workspace/home.js';
@@ -56,18 +54,8 @@ export interface ServeOptions {
   token?: string;
   /** where each run's secrets are read from, as it starts (the environment, a --secrets-file) */
   secrets?: () => Promise<Readonly<Record<string, string | undefined>>>;
-  /** the network steps' gateways reach out on (default bridge) */
-  egressNetwork?: string;
-  /** private ranges gateways may reach (--egress-private) */
-  egressPrivate?: string[];
-  /** name servers gateways resolve with (RUNNER_EGRESS_DNS) */
-  egressDns?: string[];
-  /** the company's proxy gateways reach out through (--egress-proxy, HTTPS_PROXY) */
-  egressProxy?: UpstreamProxy;
-  /** the CA bundle and mirrors every step gets (--ca-file, --npm-registry, --pip-index) */
-  company?: CompanyNetwork;
-  /** the sandbox of every step whose file does not name one (--isolation, RUNNER_ISOLATION) */
-  isolation?: Isolation;
+  /** what every run gets from the machine (isolation, egress, company network): passed to each run unchanged */
+  settings: RunSettings;
   /** real paths: the projects /mcp's agent tasks may work on (--project); none: /mcp starts no agent task */
   projects?: string[];
   /** the runner's version, for /mcp */
@@ -109,14 +97,6 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
     });
     if (rec?.status === 'not_started') lastFailure.set(p.pipeline, rec);
   };
-  const settings: HeldRunSettings = {
-    ...(o.egressNetwork ? { egressNetwork: o.egressNetwork } : {}),
-    ...(o.egressPrivate ? { egressPrivate: o.egressPrivate } : {}),
-    ...(o.egressDns ? { egressDns: o.egressDns } : {}),
-    ...(o.egressProxy ? { egressProxy: o.egressProxy } : {}),
-    ...(o.company ? { company: o.company } : {}),
-    ...(o.isolation ? { isolation: o.isolation } : {}),
-  };
   // The runs this server runs: held from the queue's start until they end (runs/holder.ts, runner mcp's too).
   const holder = new RunHolder(home, {
     door: 'runner serve',
@@ -126,7 +106,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
     reporterFor: o.reporterFor,
     secrets: o.secrets ?? (async () => process.env),
     say: o.say,
-    settings,
+    settings: o.settings,
     // the pipeline's day: what its runs spent today, from their records (a restart forgets nothing)
     perRun: async (loaded) => {
       const day = await dayOf(home.runs, loaded.pipeline, new Date());
