@@ -76,6 +76,7 @@ Usage:
       crashed runner left: marked interrupted, leftovers committed, containers gone.
   runner logs RUN_ID [--step ID] [--follow] [--raw]
   runner logs RUN_ID --step ID --transcript  an agent step's events as its CLI wrote them
+  runner logs RUN_ID --step ID --transcript --json  the same events in one shape, whichever CLI
   runner diff RUN_ID [--raw]  the run's whole change against its base
       Step-made text is shown with its control characters made visible
       (\\x1b, \\r); --raw prints the bytes as kept (runner diff ID --raw | git apply).

@@ -2,7 +2,10 @@
  * `runner logs RUN_ID [--step ID] [--follow] [--raw]`: a run's step output, as
  * the steps printed it (masked), read in chunks and written as fast as the
  * reader takes it. Control characters are shown visibly unless --raw.
- * `--step ID --transcript`: an agent step's events as its CLI wrote them.
+ * `--step ID --transcript`: an agent step's events as its CLI wrote them (its
+ * raw stream, the record; control characters shown unless --raw);
+ * `--transcript --json`: the same events in our one shape whichever CLI ran
+ * (src/agents/events.ts), one JSON object a line.
  */
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -10,6 +13,7 @@ import path from 'node:path';
 import { writeAndDrain } from '../common/drain.js';
 import { RunnerError, UsageError } from '../common/errors.js';
 import { visible } from '../common/visible.js';
+import { shownEvent, transcriptEvents } from '../agents/transcript.js';
 import { LogCursor, logOfStep } from '../run/log-cursor.js';
 import { readRun, runDir } from '../run/records.js';
 import { parseFlags } from './args.js';
@@ -24,13 +28,16 @@ export async function logsCommand(args: string[]): Promise<number> {
       follow: { type: 'boolean', short: 'f', default: false },
       raw: { type: 'boolean', default: false },
       transcript: { type: 'boolean', default: false },
+      json: { type: 'boolean', default: false },
       home: { type: 'string' },
     },
     ['RUN_ID'],
   );
   const home = await openHome(values.home, { quiet: true });
   const runId = positionals[0]!;
-  if (values.transcript) return printTranscript(runDir(home.runs, runId), runId, values.step, values.raw === true);
+  if (values.json && !values.transcript) throw new UsageError('logs: --json goes with --transcript (an agent step\'s events, one JSON object a line)');
+  if (values.json && values.raw) throw new UsageError('logs: --json gives the events in one shape, --raw as the CLI wrote them: give one of them');
+  if (values.transcript) return printTranscript(runDir(home.runs, runId), runId, values.step, values.raw === true, values.json === true);
   const cursor = new LogCursor(path.join(runDir(home.runs, runId), 'steps'));
   const first = await readRun(home.runs, runId);
   if (first.status === 'not_started') throw new RunnerError('no_log', `run ${runId} never started, so it has no log: ${first.error?.message ?? 'it did not start'}`);
@@ -66,8 +73,8 @@ export async function logsCommand(args: string[]): Promise<number> {
   return 0;
 }
 
-/** An agent step's transcript, a JSON event a line, control characters shown unless raw. */
-async function printTranscript(dir: string, runId: string, step: string | undefined, raw: boolean): Promise<number> {
+/** An agent step's transcript, a JSON event a line: as its CLI wrote them (control characters shown unless raw), or in our one shape (json). */
+async function printTranscript(dir: string, runId: string, step: string | undefined, raw: boolean, json: boolean): Promise<number> {
   if (!step) throw new UsageError('logs: --transcript goes with --step ID (an agent step of the run)');
   const file = path.join(dir, 'steps', `${step}.transcript.jsonl`);
   const input = createReadStream(file);
@@ -79,8 +86,18 @@ async function printTranscript(dir: string, runId: string, step: string | undefi
     if (opened.code === 'ENOENT') throw new UsageError(`logs: run ${runId} has no transcript for step ${step}: only an agent preset's steps have one`);
     throw new RunnerError('no_log', `logs: the transcript of ${step} could not be read (${opened.code})`);
   }
-  for await (const line of createInterface({ input, crlfDelay: Infinity })) {
-    if (!(await writeAndDrain(process.stdout, `${raw ? line : visible(line)}\n`))) break;
+  try {
+    if (json) {
+      for await (const event of transcriptEvents(input)) {
+        if (!(await writeAndDrain(process.stdout, `${JSON.stringify(shownEvent(event))}\n`))) break;
+      }
+      return 0;
+    }
+    for await (const line of createInterface({ input, crlfDelay: Infinity })) {
+      if (!(await writeAndDrain(process.stdout, `${raw ? line : visible(line)}\n`))) break;
+    }
+  } finally {
+    input.destroy();
   }
   return 0;
 }
