@@ -27,5 +27,7 @@ test('an event as a door gives it: control characters visible, newlines kept, lo
   const content = e.input.content as string;
   assert.match(content, /^a\nb\\x1b\[31mx+… \(18 more characters\)$/);
   assert.ok(Object.keys(e.input).includes('k\\u202e'));
-  assert.doesNotMatch(JSON.stringify(e), /\\u001b|\\u202e/, 'nothing that decodes back to a control character');
+  const decoded = JSON.stringify(JSON.parse(JSON.stringify(e)), (_k, v: unknown) => v);
+  assert.doesNotMatch(JSON.stringify(JSON.parse(decoded)), /[\x1b\u202e]/, 'what the JSON decodes back to holds no control character');
+  assert.doesNotMatch(Object.keys(JSON.parse(decoded).input).join('') + content, /[\x1b\u202e]/);
 });
