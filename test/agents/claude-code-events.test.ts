@@ -67,7 +67,7 @@ test('Claude Code in one shape: a failed command with its output, one background
   const json = await runCli(['logs', r.json.runId, '--step', 'implement', '--transcript', '--json', '--home', f.home]);
   assert.equal(json.code, 0, json.stderr);
   const events = json.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as AgentEvent);
-  const results = events.filter((e) => e.kind === 'tool_result');
+  const results = events.filter((e): e is Extract<AgentEvent, { kind: 'tool_result' }> => e.kind === 'tool_result' && e.tool === 'shell');
   assert.deepEqual(
     results.map((e) => ({ ok: e.ok, outcome: e.outcome, exitCode: e.exitCode, tail: e.tail })),
     [
@@ -77,7 +77,7 @@ test('Claude Code in one shape: a failed command with its output, one background
     ],
     JSON.stringify(events, null, 1).slice(0, 6000),
   );
-  const task = results[1]!.kind === 'tool_result' ? results[1]!.task : undefined;
+  const task = results[1]?.task;
   assert.match(task ?? '', /^\w+$/, 'the backgrounded command is named by its task');
   assert.deepEqual(
     events.filter((e) => e.kind === 'task_end').map((e) => ({ ...e, text: undefined })),
@@ -98,7 +98,7 @@ test('Claude Code in one shape: a failed command with its output, one background
   assert.deepEqual(agentLines(consoleLines), rendered, 'the console');
   for (const said of [
     "claude-code: ran: printf 'ok 1 - adds\\nnot ok 2 - subtracts\\n'; exit 1",
-    '  → failed, exit 1, 2 lines, 33 B',
+    '  → failed, exit 1, 2 lines, 32 B',
     '    │ not ok 2 - subtracts',
     `  → running in the background, task ${task}, its end comes later, 0 lines, 0 B`,
     '  → timed out after 1 s: stopped, exit 143, 1 line, 26 B',
