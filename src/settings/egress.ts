@@ -38,11 +38,12 @@ export function readEgress(values: SettingsFlags, env: NodeJS.ProcessEnv, warn: 
 
 /** --egress-proxy URL (`none`: no proxy), else RUNNER_EGRESS_PROXY, else the runner's own HTTPS_PROXY; NO_PROXY's names go direct. */
 function readProxy(flag: string | undefined, env: NodeJS.ProcessEnv, warn: (m: string) => void): UpstreamProxy | undefined {
-  const given = flag ?? env.RUNNER_EGRESS_PROXY;
+  // empty is unset, as for every other setting: `RUNNER_EGRESS_PROXY=` must not drop HTTPS_PROXY in silence (`none` says no proxy)
+  const given = flag || env.RUNNER_EGRESS_PROXY || undefined;
   const inherited = given === undefined ? env.HTTPS_PROXY || env.https_proxy || undefined : undefined;
   const text = given ?? inherited;
   if (!text || text === 'none') return undefined;
-  const where = given !== undefined ? (flag !== undefined ? '--egress-proxy' : 'RUNNER_EGRESS_PROXY') : 'HTTPS_PROXY';
+  const where = given !== undefined ? (flag ? '--egress-proxy' : 'RUNNER_EGRESS_PROXY') : 'HTTPS_PROXY';
   const parsed = parseProxyUrl(text, env.NO_PROXY ?? env.no_proxy);
   if (typeof parsed === 'string') {
     if (inherited) {
