@@ -27,13 +27,8 @@ export function parseProxyUrl(text: string, noProxy: string | undefined): Upstre
   if ((url.pathname !== '/' && url.pathname !== '') || url.search || url.hash) return `${shownProxy(text)} has a path: a proxy URL is http://host:port (a / # or ? in its password written %2F %23 %3F)`;
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (!host) return `${shownProxy(text)} names no host`;
-  let user: string, pass: string;
-  try {
-    user = decodeURIComponent(url.username);
-    pass = decodeURIComponent(url.password);
-  } catch {
-    return `${shownProxy(text)} has a % in its user or password that is not followed by two hex digits: write a % there as %25`;
-  }
+  const user = decodeURIComponent(url.username);
+  const pass = decodeURIComponent(url.password);
   return {
     host,
     port: Number(url.port || 80),

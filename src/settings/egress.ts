@@ -44,7 +44,7 @@ function readProxy(flag: string | undefined, env: NodeJS.ProcessEnv, warn: (m: s
   const text = given ?? inherited;
   if (!text || text === 'none') return undefined;
   const where = given !== undefined ? (flag ? '--egress-proxy' : 'RUNNER_EGRESS_PROXY') : 'HTTPS_PROXY';
-  const parsed = parseProxyUrl(text, env.NO_PROXY ?? env.no_proxy);
+  const parsed = proxyOrProblem(text, env.NO_PROXY ?? env.no_proxy);
   if (typeof parsed === 'string') {
     if (inherited) {
       warn(`the gateways reach out directly: ${where} ${parsed} (give one with --egress-proxy, or --egress-proxy none to say so)`);
@@ -62,4 +62,14 @@ function readProxy(flag: string | undefined, env: NodeJS.ProcessEnv, warn: (m: s
     throw new UsageError(why);
   }
   return parsed;
+}
+
+/** parseProxyUrl, with a % that starts no escape in the user or password said as such (decoding it throws "URI malformed"). */
+function proxyOrProblem(text: string, noProxy: string | undefined): UpstreamProxy | string {
+  try {
+    return parseProxyUrl(text, noProxy);
+  } catch (err) {
+    if (!(err instanceof URIError)) throw err;
+    return `${shownProxy(text)} has a % in its user or password that is not followed by two hex digits: write a % there as %25`;
+  }
 }
