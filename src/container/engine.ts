@@ -5,9 +5,10 @@
  */
 import Docker from 'dockerode';
 import { errorMessage, UsageError } from '../common/errors.js';
-import { mountTransport, TarTransport, type StepTransport } from '../run/step-transport.js';
+import { TarTransport } from '../run/step-transport.js';
+import { mountTransport } from './local/mount-transport.js';
 import { DockerRuntime } from './docker.js';
-import type { ContainerRuntime } from './runtime.js';
+import type { ContainerRuntime, StepTransport } from './runtime.js';
 import { parseRegistry } from './registry-names.js';
 import { SwarmRuntime } from './swarm.js';
 import { transferHelper } from './transfer-helper.js';
@@ -22,7 +23,8 @@ export type EngineName = 'local' | 'swarm';
 export function openEngine(name: string, opts: { registry?: string | undefined; registryFromFlag?: boolean } = {}): { runtime: ContainerRuntime; transport: StepTransport } {
   if (name === 'local') {
     if (opts.registry && opts.registryFromFlag) throw new UsageError('--registry goes with --engine swarm: the local engine has the images itself');
-    return { runtime: new DockerRuntime(), transport: mountTransport };
+    const runtime = new DockerRuntime();
+    return { runtime, transport: mountTransport(runtime) };
   }
   if (name === 'swarm') {
     let registry: string | undefined;

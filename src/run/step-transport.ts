@@ -7,7 +7,9 @@
  */
 import { rm } from 'node:fs/promises';
 import { ContainerError, errorMessage } from '../common/errors.js';
-import type { ContainerRuntime, ContainerSpec } from '../container/runtime.js';
+import type { ContainerRuntime, ContainerSpec, GatewayPlace, Prepared, StepTransport, Where } from '../container/runtime.js';
+import type { Isolation } from '../pipeline/schema.js';
+import { checkGatewayImage } from '../gateway/host/image.js';
 import { serviceName } from '../container/swarm.js';
 import { RELAY_PORT } from '../gateway/config.js';
 import { startGateway, type OpenGateway } from '../gateway/host/step-gateway.js';
@@ -15,41 +17,6 @@ import type { RelayTarget } from '../gateway/relay.js';
 import { CONTAINER_PATHS } from '../plan/render.js';
 import { replaceTree } from '../workspace/tar-transfer.js';
 import { stagingFor, TransferServer, type Part } from './transfer-server.js';
-
-export interface Prepared {
-  spec: ContainerSpec;
-  /** after the container ended: the step's work is in the workspace again, or why not */
-  finish(): Promise<string | undefined>;
-}
-
-export interface Where {
-  workspace: string;
-  io: string;
-  owner: { uid: number; gid: number };
-  /** the step's gateway, which also relays to the runner's transfer server (swarm) */
-  relay?: RelayTarget | undefined;
-  /**
-   * a git workspace's: makes a new directory a copy of its branch's history down to the run's base, which a step on
-   * another node gets as its workspace's `.git` (src/workspace/git-copy.ts)
-   */
-  gitCopy?: ((into: string) => Promise<void>) | undefined;
-  /** a line for the step's log, at any time while it runs */
-  note?: ((text: string) => void) | undefined;
-}
-
-/**
- * Where a step's gateway runs and what else it does: on a swarm, on the manager (the key stays on this side),
- * on the step's own overlay, and it relays the step's workspace to and from the runner as well.
- */
-export interface GatewayPlace {
-  runtime: ContainerRuntime;
-  /** the runner's transfer server, as the gateway on the manager reaches it */
-  relayTo(): Promise<RelayTarget>;
-  /** the name of a gateway's try (its network adds -net): a new one per try, since a failed try's may still be going away */
-  nameFor(base: string, attempt: number): string;
-  /** a try that failed this way is tried again (a busy manager attaching to a new overlay) */
-  retryable(err: unknown): boolean;
-}
 
 /** How a busy swarm manager fails to attach a container to a new overlay, or holds a name still being removed. */
 export function overlayHiccup(err: unknown): boolean {
@@ -60,20 +27,6 @@ export function overlayHiccup(err: unknown): boolean {
 function overlayName(base: string, attempt: number): string {
   return serviceName(`${base}${attempt > 1 ? attempt : ''}`, 59);
 }
-
-export interface StepTransport {
-  /** whether steps run on other machines (no mounts) */
-  readonly remote: boolean;
-  /** where a step's gateway runs, when not beside the step on the step's own engine */
-  readonly gateways?: GatewayPlace;
-  prepare(spec: ContainerSpec, where: Where): Promise<Prepared>;
-}
-
-/** The local engine: the workspace is mounted, nothing travels. */
-export const mountTransport: StepTransport = {
-  remote: false,
-  prepare: async (spec) => ({ spec, finish: async () => undefined }),
-};
 
 /** Where a step's container has the transfer helper (a swarm config, mode 0555). */
 const HELPER_TARGET = '/run/runner/runner-transfer';
@@ -89,7 +42,7 @@ const ARRIVAL_MS = 10_000;
  * relay on the manager that leads to the server and nowhere else.
  */
 export class TarTransport implements StepTransport {
-  readonly remote = true;
+  readonly noHostMounts = "on --engine swarm (a step on another node cannot mount the runner's disk)";
   private readonly server = new TransferServer();
   readonly gateways: GatewayPlace;
 
@@ -112,6 +65,13 @@ export class TarTransport implements StepTransport {
       nameFor: overlayName,
       retryable: overlayHiccup,
     };
+  }
+
+  /** every step starts with the transfer helper the gateway image carries; gVisor is not to be had */
+  async checkRun(steps: ReadonlyArray<{ id: string; isolation: Isolation }>): Promise<void> {
+    await checkGatewayImage(this.manager);
+    const sandboxed = steps.filter((p) => p.isolation === 'gvisor');
+    if (sandboxed.length) throw notOnSwarm(`step ${sandboxed[0]!.id} (isolation: gvisor: a swarm service cannot name a runtime)`);
   }
 
   async prepare(spec: ContainerSpec, where: Where): Promise<Prepared> {
