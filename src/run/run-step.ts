@@ -1,7 +1,10 @@
 /**
  * One step of a run: let the workspace check itself and give itself to the
- * step's user, run the container, read its outputs, and let the workspace
- * record what the step left (a commit, a patch, or a list of changes).
+ * step's user, open the step's add-ons (step-addons/: caches, the company
+ * network, its way out, the agent's events, the transport) and make its
+ * container from their parts, run it, close them in reverse, read its outputs
+ * and what the add-ons reported, and let the workspace record what the step
+ * left (a commit, a patch, or a list of changes). It knows no add-on by name.
  */
 import path from 'node:path';
 import { formatSize } from '../common/durations.js';
