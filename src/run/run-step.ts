@@ -7,7 +7,6 @@
  * left (a commit, a patch, or a list of changes). It knows no add-on by name.
  */
 import path from 'node:path';
-import { formatSize } from '../common/durations.js';
 import { ContainerError, errorMessage } from '../common/errors.js';
 import { LineSplitter } from '../common/line-splitter.js';
 import type { Masker } from '../common/mask.js';
@@ -23,7 +22,7 @@ import { laneName, type Unit } from '../flow/planner.js';
 import { commitMessage } from './commit-message.js';
 import type { ExecDeps } from './orchestrator.js';
 import { parseOutputs, readOutputsFile } from './outputs.js';
-import { describeStatus, limitsHit, type StepResult } from './step-result.js';
+import { describeLimit, describeStatus, limitsHit, type StepResult } from './step-result.js';
 import { runContainer, type ContainerEnd } from './step-runner.js';
 import type { RunSpending } from './step-network.js';
 import type { RunStore } from './store.js';
@@ -326,20 +325,4 @@ function containerSpec(c: StepContext, rendered: { cmd: string[]; env: Record<st
     labels: stepLabels(c),
     isolation: plan.isolation,
   };
-}
-
-function describeLimit(limit: ReturnType<typeof limitsHit>[number], plan: StepPlan): string {
-  switch (limit) {
-    case 'memory':
-      return `oom: killed at its memory limit of ${formatSize(plan.memoryBytes)} (raise resources.memory)`;
-    case 'timeout':
-      return `timed out: stopped at its timeout of ${Math.round(plan.timeoutMs / 1000)}s (raise timeout)`;
-    case 'pids':
-      // under gVisor the runner sees the sandbox reach its cap (where the next fork is refused), not each refusal
-      return plan.isolation === 'gvisor'
-        ? `pids limit reached: the sandbox held ${plan.pids} processes, its cap, where forks are refused (raise resources.pids)`
-        : `pids limit reached: forks were refused at ${plan.pids} processes (raise resources.pids)`;
-    case 'file_size':
-      return `file size limit reached: a write past ${formatSize(plan.fileSizeBytes)} was refused (raise resources.file_size)`;
-  }
 }
