@@ -6,12 +6,12 @@
  */
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import path from 'node:path';
 import { writeAndDrain } from '../common/drain.js';
 import { RunnerError, UsageError } from '../common/errors.js';
 import { visible } from '../common/visible.js';
-import { LogCursor, logOfStep } from '../run/log-cursor.js';
-import { readRun, runDir } from '../run/records.js';
+import { logOfStep } from '../run/log-cursor.js';
+import { cliDoor, type Door } from '../runs/door.js';
+import { openLog, transcriptFile } from '../runs/logs.js';
 import { parseFlags } from './args.js';
 import { openHome } from './context.js';
 
@@ -30,13 +30,9 @@ export async function logsCommand(args: string[]): Promise<number> {
   );
   const home = await openHome(values.home, { quiet: true });
   const runId = positionals[0]!;
-  if (values.transcript) return printTranscript(runDir(home.runs, runId), runId, values.step, values.raw === true);
-  const cursor = new LogCursor(path.join(runDir(home.runs, runId), 'steps'));
-  const first = await readRun(home.runs, runId);
-  if (first.status === 'not_started') throw new RunnerError('no_log', `run ${runId} never started, so it has no log: ${first.error?.message ?? 'it did not start'}`);
-  if (values.step && first.status !== 'running' && !(await cursor.steps(first)).some((n) => logOfStep(n, values.step!))) {
-    throw new UsageError(`logs: run ${runId} has no log for step ${values.step}; steps: ${(await cursor.steps(first)).join(', ') || 'none'}`);
-  }
+  const door = cliDoor(home);
+  if (values.transcript) return printTranscript(door, runId, values.step, values.raw === true);
+  const { cursor, read } = await openLog(door, runId, values.step);
   const show = values.raw ? (s: string) => s : visible;
   // With --step, each run of the step (an attempt, an instance) is marked where its log starts.
   let lastShown: string | undefined;
@@ -47,7 +43,7 @@ export async function logsCommand(args: string[]): Promise<number> {
   };
   /** Everything written so far; false when stdout went away (a pager quit). */
   const printAll = async (): Promise<{ live: boolean; open: boolean }> => {
-    const rec = await readRun(home.runs, runId);
+    const rec = await read();
     for (;;) {
       const batch = await cursor.read(rec, values.step);
       const names = values.step ? await cursor.steps(rec) : [];
@@ -67,9 +63,9 @@ export async function logsCommand(args: string[]): Promise<number> {
 }
 
 /** An agent step's transcript, a JSON event a line, control characters shown unless raw. */
-async function printTranscript(dir: string, runId: string, step: string | undefined, raw: boolean): Promise<number> {
+async function printTranscript(door: Door, runId: string, step: string | undefined, raw: boolean): Promise<number> {
   if (!step) throw new UsageError('logs: --transcript goes with --step ID (an agent step of the run)');
-  const file = path.join(dir, 'steps', `${step}.transcript.jsonl`);
+  const file = await transcriptFile(door, runId, step);
   const input = createReadStream(file);
   const opened = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
     input.once('open', () => resolve(undefined));

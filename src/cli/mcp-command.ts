@@ -13,9 +13,10 @@ import { packageRoot } from '../common/package-root.js';
 import { visible } from '../common/visible.js';
 import { openEngine } from '../container/engine.js';
 import { Git } from '../git/git.js';
-import { realFolders } from '../mcp/folders.js';
-import { LocalRuns } from '../mcp/local-runs.js';
-import { listPipelineFiles } from '../mcp/pipeline-list.js';
+import { realFolders } from '../runs/folders.js';
+import { RunHolder } from '../runs/holder.js';
+import { listPipelineFiles, pipelineProjects } from '../runs/pipeline-list.js';
+import { projectScope } from '../runs/scope.js';
 import { createMcpServer } from '../mcp/server.js';
 import { readSecretsFile, secretsFileModeProblem } from '../run/secrets-file.js';
 import { SETTINGS_FLAGS } from '../settings/flags.js';
@@ -58,7 +59,8 @@ export async function mcpCommand(args: string[]): Promise<number> {
 
   const home = await openHome(values.home, { quiet: true });
   const { runtime, transport } = openEngine(settings.engine.name, settings.engine);
-  const runs = new LocalRuns(home, {
+  const runs = new RunHolder(home, {
+    door: 'runner mcp',
     runtime,
     settings,
     ...(transport ? { transport } : {}),
@@ -76,6 +78,12 @@ export async function mcpCommand(args: string[]): Promise<number> {
     {
       home: home.root,
       runsDir: home.runs,
+      // What runner mcp serves (runs/scope.ts): the projects of the pipelines under --pipelines and every project under --project.
+      scope: projectScope({
+        pipelineProjects: () => pipelineProjects(pipelineDirs),
+        folders: projectDirs,
+        says: `runner mcp serves the projects of the pipelines under ${pipelineDirs.length ? `--pipelines ${pipelineDirs.join(', ')}` : 'its --pipelines folders (it has none)'} and the projects under ${projectDirs.length ? `--project ${projectDirs.join(', ')}` : 'its --project folders (it has none)'}`,
+      }),
       pipelineDirs,
       projectDirs,
       pipelines: () => listPipelineFiles(pipelineDirs),

@@ -37,6 +37,24 @@ export function visibleLines(text: string): string {
 }
 
 /**
+ * A value about to be serialised (an MCP answer), with every string in it,
+ * object keys too, made visible as text of lines (visibleLines): what a client
+ * decodes holds no escape sequence, no bidirectional control, no C1
+ * character, however the serialiser escapes. Made visible before serialising,
+ * not after: `\u001b` in JSON text decodes back to ESC, and a C1 character
+ * shown as `\x9b` after it is not JSON at all. Pure.
+ */
+export function visibleDeep(value: unknown): unknown {
+  if (typeof value === 'string') return visibleLines(value);
+  if (Array.isArray(value)) return value.map(visibleDeep);
+  if (value && typeof value === 'object') {
+    if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return visibleDeep((value as { toJSON: () => unknown }).toJSON());
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [visibleLines(k), visibleDeep(v)]));
+  }
+  return value;
+}
+
+/**
  * A message that may span lines (git's words on a failed push), as lines a
  * terminal shows: the first after `prefix`, each other after it indented, so
  * no line of the message can pose as a line of its own; every line made

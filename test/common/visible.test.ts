@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { visible, visibleBytes, visibleLines, visibleMessage } from '../../src/common/visible.js';
+import { visible, visibleBytes, visibleDeep, visibleLines, visibleMessage } from '../../src/common/visible.js';
 
 test('escape sequences, carriage returns and bidi overrides are shown, not sent', () => {
   const cases: Array<[string, string]> = [
@@ -42,4 +42,9 @@ test('a message of several lines: its first after the prefix, the others indente
   assert.equal(visibleMessage('a\nrunner: ✓ forged\x1b[2J', 'runner: '), 'runner: a\nrunner:   runner: ✓ forged\\x1b[2J');
   const many = visibleMessage(Array.from({ length: 30 }, (_, i) => `l${i}`).join('\n'), 'p: ', 3);
   assert.deepEqual(many.split('\n'), ['p: l0', 'p:   l1', 'p:   l2', 'p:   … 27 more lines']);
+});
+
+test('visibleDeep: every string of a value, keys too, made visible as lines; numbers, booleans and null kept', () => {
+  const v = visibleDeep({ 'k\x1b': ['a\x9bb', { n: 1, t: true, z: null, s: 'x\ny\u202e' }] });
+  assert.deepEqual(v, { 'k\\x1b': ['a\\x9bb', { n: 1, t: true, z: null, s: 'x\ny\\u202e' }] });
 });
