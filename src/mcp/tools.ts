@@ -148,11 +148,11 @@ export function registerTools(server: McpServer, b: McpBackend): void {
     {
       title: 'An agent step\'s transcript',
       description:
-        'The events an agent step\'s CLI wrote (its messages, tool calls and results), one JSON event a line, from line `from` on, at most `max_lines`. Only steps that run an agent preset have one. next_from continues where this answer stopped.',
+        'An agent step\'s events, in one shape whichever CLI ran (kind: start, message, tool_call, tool_result, task_end, files, usage, final, retry, notice, error; wrapUp: true after the work), from event `from` on, at most `max_lines`. Only steps that run an agent preset have one. next_from continues where this answer stopped.',
       inputSchema: {
         run_id: runId,
         step: z.string().min(1).max(200).describe('the agent step\'s id, as run_status names it'),
-        from: z.number().int().min(0).default(0).describe('the first line to read (0: the start)'),
+        from: z.number().int().min(0).default(0).describe('the first event to read (0: the start)'),
         max_lines: z.number().int().min(1).max(500).default(50),
       },
       annotations: { readOnlyHint: true, openWorldHint: false },

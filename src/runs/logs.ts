@@ -15,6 +15,7 @@ import type { Door } from './door.js';
 import { decodeCursor, logFrom, logTail, type LogAnswer } from './log-read.js';
 import { showRun, type NotStarted } from './show.js';
 import { readTranscript } from './transcript.js';
+import type { AgentEvent } from '../agents/events.js';
 
 /** A run that never started has no log: said with why. */
 function checkStarted(r: RunRecord): void {
@@ -56,7 +57,7 @@ export async function runLog(
 }
 
 /** A slice of an agent step's transcript (step_transcript). */
-export async function stepTranscript(door: Door, id: string, step: string, from: number, maxLines: number): Promise<{ runId: string; step: string; events: string[]; nextFrom: number; more: boolean }> {
+export async function stepTranscript(door: Door, id: string, step: string, from: number, maxLines: number): Promise<{ runId: string; step: string; events: AgentEvent[]; nextFrom: number; more: boolean }> {
   await showRun(door, id);
   return { runId: id, step, ...(await readTranscript(runDir(door.runsDir, id), id, step, from, maxLines)) };
 }

@@ -7,6 +7,7 @@
 import path from 'node:path';
 import { AGENT_RESULT_FILE } from '../../agents/preset.js';
 import { PRESETS } from '../../agents/presets.js';
+import { renderAgentEvent } from '../../agents/render.js';
 import { readAgentResult } from '../../agents/result.js';
 import { followAgentEvents } from '../agent-follow.js';
 import { NOTHING, type AddonReport, type StepAddon } from './addon.js';
@@ -23,8 +24,9 @@ export const agentEventsAddon: StepAddon = {
       followAgentEvents(
         path.join(step.ioDir, AGENT_RESULT_FILE),
         store.stepTranscriptPath(unit.name),
+        preset,
         (event) => {
-          for (const l of preset.renderEvent(event)) step.stdout(l);
+          for (const l of renderAgentEvent(event)) step.stdout(l);
         },
         (message) => step.log(`runner: ${message}`),
       );
