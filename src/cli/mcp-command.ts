@@ -26,6 +26,9 @@ import { ConsoleReporter } from './console-reporter.js';
 import { openHome } from './context.js';
 import { cliActor } from './os-user.js';
 
+/** At most this many runs at once: a client (a model a prompt may steer) cannot start containers without end. */
+export const MAX_RUNS = 8;
+
 export async function mcpCommand(args: string[]): Promise<number> {
   const { values } = parseFlags(
     'mcp',
@@ -62,6 +65,7 @@ export async function mcpCommand(args: string[]): Promise<number> {
   const runs = new RunHolder(home, {
     door: 'runner mcp',
     runtime,
+    maxLive: MAX_RUNS,
     settings,
     ...(transport ? { transport } : {}),
     makeGit: (who) => new Git(who),

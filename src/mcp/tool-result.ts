@@ -36,6 +36,8 @@ export function nextStep(code: string): string {
       return 'run_status says why.';
     case 'secret_missing':
       return 'the secret goes in the file the server was started with (--secrets-file), never in a tool argument: ask the user to add it.';
+    case 'busy':
+      return 'wait_for_run waits for one of the runs this server started to end (list_runs lists them); then start this again.';
     case 'stopping':
       return 'the server is stopping: try again once it is back.';
     default:

@@ -23,7 +23,7 @@ import type { StepTransport } from '../container/runtime.js';
 import type { RunSettings } from '../settings/run-settings.js';
 import type { Pending } from '../schedule/scheduler.js';
 import { RunnerHome } from '../workspace/home.js';
-import { RunRequests } from './run-requests.js';
+import { releaseRun, RunRequests } from './run-requests.js';
 import type { NotStarted } from './show.js';
 
 /** After a cancel, a run that has not ended in this long is killed (its step's container stopped at once). */
@@ -43,6 +43,8 @@ export interface HolderDeps {
   settings: RunSettings;
   /** what one run gets besides, from its pipeline (runner serve: the pipeline's day budget) */
   perRun?: (loaded: LoadedPipeline) => Promise<Partial<ExecOptions>>;
+  /** start() refuses a run past this many held at once (runner mcp: a client cannot start runs without end); runner serve's queue bounds its own */
+  maxLive?: number;
   /** records a run that will never start (default: its record turned not_started, with why) */
   neverStarted?: (p: Pending, loaded: LoadedPipeline | undefined, error: { code: string; message: string }) => Promise<void>;
 }
@@ -71,6 +73,9 @@ export class RunHolder {
   async start(loaded: LoadedPipeline, inputs: Record<string, string>, startedBy: StartedBy): Promise<string> {
     if (this.stopping) throw new RunnerError('stopping', `${this.d.door} is stopping: it takes no new runs`);
     resolveInputs(loaded.pipeline, inputs); // a wrong name or a missing value is said now, not as a failed run later
+    if (this.d.maxLive !== undefined && this.live.size >= this.d.maxLive) {
+      throw new RunnerError('busy', `${this.d.door} holds ${this.live.size} runs, as many as it runs at once (${this.d.maxLive}): wait for one to end (or cancel one), then start this again`);
+    }
     const p: Pending = { pipeline: loaded.pipeline.name, why: 'trigger', runId: newRunId(new Date()), inputs, startedBy };
     await this.requests.queued(p, loaded, new Date());
     void this.hold(p, async () => loaded);
@@ -84,7 +89,10 @@ export class RunHolder {
   hold(p: Pending, load: () => Promise<LoadedPipeline | undefined>): Promise<void> {
     const entry: Live = { pipeline: p.pipeline, why: p.why, cancel: new AbortController(), kill: new AbortController(), done: Promise.resolve() };
     this.live.set(p.runId, entry);
-    entry.done = this.run(p, load, entry).finally(() => this.live.delete(p.runId));
+    entry.done = this.run(p, load, entry).finally(async () => {
+      this.live.delete(p.runId);
+      await releaseRun(this.home.root, p.runId).catch(() => undefined);
+    });
     return entry.done;
   }
 

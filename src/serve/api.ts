@@ -1,7 +1,7 @@
 /**
  * runner serve's HTTP API and dashboard, thin over the serve loop and the run records.
  *   GET  /healthz                      liveness (no token needed)
- *   GET  /metrics                      Prometheus text: runs by status, step durations, queue length
+ *   GET  /metrics                      Prometheus text: runs by status, step durations, queue length (of the projects it serves)
  *   GET  /api/pipelines                pipelines with their next fire times, file errors, and today's spend against
  *                                      their day budget (today: {spentUsd, budgetPerDayUsd})
  *   POST /api/pipelines/:name/runs     trigger a run: 202 with its run id (it waits for room under --max-concurrent);
@@ -48,6 +48,7 @@ import type { Caller, Door, StartDoor } from '../runs/door.js';
 import { listRunsOf } from '../runs/list.js';
 import { previewDelivery } from '../runs/preview.js';
 import { rerunOf } from '../runs/rerun.js';
+import { servedBy } from '../runs/scope.js';
 import { showRun, type NotStarted } from '../runs/show.js';
 import { sumUsage } from '../agents/usage.js';
 import { checkAccess, LOGGED_OUT_COOKIE, sessionCookie, tokenMatches } from './access.js';
@@ -374,7 +375,10 @@ function refuse(res: http.ServerResponse, status: number, message: string, retry
 }
 
 async function metrics(res: http.ServerResponse, state: ServeState): Promise<void> {
-  const runs = await listRuns(state.runsDir);
+  // the runs of the projects this server serves (runs/scope.ts), as GET /api/runs lists them: another project's pipelines, counts and costs are not its to tell
+  const served = await servedBy(state.scope);
+  const runs: RunRecord[] = [];
+  for (const r of await listRuns(state.runsDir)) if (await served(r.project)) runs.push(r);
   const byStatus = new Map<string, number>();
   const durations = new Map<string, { sum: number; count: number }>();
   for (const r of runs) {

@@ -34,7 +34,7 @@ import { PipelineDir } from '../runs/pipeline-dir.js';
 import { listPipelineFiles } from '../runs/pipeline-list.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
 import type { StreamCapSettings } from './stream-caps.js';
-import { RunRequests } from '../runs/run-requests.js';
+import { acceptedElsewhere, RunRequests } from '../runs/run-requests.js';
 
 export interface ServeOptions {
   pipelinesDir: string;
@@ -211,6 +211,8 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
     if (holder.active().includes(runId)) return holder.cancel(runId);
     // Queued here, or queued on disk while this server stops (it would start at the next start): never started.
     const onDisk = dropped ? undefined : await readRun(home.runs, runId).catch(() => undefined);
+    // queued by another live process on this home (runner mcp, another server): that process starts it, and cancels it
+    if (onDisk?.status === 'queued' && (await acceptedElsewhere(home.root, runId))) return false;
     const pending: Pending | undefined =
       dropped ?? (onDisk?.status === 'queued' ? { pipeline: onDisk.pipeline, why: onDisk.requestedBy ?? 'trigger', runId } : undefined);
     if (!pending) return false;

@@ -18,6 +18,18 @@ test('escape sequences, carriage returns and bidi overrides are shown, not sent'
   for (const [input, want] of cases) assert.equal(visible(input), want, JSON.stringify(input));
 });
 
+test('line and paragraph separators and lone surrogates are shown; a whole character of two halves stays', () => {
+  assert.equal(visible('a\u2028runner: forged\u2029b'), 'a\\u2028runner: forged\\u2029b');
+  assert.equal(visibleLines('a\u2028b\n'), 'a\\u2028b\n');
+  assert.equal(visible('x\ud800y'), 'x\\ud800y'); // a high half alone
+  assert.equal(visible('\udc00z'), '\\udc00z'); // a low half alone
+  assert.equal(visible('\udc00\ud800'), '\\udc00\\ud800'); // halves in the wrong order
+  assert.equal(visible('emoji 😀 stays'), 'emoji 😀 stays');
+  // what a client's UTF-8 encodes: no half of a character left
+  const round = Buffer.from(visibleLines('\ud83d end, \ude00 start'), 'utf8').toString('utf8');
+  assert.doesNotMatch(round, /\ufffd/);
+});
+
 test('visibleLines keeps line ends and shows everything else', () => {
   assert.equal(visibleLines('a\x1b[31m\r\nb\n'), 'a\\x1b[31m\\r\nb\n');
   assert.equal(visible('plain text\twith a tab'), 'plain text\twith a tab');
