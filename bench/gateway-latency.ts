@@ -10,7 +10,7 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { DockerRuntime } from '../src/container/docker.js';
+import { DockerRuntime } from '../src/container/local/docker.js';
 import { openGateway } from '../src/gateway/host/step-gateway.js';
 import { DEFAULT_PRICES } from '../src/gateway/prices.js';
 import { ModelServer } from '../test/fixtures/model-server.js';

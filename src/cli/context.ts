@@ -1,5 +1,5 @@
 /** What the commands that touch runs share: the runner home, and reconciling it first. */
-import { DockerRuntime } from '../container/docker.js';
+import { DockerRuntime } from '../container/local/docker.js';
 import { Git } from '../git/git.js';
 import { reconcile } from '../run/reconcile.js';
 import type { RunRecord } from '../run/record.js';

@@ -10,7 +10,7 @@ import { formatSize } from '../common/durations.js';
 import { visible } from '../common/visible.js';
 import { localOwnImages, pushOwnImages, type PushProgress } from '../container/registry.js';
 import { parseRegistry } from '../container/registry-names.js';
-import { DockerRuntime } from '../container/docker.js';
+import { DockerRuntime } from '../container/local/docker.js';
 import { parseFlags } from './args.js';
 import { printTable } from './table.js';
 

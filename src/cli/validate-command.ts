@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { errorMessage } from '../common/errors.js';
 import { visible } from '../common/visible.js';
-import { DockerRuntime, recipesDir } from '../container/docker.js';
+import { DockerRuntime, recipesDir } from '../container/local/docker.js';
 import { isOwnImage, ownImageMissing } from '../container/own-images.js';
 import { loadPipeline } from '../pipeline/load.js';
 import { openKeyWarnings, planSteps } from '../plan/step-plan.js';

@@ -1,16 +1,24 @@
 /**
  * Where steps run, chosen once at start: the local engine (containers with
- * the workspace mounted) or a swarm (jobs on its nodes, the workspace by tar).
- * Nothing past this choice branches on it.
+ * the workspace mounted, src/container/local/) or a swarm (jobs on its nodes,
+ * the workspace by tar, src/container/swarm/). Each is a ContainerRuntime and
+ * a StepTransport behind the one port (runtime.ts); this is the one place that
+ * picks one, and that hands the swarm's what it needs of the gateway's side
+ * (its relays, the transfer helper its image carries). Nothing past this
+ * choice branches on it.
  */
 import Docker from 'dockerode';
 import { errorMessage, UsageError } from '../common/errors.js';
-import { mountTransport, TarTransport, type StepTransport } from '../run/step-transport.js';
-import { DockerRuntime } from './docker.js';
-import type { ContainerRuntime } from './runtime.js';
+import { RELAY_PORT } from '../gateway/config.js';
+import { checkGatewayImage, GATEWAY_IMAGE } from '../gateway/host/image.js';
+import { startGateway } from '../gateway/host/step-gateway.js';
+import { DockerRuntime } from './local/docker.js';
+import { mountTransport } from './local/mount-transport.js';
 import { parseRegistry } from './registry-names.js';
-import { SwarmRuntime } from './swarm.js';
-import { transferHelper } from './transfer-helper.js';
+import type { ContainerRuntime, StepTransport } from './runtime.js';
+import { SwarmRuntime } from './swarm/runtime.js';
+import { TarTransport } from './swarm/tar-transport.js';
+import { transferHelper } from './swarm/transfer-helper.js';
 
 export type EngineName = 'local' | 'swarm';
 
@@ -22,7 +30,8 @@ export type EngineName = 'local' | 'swarm';
 export function openEngine(name: string, opts: { registry?: string | undefined; registryFromFlag?: boolean } = {}): { runtime: ContainerRuntime; transport: StepTransport } {
   if (name === 'local') {
     if (opts.registry && opts.registryFromFlag) throw new UsageError('--registry goes with --engine swarm: the local engine has the images itself');
-    return { runtime: new DockerRuntime(), transport: mountTransport };
+    const runtime = new DockerRuntime();
+    return { runtime, transport: mountTransport(runtime) };
   }
   if (name === 'swarm') {
     let registry: string | undefined;
@@ -35,7 +44,25 @@ export function openEngine(name: string, opts: { registry?: string | undefined; 
     const runtime = new SwarmRuntime(api, registry);
     // the address the swarm's nodes reach this machine at: its swarm address, unless told otherwise
     const address = async () => process.env.RUNNER_TRANSFER_ADDRESS || (await runtime.managerAddress());
-    return { runtime, transport: new TarTransport(address, runtime.manager, () => transferHelper(api, runtime.manager)) };
+    return { runtime, transport: swarmTransport(api, runtime.manager, address) };
   }
   throw new UsageError(`--engine takes local or swarm, got "${name}"`);
+}
+
+/**
+ * The swarm's transport, on the engine at `api` (`manager`: its runtime there, making the networks relays and
+ * gateways share with the nodes): its relays are gateways that allow nothing and relay to the runner's transfer
+ * server, its helper comes from the gateway image.
+ */
+export function swarmTransport(api: Docker, manager: ContainerRuntime, address: () => Promise<string>): TarTransport {
+  const check = () => checkGatewayImage(manager);
+  return new TarTransport({
+    address,
+    manager,
+    helper: { check, bytes: () => transferHelper(api, GATEWAY_IMAGE, check) },
+    startRelay: async ({ name, labels, to }) => {
+      const gw = await startGateway(manager, { name, labels, egressNetwork: 'bridge', config: { allow: [], prices: {}, relay: { port: RELAY_PORT, to } }, onEvent: () => undefined });
+      return { network: gw.network, dns: gw.dns, address: { host: gw.dns[0]!, port: RELAY_PORT }, close: async () => void (await gw.close()) };
+    },
+  });
 }

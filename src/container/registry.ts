@@ -8,7 +8,7 @@
  */
 import Docker from 'dockerode';
 import { ContainerError, errorMessage } from '../common/errors.js';
-import { recipesDir } from './docker.js';
+import { recipesDir } from './local/docker.js';
 import { isOwnImage, ownImageMissing, OWN_IMAGE_TARGETS } from './own-images.js';
 import { isUnknownManifest, ownRepoTag, pinImage, pushCommand, registryTagRef, registryTrouble, type Pinning } from './registry-names.js';
 

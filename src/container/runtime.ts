@@ -182,3 +182,57 @@ export const LABELS = {
   /** `gateway` on a step's gateway container and its network; absent on a step's own container */
   role: 'dev.runner.role',
 } as const;
+
+/**
+ * How a step's workspace reaches its container and its work comes back, as an engine adapter does it: mounted (the
+ * local engine: the container sees the runner's disk), or by tar (swarm: a node cannot see it). The step prepares its
+ * container through it and finishes after, and does not know which it got.
+ */
+export interface StepTransport {
+  /**
+   * Before a run, before any image is pulled: throws a ContainerError saying what this engine cannot do for these
+   * steps (swarm: gVisor), or what it lacks to run any step (swarm: the gateway image's transfer helper).
+   */
+  checkRun(steps: ReadonlyArray<{ id: string; isolation: Isolation }>): Promise<void>;
+  /** why a step here cannot mount the runner's disk (its caches), as its log says it ("on --engine swarm (...)"); undefined: it can */
+  readonly noHostMounts?: string | undefined;
+  /** where a step's gateway runs */
+  readonly gateways: GatewayPlace;
+  prepare(spec: ContainerSpec, where: Where): Promise<Prepared>;
+}
+
+export interface Prepared {
+  spec: ContainerSpec;
+  /** after the container ended: the step's work is in the workspace again, or why not */
+  finish(): Promise<string | undefined>;
+}
+
+export interface Where {
+  workspace: string;
+  io: string;
+  owner: { uid: number; gid: number };
+  /** the step's gateway, which also relays to the runner's transfer server (a step on another node) */
+  relay?: { host: string; port: number } | undefined;
+  /**
+   * a git workspace's: makes a new directory a copy of its branch's history down to the run's base, which a step on
+   * another node gets as its workspace's `.git` (src/workspace/git-copy.ts); a mounted step sees the repository itself
+   */
+  gitCopy?: ((into: string) => Promise<void>) | undefined;
+  /** a line for the step's log, at any time while it runs */
+  note?: ((text: string) => void) | undefined;
+}
+
+/**
+ * Where a step's gateway runs and what else it does: beside the step on its own engine (local), or on a swarm's
+ * manager (the key stays on this side), on the step's own overlay, relaying the step's workspace to and from the
+ * runner as well.
+ */
+export interface GatewayPlace {
+  runtime: ContainerRuntime;
+  /** the runner's transfer server, as the gateway reaches it, when its step's workspace goes through it; undefined: it does not */
+  relayTo(): Promise<{ host: string; port: number } | undefined>;
+  /** the name of a gateway's try (its network adds -net) */
+  nameFor(base: string, attempt: number): string;
+  /** a try that failed this way is tried again (a busy manager attaching to a new overlay); at most 3 tries */
+  retryable(err: unknown): boolean;
+}

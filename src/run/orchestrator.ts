@@ -10,7 +10,7 @@ import path from 'node:path';
 import { CanceledError, errorMessage, RunnerError, UsageError } from '../common/errors.js';
 import { Masker } from '../common/mask.js';
 import { isOwnImage } from '../container/own-images.js';
-import { LABELS, type ContainerRuntime } from '../container/runtime.js';
+import { LABELS, type ContainerRuntime, type StepTransport } from '../container/runtime.js';
 import type { Git, GitIdentity } from '../git/git.js';
 import { pushLaterHint } from '../git/push.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
@@ -38,11 +38,11 @@ import type { RunSpending } from './step-network.js';
 import { checkGatewayImage } from '../gateway/host/image.js';
 import type { Budget, Spent } from '../gateway/host/budget.js';
 import { RunSpend } from '../gateway/host/run-spend.js';
-import { notOnSwarm, type StepTransport } from './step-transport.js';
+import { mountTransport } from '../container/local/mount-transport.js';
 
 export interface ExecDeps {
   runtime: ContainerRuntime;
-  /** how a step's workspace reaches its container: mounted (default), or by tar (swarm) */
+  /** how a step's workspace reaches its container, as the engine's adapter does it: mounted (the default, mountTransport), or by tar (swarm) */
   transport?: StepTransport;
   makeGit: (who: GitIdentity) => Git;
   clock: () => Date;
@@ -97,11 +97,9 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
       prepareWorkspace(pipeline, opts.loaded.dir, opts.task, userSettings, deps.makeGit, opts.loaded.file),
       (async () => {
         await deps.runtime.ping();
-        const gated = plans.filter((p) => p.gateway);
-        // on swarm every step starts with the transfer helper the gateway image carries
-        if (gated.length || deps.transport?.remote) await checkGatewayImage(deps.runtime);
-        const sandboxed = plans.filter((p) => p.isolation === 'gvisor');
-        if (sandboxed.length && deps.transport?.remote) throw notOnSwarm(`step ${sandboxed[0]!.id} (isolation: gvisor: a swarm service cannot name a runtime)`);
+        if (plans.some((p) => p.gateway)) await checkGatewayImage(deps.runtime);
+        // what the engine's transport cannot do for these steps, or lacks to run any: said before any pull
+        await (deps.transport ?? mountTransport(deps.runtime)).checkRun(plans);
         // The runner's own images first: one that is missing refuses the run before any pull begins.
         const images = [...new Set(plans.map((s) => s.image))].sort((a, b) => Number(isOwnImage(b)) - Number(isOwnImage(a)));
         for (const image of images) {

@@ -1,18 +1,20 @@
 /**
  * One step of a run: let the workspace check itself and give itself to the
- * step's user, run the container, read its outputs, and let the workspace
- * record what the step left (a commit, a patch, or a list of changes).
+ * step's user, open the step's add-ons (step-addons/: caches, the company
+ * network, its way out, the agent's events, the transport) and make its
+ * container from their parts, run it, close them in reverse, read its outputs
+ * and what the add-ons reported, and let the workspace record what the step
+ * left (a commit, a patch, or a list of changes). It knows no add-on by name.
  */
 import path from 'node:path';
-import { formatSize } from '../common/durations.js';
 import { ContainerError, errorMessage } from '../common/errors.js';
 import { LineSplitter } from '../common/line-splitter.js';
 import type { Masker } from '../common/mask.js';
-import { LABELS, type ContainerSpec, type Mount } from '../container/runtime.js';
+import { mountTransport } from '../container/local/mount-transport.js';
+import { LABELS, type ContainerSpec } from '../container/runtime.js';
 import { execSizeProblem } from '../plan/exec-size.js';
 import { CONTAINER_PATHS, renderStep, type RunIdentity } from '../plan/render.js';
 import { resolveUser, type StepPlan } from '../plan/step-plan.js';
-import { CA_PATH, networkEnv, SYSTEM_BUNDLE_PATH } from '../plan/company-network.js';
 import { verifyDirectory } from '../workspace/names.js';
 import { removeTree } from '../workspace/remove-tree.js';
 import type { Workspace } from '../workspace/workspace.js';
@@ -20,19 +22,13 @@ import { laneName, type Unit } from '../flow/planner.js';
 import { commitMessage } from './commit-message.js';
 import type { ExecDeps } from './orchestrator.js';
 import { parseOutputs, readOutputsFile } from './outputs.js';
-import { renderAgentEvent } from '../agents/render.js';
-import { readAgentResult } from '../agents/result.js';
-import { AGENT_RESULT_FILE } from '../agents/preset.js';
-import { PRESETS } from '../agents/presets.js';
-import { followAgentEvents } from './agent-follow.js';
-import { classify, describeStatus, limitsHit, type StepResult } from './step-result.js';
-import { runContainer } from './step-runner.js';
-import { openStepWay, type RunSpending, type StepWay, type StepWayReport } from './step-network.js';
-import { mountTransport, type Prepared } from './step-transport.js';
+import { describeLimit, describeStatus, limitsHit, type StepResult } from './step-result.js';
+import { runContainer, type ContainerEnd } from './step-runner.js';
+import type { RunSpending } from './step-network.js';
 import type { RunStore } from './store.js';
-import type { GatewayEvent } from '../gateway/config.js';
-import { openStepCaches, type StepCaches } from '../cache/step-caches.js';
-import { ownerAlive } from './owner-lock.js';
+import { StepRefused, type AddonEnd, type AddonReport, type AddonStep, type OpenAddon, type StepAddon } from './step-addons/addon.js';
+import { stepAddons } from './step-addons/addons.js';
+import { mergeReports, specWith, stepStatus } from './step-addons/compose.js';
 
 export interface StepContext {
   deps: ExecDeps;
@@ -88,93 +84,55 @@ export async function runStep(c: StepContext): Promise<StepRun> {
     );
   const out = lineTo('stdout');
   const err = lineTo('stderr');
+  // what add-ons print as the step's output (an agent's events, rendered)
+  const addonOut = lineTo('stdout');
 
   // Right before the container is made, the workspace checks itself (still the
   // directory the runner created, git links intact) and goes to the step's user.
   await ws.prepareStep(user);
   await verifyDirectory(ioDir);
-  let caches: StepCaches | undefined;
+
+  // an add-on stops the step (the run's budget spent while it runs, its way out lost): it said why in the log
+  const stopped = new AbortController();
+  const say = (line: string) => {
+    const masked = masker.mask(line);
+    log.line(masked);
+    deps.reporter.stepLine(name, 'stderr', masked);
+  };
+  const step: AddonStep = {
+    c,
+    user,
+    ioDir,
+    name: containerName(c),
+    labels: stepLabels(c),
+    say,
+    log: (line) => log.line(masker.mask(line)),
+    stdout: (line) => addonOut.push(Buffer.from(`${line}\n`)),
+    stop: () => stopped.abort(),
+  };
+  const opened: Array<{ addon: StepAddon; open: OpenAddon }> = [];
   try {
-    caches = await stepCaches(c, user);
-  } catch (err) {
+    for (const addon of stepAddons(deps.transport ?? mountTransport(deps.runtime))) {
+      const open = await addon.open(step);
+      opened.push({ addon, open });
+      for (const note of open.notes ?? []) say(`runner: ${note}`);
+    }
+  } catch (e) {
+    await closeAddons(opened, { reason: undefined }, deps.reporter);
     log.close();
-    return { result: await refuseStep(c, ioDir, 'cache_failed', `not started: its caches could not be made ready: ${errorMessage(err)}`), outputs: {} };
+    if (e instanceof StepRefused) return { result: await refuseStep(c, ioDir, e.code, e.message), outputs: {} };
+    throw e;
   }
-  for (const note of caches?.notes ?? []) {
-    log.line(`runner: ${note}`);
-    deps.reporter.stepLine(name, 'stderr', `runner: ${note}`);
-  }
-  let way: StepWay;
-  // the run's or the day's budget spent by steps running at once: this one stops too
-  const overBudget = new AbortController();
-  // the way did not come up after the step's container started: the step stops, its gateway's failure said
-  const wayLost = new AbortController();
-  try {
-    const place = deps.transport?.gateways;
-    way = await openStepWay({
-      runtime: place?.runtime ?? deps.runtime,
-      relayTo: plan.gateway && place ? await place.relayTo() : undefined,
-      tries: place,
-      plan,
-      name: `${containerName(c)}-gw`,
-      labels: stepLabels(c),
-      secrets: c.secrets,
-      spending: c.spending,
-      masker,
-      timeoutMs: plan.timeoutMs,
-      onOverBudget: (why) => {
-        if (overBudget.signal.aborted) return;
-        log.line(`runner gateway: ${why}: the step is stopped`);
-        deps.reporter.stepLine(name, 'stderr', `runner gateway: ${why}: the step is stopped`);
-        overBudget.abort();
-      },
-      onLost: (why) => {
-        if (wayLost.signal.aborted) return;
-        log.line(`runner gateway: ${masker.mask(why)}: the step is stopped`);
-        deps.reporter.stepLine(name, 'stderr', `runner gateway: ${masker.mask(why)}: the step is stopped`);
-        wayLost.abort();
-      },
-      onEvent: (e) =>
-        gatewayEvent(c, e, (line) => {
-          log.line(masker.mask(line));
-          deps.reporter.stepLine(name, 'stderr', masker.mask(line));
-        }),
-    });
-  } catch (err) {
-    await caches?.close();
-    log.close();
-    return { result: await refuseStep(c, ioDir, 'gateway_failed', errorMessage(err)), outputs: {} };
-  }
-  // An agent's events, rendered into its log as they come (its transcript kept as it wrote them).
-  const preset = plan.preset ? PRESETS[plan.preset] : undefined;
-  const follow =
-    preset &&
-    followAgentEvents(
-      path.join(ioDir, AGENT_RESULT_FILE),
-      store.stepTranscriptPath(name),
-      preset,
-      (event) => {
-        for (const l of renderAgentEvent(event)) out.push(Buffer.from(`${l}\n`));
-      },
-      (message) => log.line(`runner: ${message}`),
-    );
-  let end;
-  let prepared: Prepared | undefined;
-  let transferProblem: string | undefined;
-  let wayReport: StepWayReport | undefined;
-  let agent: Awaited<ReturnType<typeof readAgentResult>> | undefined;
+
+  let end: ContainerEnd | undefined;
   let notStarted: string | undefined;
+  let reports: Array<AddonReport | undefined> = [];
   try {
-    // a step on another node gets a copy of the branch's history as its .git (a local one sees the repository itself)
-    const gitCopy = deps.transport?.remote && ws.gitCopy ? (into: string) => ws.gitCopy!(into) : undefined;
-    const note = (text: string) => {
-      log.line(`runner: ${text}`);
-      deps.reporter.stepLine(name, 'stderr', `runner: ${text}`);
-    };
-    prepared = await (deps.transport ?? mountTransport).prepare(containerSpec(c, rendered, user, ioDir, way, caches), { workspace: ws.path, io: ioDir, owner: user, relay: way.relay, gitCopy, note });
-    end = await runContainer(deps.runtime, prepared.spec, {
+    let { spec, way } = specWith(containerSpec(c, rendered, user, ioDir), opened.map((o) => o.open));
+    for (const { open } of opened) if (open.reshape) spec = await open.reshape(spec, way);
+    end = await runContainer(deps.runtime, spec, {
       timeoutMs: plan.timeoutMs,
-      signal: AbortSignal.any([deps.signal, overBudget.signal, wayLost.signal]),
+      signal: AbortSignal.any([deps.signal, stopped.signal]),
       killSignal: deps.killSignal,
       graceSeconds: c.graceSeconds,
       onStdout: (b) => {
@@ -187,51 +145,29 @@ export async function runStep(c: StepContext): Promise<StepRun> {
       },
       onCleanupError: (m) => deps.reporter.warn(m),
     });
-  } catch (err) {
+  } catch (e) {
     // an image that cannot take the step's secrets out of the engine's sight: the step's, said before it runs
     // or whose way out did not come up (the step's log says why)
-    if (!(err instanceof ContainerError && (err.code === 'no_shell' || err.code === 'way_failed'))) throw err;
-    notStarted = errorMessage(err);
+    if (!(e instanceof ContainerError && (e.code === 'no_shell' || e.code === 'way_failed'))) throw e;
+    notStarted = errorMessage(e);
   } finally {
-    // a step on another node sends its work back: the workspace and its outputs are here again before anything reads them
-    transferProblem = await prepared?.finish();
-    // the agent's last events (on another node: all of them) are in its log before the log ends
-    await follow?.stop();
     out.end();
     err.end();
-    // An agent preset's CLI left its machine-readable result: its final message and what it says it cost
-    // (behind a gateway, only its turns and session count: the gateway's sums replace the rest).
-    agent = plan.preset ? await readAgentResult(plan.preset, ioDir, plan.agentSettings ?? {}) : undefined;
-    wayReport = await way
-      .close(agent?.usage)
-      .catch((e) => {
-        deps.reporter.warn(`closing the step's gateway: ${errorMessage(e)}`);
-        return undefined;
-      });
-    for (const r of wayReport?.refused ?? []) log.line(`runner gateway: refused ${r.host} ${r.count} time${r.count === 1 ? '' : 's'} in all`);
-    if (wayReport?.pathsRefused) log.line(`runner gateway: refused ${wayReport.pathsRefused} request${wayReport.pathsRefused === 1 ? '' : 's'} that were not model calls`);
-    // the container is gone: the step's caches are free again, and one it wrote is pruned back under its bound
-    for (const note of (await caches?.close()) ?? []) log.line(`runner: ${note}`);
+    // in reverse: the work comes back (another node) before the agent's last events are read, the agent's usage
+    // before its gateway's sums replace it, the caches last
+    reports = await closeAddons(opened, { reason: end?.reason }, deps.reporter);
+    addonOut.end();
+    for (const r of reports) for (const line of r?.logLines ?? []) log.line(masker.mask(line));
     log.close();
   }
   if (notStarted !== undefined || !end) return { result: await refuseStep(c, ioDir, 'step_not_started', `not started: ${notStarted ?? 'the container did not run'}`), outputs: {} };
 
-  const overRun = overBudget.signal.aborted && !deps.signal.aborted;
-  const status =
-    (wayReport?.budgetExhausted && end.reason === 'exit') || overRun
-      ? 'budget_exhausted'
-      : end.problem && end.reason === 'exit'
-        ? end.problem.status
-        : wayReport?.died
-          ? 'failed'
-          : classify(end.reason, end.exitCode, end.oomKilled);
+  const reported = mergeReports(reports);
+  const status = stepStatus(end, reported.said);
   const limits = limitsHit({ status, exitCode: end.exitCode, ...(end.pidsLimitHits !== undefined ? { pidsLimitHits: end.pidsLimitHits } : {}) });
   const limitText = limits.map((l) => describeLimit(l, plan));
-  const messages = [...limitText];
-  if (status === 'budget_exhausted') messages.push(overRun ? 'budget exhausted: the run\'s or the day\'s budget was spent while it ran (raise budget: in the pipeline file)' : 'budget exhausted: the gateway refused a model call (see the step\'s log; raise budget: in the pipeline file)');
-  if (wayReport?.died) messages.push(wayReport.died);
+  const messages = [...limitText, ...reported.problems];
   if (end.problem) messages.push(end.problem.message);
-  if (transferProblem) messages.push(transferProblem);
 
   const read = await readOutputsFile(path.join(ioDir, 'output'));
   // The raw files may hold secrets; only the masked values are kept, in run.json.
@@ -239,11 +175,8 @@ export async function runStep(c: StepContext): Promise<StepRun> {
   const parsed = read.text !== undefined ? parseOutputs(read.text) : { values: {}, problems: [] };
   if (read.problem) messages.push(read.problem);
   for (const p of parsed.problems) messages.push(`outputs: ${p}`);
-  if (agent?.problem) messages.push(agent.problem);
-  if (agent?.error) messages.push(agent.error);
-  const kept = Object.fromEntries(Object.entries(parsed.values).filter(([k]) => plan.outputs.includes(k) || k === 'summary'));
-  // its final message was in its log, live, with the rest of its events
-  if (agent?.result !== undefined) kept.result = agent.result;
+  // what an add-on says the step gave (an agent's final message as its result) stands over its outputs file
+  const kept = { ...Object.fromEntries(Object.entries(parsed.values).filter(([k]) => plan.outputs.includes(k) || k === 'summary')), ...reported.outputs };
 
   const result: StepResult = {
     id: plan.id,
@@ -259,11 +192,10 @@ export async function runStep(c: StepContext): Promise<StepRun> {
     limits,
     isolation: plan.isolation,
     ...(end.node ? { node: end.node } : {}),
-    // behind a gateway, what the model API reported is the step's usage, whatever the CLI printed
-    ...(wayReport?.usage ? { usage: wayReport.usage } : agent?.usage ? { usage: agent.usage } : {}),
-    ...(wayReport?.refused.length ? { egress: { refused: wayReport.refused, ...(wayReport.refusedOthers ? { others: wayReport.refusedOthers } : {}) } } : {}),
+    ...(reported.usage ? { usage: reported.usage } : {}),
+    ...(reported.egress ? { egress: reported.egress } : {}),
     ...(plan.agent ? { agent: plan.agent } : {}),
-    ...(wayReport?.error ? { error: wayReport.error } : {}),
+    ...(reported.error ? { error: reported.error } : {}),
     ...unitFields(unit),
   };
 
@@ -354,81 +286,33 @@ function stepLabels(c: StepContext): Record<string, string> {
   };
 }
 
-/** What the step's gateway said as it happened: in the step's log, the run's events and calls.jsonl. */
-function gatewayEvent(c: StepContext, e: GatewayEvent, logLine: (line: string) => void): void {
-  const name = c.unit.name;
-  if (e.event === 'call') {
-    c.store.recordCall({ step: name, ...e });
-    if (e.worstCase) {
-      const tokens = e.inputTokens + e.outputTokens + e.cacheReadTokens + e.cacheWriteTokens;
-      logLine(`runner gateway: a model call ended without its usage (the step hung up, or the answer was cut): charged its worst case, ${tokens} tokens${e.costUsd !== null ? `, $${e.costUsd.toFixed(4)}` : ''}`);
-    }
-    if (e.refused === 'budget') {
-      logLine('runner gateway: model call refused: the budget is spent');
-      c.store.event('budget_exhausted', { step: name }, 'warn');
-    }
-  } else if (e.event === 'refused') {
-    logLine(`runner gateway: refused ${e.host} (${e.reason})`);
-    c.store.event('egress_refused', { step: name, host: e.host, reason: e.reason }, 'warn');
-  } else if (e.event === 'error') {
-    logLine(`runner gateway: ${e.message}`);
-    c.store.event('gateway_error', { step: name, message: e.message }, 'warn');
+/** Closes the add-ons in reverse order, whatever happened; one that fails to close is the runner's warning, not the step's. */
+async function closeAddons(opened: ReadonlyArray<{ addon: StepAddon; open: OpenAddon }>, end: AddonEnd, reporter: ExecDeps['reporter']): Promise<Array<AddonReport | undefined>> {
+  const reports: Array<AddonReport | undefined> = [];
+  let usage = end.usage;
+  for (const { addon, open } of [...opened].reverse()) {
+    const r = await open.close({ ...end, usage }).catch((e: unknown) => {
+      reporter.warn(`closing the step's ${addon.name}: ${errorMessage(e)}`);
+      return undefined;
+    });
+    if (r?.usage) usage = r.usage;
+    reports.push(r);
   }
+  return reports;
 }
 
-/**
- * The project's caches the step names (src/cache/). A step on another node (swarm) cannot mount the runner's
- * disk: it runs without them, said in its log, and no setting points its tools at a directory that is not there.
- */
-async function stepCaches(c: StepContext, user: { uid: number; gid: number }): Promise<StepCaches | undefined> {
-  if (!c.plan.caches.length) return undefined;
-  if (c.deps.transport?.remote) {
-    const names = c.plan.caches.map((x) => x.name).join(', ');
-    return { mounts: [], env: {}, notes: [`cache ${names}: not used on --engine swarm (a step on another node cannot mount the runner's disk); the step runs without`], close: async () => [] };
-  }
-  return openStepCaches({
-    home: c.home,
-    project: c.ws.project,
-    caches: c.plan.caches,
-    runId: c.identity.runId,
-    user,
-    alive: (runId) => ownerAlive(c.home, runId),
-    signal: c.deps.signal,
-    now: c.deps.clock,
-  });
-}
-
-function containerSpec(
-  c: StepContext,
-  rendered: { cmd: string[]; env: Record<string, string>; secretEnv: Record<string, string> },
-  user: { uid: number; gid: number },
-  ioDir: string,
-  way: StepWay,
-  caches?: StepCaches,
-): ContainerSpec {
+/** The step's own container, before its add-ons add their parts: its workspace and io mounted, its plan's network, its own env. */
+function containerSpec(c: StepContext, rendered: { cmd: string[]; env: Record<string, string>; secretEnv: Record<string, string> }, user: { uid: number; gid: number }, ioDir: string): ContainerSpec {
   const { plan, ws } = c;
-  const mounts: Mount[] = [
-    { source: ws.path, target: CONTAINER_PATHS.workspace, readOnly: false },
-    { source: ioDir, target: CONTAINER_PATHS.io, readOnly: false },
-    ...ws.mounts(),
-    ...(caches?.mounts ?? []),
-  ];
-  const company = c.spending.company;
-  const ca = company?.ca?.hostPath ? company.ca : undefined;
-  // the bundle where the variables point, and where the image's own tools look by default; on swarm it travels as files
-  if (ca) for (const target of [CA_PATH, SYSTEM_BUNDLE_PATH]) mounts.push({ source: ca.hostPath!, target, readOnly: true });
   return {
     name: containerName(c),
     image: plan.image,
     cmd: rendered.cmd,
-    // the step's own env: wins over the company network's (a step may name another registry, or its own bundle);
-    // a cache's setting wins over both: the step asked for the cache
-    env: { ...networkEnv(company), ...rendered.env, ...(caches?.env ?? {}) },
-    ...(ca ? { files: [CA_PATH, SYSTEM_BUNDLE_PATH].map((target) => ({ target, data: ca.pem, secret: false })) } : {}),
+    env: rendered.env,
     ...(Object.keys(rendered.secretEnv).length ? { secretEnv: rendered.secretEnv } : {}),
     workingDir: CONTAINER_PATHS.workspace,
     user: `${user.uid}:${user.gid}`,
-    mounts,
+    mounts: [{ source: ws.path, target: CONTAINER_PATHS.workspace, readOnly: false }, { source: ioDir, target: CONTAINER_PATHS.io, readOnly: false }, ...ws.mounts()],
     memoryBytes: plan.memoryBytes,
     cpus: plan.cpus,
     pids: plan.pids,
@@ -436,28 +320,9 @@ function containerSpec(
     fileSizeBytes: plan.fileSizeBytes,
     readOnlyRoot: plan.readOnlyRoot,
     capAdd: plan.capAdd,
-    network: way.network,
-    ...(way.dns ? { dns: way.dns } : {}),
-    ...(way.hosts ? { hosts: way.hosts } : {}),
-    ...(way.up ? { holdUntil: way.up } : {}),
+    network: plan.network,
     ...(plan.placement ? { placement: plan.placement } : {}),
     labels: stepLabels(c),
     isolation: plan.isolation,
   };
-}
-
-function describeLimit(limit: ReturnType<typeof limitsHit>[number], plan: StepPlan): string {
-  switch (limit) {
-    case 'memory':
-      return `oom: killed at its memory limit of ${formatSize(plan.memoryBytes)} (raise resources.memory)`;
-    case 'timeout':
-      return `timed out: stopped at its timeout of ${Math.round(plan.timeoutMs / 1000)}s (raise timeout)`;
-    case 'pids':
-      // under gVisor the runner sees the sandbox reach its cap (where the next fork is refused), not each refusal
-      return plan.isolation === 'gvisor'
-        ? `pids limit reached: the sandbox held ${plan.pids} processes, its cap, where forks are refused (raise resources.pids)`
-        : `pids limit reached: forks were refused at ${plan.pids} processes (raise resources.pids)`;
-    case 'file_size':
-      return `file size limit reached: a write past ${formatSize(plan.fileSizeBytes)} was refused (raise resources.file_size)`;
-  }
 }

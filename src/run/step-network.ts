@@ -7,7 +7,7 @@
 import type { AgentUsage } from '../agents/preset.js';
 import { errorMessage } from '../common/errors.js';
 import type { Masker } from '../common/mask.js';
-import type { ContainerRuntime } from '../container/runtime.js';
+import type { GatewayPlace } from '../container/runtime.js';
 import { GATEWAY_HOST, RELAY_PORT, type GatewayEvent, type ModelRoute } from '../gateway/config.js';
 import type { RelayTarget } from '../gateway/relay.js';
 import { allowance } from '../gateway/host/budget.js';
@@ -65,12 +65,8 @@ export interface StepWay {
 }
 
 export interface WayOptions {
-  /** the engine the gateway runs on: the step's own, or (swarm) the manager's, so the key never reaches a worker */
-  runtime: ContainerRuntime;
-  /** the runner's transfer server, when the step is on another node: its gateway relays to it */
-  relayTo?: RelayTarget | undefined;
-  /** a gateway's name for each try, and which failures are tried again (swarm: a busy manager's overlays); default one try */
-  tries?: { nameFor(base: string, attempt: number): string; retryable(err: unknown): boolean } | undefined;
+  /** where the gateway runs (the step's own engine, or a swarm's manager, so the key never reaches a worker), its name per try, and the runner's transfer server it relays to when the step is on another node */
+  place: GatewayPlace;
   plan: StepPlan;
   /** unique per run of the step: names the gateway's container and network */
   name: string;
@@ -94,6 +90,8 @@ export const MAX_CALL_LINES = 10_000;
 export async function openStepWay(o: WayOptions): Promise<StepWay> {
   const g = o.plan.gateway;
   if (!g) return { network: o.plan.network, close: async () => undefined };
+  // a step on another node: its gateway relays to the runner's transfer server too
+  const relayTo = await o.place.relayTo();
   const s = o.spending;
   const key = g.model?.credential ? o.secrets[g.model.credential] : undefined;
   const model: ModelRoute | undefined = g.model && {
@@ -106,7 +104,7 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
   const day = spend.daySpent();
   const limit = allowance({ step: g.budget, run: spend.run ? { budget: spend.run, spent: spend.spent } : undefined, day: spend.day && day ? { budget: spend.day.budget, spent: day } : undefined });
   // the step's container starts while its gateway's program does: returned once the gateway's container runs
-  const start = (name: string) => startGateway(o.runtime, {
+  const start = (name: string) => startGateway(o.place.runtime, {
     name,
     labels: o.labels,
     egressNetwork: s.egressNetwork,
@@ -120,7 +118,7 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
       deadlineMs: o.timeoutMs + 60_000,
       ...(s.company?.ca ? { ca: s.company.ca.pem } : {}),
       ...(s.egressProxy ? { proxy: s.egressProxy } : {}),
-      ...(o.relayTo ? { relay: { port: RELAY_PORT, to: o.relayTo } } : {}),
+      ...(relayTo ? { relay: { port: RELAY_PORT, to: relayTo } } : {}),
     },
     onEvent: (e) => {
       if (e.event === 'call' && !e.refused) {
@@ -132,7 +130,7 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
       o.onEvent(e);
     },
   });
-  const gw = await tried(start, o.name, o.tries);
+  const gw = await tried(start, o.name, o.place);
   gw.listening.catch((err) => o.onLost(errorMessage(err)));
   const unwatch = spend.watch(o.onOverBudget);
   return {
@@ -140,7 +138,7 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
     dns: gw.dns,
     up: gw.listening,
     hosts: { [GATEWAY_HOST]: gw.dns[0]! },
-    ...(o.relayTo ? { relay: { host: gw.dns[0]!, port: RELAY_PORT } } : {}),
+    ...(relayTo ? { relay: { host: gw.dns[0]!, port: RELAY_PORT } } : {}),
     close: async (cliUsage) => {
       unwatch();
       const r = await gw.close();
@@ -157,8 +155,7 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
   };
 }
 
-async function tried<T>(start: (name: string) => Promise<T>, base: string, tries: WayOptions['tries']): Promise<T> {
-  if (!tries) return start(base);
+async function tried<T>(start: (name: string) => Promise<T>, base: string, tries: Pick<GatewayPlace, 'nameFor' | 'retryable'>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await start(tries.nameFor(base, attempt));

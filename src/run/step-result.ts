@@ -1,5 +1,6 @@
 /** How a step ended, in one shape for success and failure. Pure. */
 import type { AgentUsage } from '../agents/preset.js';
+import { formatSize } from '../common/durations.js';
 import type { Isolation } from '../pipeline/schema.js';
 import type { ChangeList } from '../workspace/snapshot.js';
 
@@ -102,5 +103,22 @@ export function describeStatus(status: StepStatus, exitCode: number | null): str
       return exitCode === null ? 'work not recorded' : `work not recorded (exit ${exitCode})`;
     default:
       return status;
+  }
+}
+
+/** A limit that fired, said with the step's bound and the setting that raises it. Pure. */
+export function describeLimit(limit: LimitHit, plan: { memoryBytes: number; timeoutMs: number; pids: number; fileSizeBytes: number; isolation: Isolation }): string {
+  switch (limit) {
+    case 'memory':
+      return `oom: killed at its memory limit of ${formatSize(plan.memoryBytes)} (raise resources.memory)`;
+    case 'timeout':
+      return `timed out: stopped at its timeout of ${Math.round(plan.timeoutMs / 1000)}s (raise timeout)`;
+    case 'pids':
+      // under gVisor the runner sees the sandbox reach its cap (where the next fork is refused), not each refusal
+      return plan.isolation === 'gvisor'
+        ? `pids limit reached: the sandbox held ${plan.pids} processes, its cap, where forks are refused (raise resources.pids)`
+        : `pids limit reached: forks were refused at ${plan.pids} processes (raise resources.pids)`;
+    case 'file_size':
+      return `file size limit reached: a write past ${formatSize(plan.fileSizeBytes)} was refused (raise resources.file_size)`;
   }
 }

@@ -19,7 +19,7 @@ import type { StartedBy } from '../run/record.js';
 import { readRun } from '../run/records.js';
 import type { Reporter } from '../run/reporter.js';
 import { newRunId } from '../run/run-id.js';
-import type { StepTransport } from '../run/step-transport.js';
+import type { StepTransport } from '../container/runtime.js';
 import type { RunSettings } from '../settings/run-settings.js';
 import type { Pending } from '../schedule/scheduler.js';
 import { RunnerHome } from '../workspace/home.js';

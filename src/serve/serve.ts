@@ -17,7 +17,7 @@ import type { ContainerRuntime } from '../container/runtime.js';
 import type { Git, GitIdentity } from '../git/git.js';
 import { resolveInputs } from '../pipeline/inputs.js';
 import { dayBudget, dayOf } from './day-budget.js';
-import type { StepTransport } from '../run/step-transport.js';
+import type { StepTransport } from '../container/runtime.js';
 import { reconcile } from '../run/reconcile.js';
 import type { Reporter } from '../run/reporter.js';
 import { newRunId } from '../run/run-id.js';

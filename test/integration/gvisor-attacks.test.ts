@@ -21,7 +21,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import Docker from 'dockerode';
 import { CLI, execPipeline, git, IMAGE, projectsForThisFile, runCli, writePipeline, type Fixture } from '../fixtures/project.js';
-import { DockerRuntime } from '../../src/container/docker.js';
+import { DockerRuntime } from '../../src/container/local/docker.js';
 import type { ContainerSpec } from '../../src/container/runtime.js';
 
 const fixture = projectsForThisFile();

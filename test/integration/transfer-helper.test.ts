@@ -1,7 +1,7 @@
 /**
  * The swarm transfer helper (images/gateway/transfer/runner-transfer.c), as
  * the gateway image carries it and the runner hands it over
- * (src/container/transfer-helper.ts), against the real transfer server, in a
+ * (src/container/swarm/transfer-helper.ts), against the real transfer server, in a
  * local container of an image with a /bin/sh and nothing else (busybox, no
  * bash, no tar), set up as a swarm step's is: its user not the files' owner,
  * all capabilities dropped, an init, the token as a file, the workspace on
@@ -20,13 +20,14 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import Docker from 'dockerode';
 import tarStream from 'tar-stream';
-import { DockerRuntime } from '../../src/container/docker.js';
+import { DockerRuntime } from '../../src/container/local/docker.js';
 import type { ContainerSpec } from '../../src/container/runtime.js';
-import { scratchMount } from '../../src/container/swarm.js';
-import { transferHelper } from '../../src/container/transfer-helper.js';
+import { swarmTransport } from '../../src/container/engine.js';
+import { scratchMount } from '../../src/container/swarm/task.js';
+import { transferHelper } from '../../src/container/swarm/transfer-helper.js';
+import { checkGatewayImage, GATEWAY_IMAGE } from '../../src/gateway/host/image.js';
 import { CONTAINER_PATHS } from '../../src/plan/render.js';
-import { TarTransport } from '../../src/run/step-transport.js';
-import { stagingFor, TransferServer } from '../../src/run/transfer-server.js';
+import { stagingFor, TransferServer } from '../../src/container/swarm/transfer-server.js';
 import { Git } from '../../src/git/git.js';
 import { makeGitCopy } from '../../src/workspace/git-copy.js';
 import { commitAll, createWorktree, resolveBase } from '../../src/workspace/git-worktree.js';
@@ -54,7 +55,7 @@ async function tmp(prefix: string): Promise<string> {
 
 before(async () => {
   // the helper as a swarm step gets it: from the gateway image, by the runner's own code
-  const bytes = await transferHelper(api, new DockerRuntime(api));
+  const bytes = await transferHelper(api, GATEWAY_IMAGE, () => checkGatewayImage(new DockerRuntime(api)));
   const dir = await tmp('runner-xfer-helper-');
   helperFile = path.join(dir, 'runner-transfer');
   await writeFile(helperFile, bytes, { mode: 0o555 });
@@ -328,7 +329,7 @@ test('what it fetches is extracted strictly: no .., no absolute path, nothing th
 
 test('the tar transport hands a step the helper from the gateway image; the step it prepares runs in busybox and its work lands in the worktree', { timeout: 120_000 }, async () => {
   const f = await fixture();
-  const transport = new TarTransport(async () => gateway, new DockerRuntime(api), () => transferHelper(api, new DockerRuntime(api)));
+  const transport = swarmTransport(api, new DockerRuntime(api), async () => gateway);
   const spec: ContainerSpec = {
     name: `runner-test-xfer-${tag}`,
     image: images!.shell,
@@ -436,7 +437,7 @@ test('a step with git on another node: its workspace is a repository of the bran
     'git config core.hooksPath .git/hooks',
     `printf 'gitdir: /etc\\n' > .git/commondir`,
   ].join('\n');
-  const transport = new TarTransport(async () => gateway, new DockerRuntime(api), () => transferHelper(api, new DockerRuntime(api)));
+  const transport = swarmTransport(api, new DockerRuntime(api), async () => gateway);
   const spec = {
     name: `runner-test-xfer-git-${tag}`,
     image: 'runner/toolchain:latest',

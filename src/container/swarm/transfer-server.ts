@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
-import { DEFAULT_RECEIVE_LIMITS, packTree, receiveTree, type ReceiveReport } from '../workspace/tar-transfer.js';
+import { DEFAULT_RECEIVE_LIMITS, packTree, receiveTree, type ReceiveReport } from '../../workspace/tar-transfer.js';
 
 export type Part = 'w' | 'io';
 

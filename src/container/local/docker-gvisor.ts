@@ -16,9 +16,9 @@ import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import type Docker from 'dockerode';
 import os from 'node:os';
-import { ContainerError, errorMessage } from '../common/errors.js';
-import { LABELS } from './runtime.js';
-import { findGvisorRuntime, noGvisorMessage, probeFailureMessage, sandboxRoot, sandboxTasks, STATX_NOTE, type EngineRuntime } from './gvisor.js';
+import { ContainerError, errorMessage } from '../../common/errors.js';
+import { LABELS } from '../runtime.js';
+import { findGvisorRuntime, noGvisorMessage, probeFailureMessage, sandboxRoot, sandboxTasks, STATX_NOTE, type EngineRuntime } from '../gvisor.js';
 import { PROBE_OWNER_LABEL, probeOwner, staleProbes } from './gvisor-probes.js';
 
 const run = promisify(execFile);

@@ -1,21 +1,16 @@
 /**
- * The ContainerRuntime on a Docker Swarm: each step is a service of one
- * replica that is never restarted (restart policy none) placed by its limits and reservations. The
- * manager's API cannot reach a worker's containers, so the workspace comes
- * and goes by tar (src/run/step-transport.ts): a spec here has no mounts. A
- * task's state and its node's state are watched, since a job task on a node
- * that went down reports `running` for as long as anyone watched.
+ * A swarm step: a service of one replica that is never restarted (restart
+ * policy none), placed by its limits and reservations, followed through its
+ * logs. A task's state and its node's state are watched, since a job task on
+ * a node that went down reports `running` for as long as anyone watched.
  */
-import { createHash } from 'node:crypto';
 import Docker from 'dockerode';
-import { ContainerError, errorMessage } from '../common/errors.js';
-import type { Isolation } from '../pipeline/schema.js';
-import { DockerRuntime, recipesDir, removeSwarmFiles } from './docker.js';
-import { isOwnImage, ownImageMissing } from './own-images.js';
-import { pinnedOwnImage } from './registry.js';
-import { nodePullHint } from './registry-names.js';
-import { encodeSecretEnv, preludeArgv } from './secret-env.js';
-import type { ContainerHandle, ContainerSpec, ExitState, OutputHandler, PullProgress } from './runtime.js';
+import { ContainerError, errorMessage } from '../../common/errors.js';
+import { removeSwarmFiles } from '../local/docker.js';
+import { nodePullHint } from '../registry-names.js';
+import type { ContainerHandle, ContainerSpec, ExitState, OutputHandler } from '../runtime.js';
+import { encodeSecretEnv, preludeArgv } from '../secret-env.js';
+import { nameTaken, serviceName } from './names.js';
 
 /** The attachable overlay network of swarm steps with `network: bridge` (it has a way out, and to the runner's transfer). */
 export const SWARM_NETWORK = 'runner-swarm';
@@ -44,93 +39,6 @@ interface TaskInfo {
   CreatedAt?: string;
 }
 
-export class SwarmRuntime extends DockerRuntime {
-  private network: Promise<void> | undefined;
-  /** containers on the manager itself (a step's relay), on networks every node shares */
-  readonly manager: DockerRuntime;
-
-  /**
-   * `registry` (HOST:PORT): the registry the nodes pull the runner's own
-   * images from, named there by digest; without it they go by image ID and
-   * each node must have them loaded (docs/scale-out.md).
-   */
-  constructor(private readonly api: Docker = new Docker(), private readonly registry?: string) {
-    super(api);
-    this.manager = new DockerRuntime(api, 'overlay');
-  }
-
-  /** An own image with a registry must be there, as this engine has it, before the run starts: else the push command. */
-  override async ensureImage(image: string, onProgress: (p: PullProgress) => void): Promise<void> {
-    if (this.registry && isOwnImage(image)) {
-      await pinnedOwnImage(this.api, this.registry, image);
-      return;
-    }
-    return super.ensureImage(image, onProgress);
-  }
-
-  override async ping(): Promise<void> {
-    await super.ping();
-    const info = (await this.api.info()) as { Swarm?: { LocalNodeState?: string; ControlAvailable?: boolean } };
-    if (info.Swarm?.LocalNodeState !== 'active' || !info.Swarm.ControlAvailable) {
-      throw new ContainerError('not_a_swarm_manager', 'the engine at DOCKER_HOST is not a swarm manager: run `docker swarm init` there (or scripts/swarm-lab.sh up to try it on one machine), or drop --engine swarm');
-    }
-  }
-
-  /** The manager's address as the swarm's nodes reach it. */
-  async managerAddress(): Promise<string> {
-    const info = (await this.api.info()) as { Swarm?: { NodeAddr?: string } };
-    if (!info.Swarm?.NodeAddr) throw new ContainerError('not_a_swarm_manager', 'the engine reports no swarm address');
-    return info.Swarm.NodeAddr;
-  }
-
-  private ensureNetwork(): Promise<void> {
-    return (this.network ??= (async () => {
-      const found = await this.api.listNetworks({ filters: { name: [SWARM_NETWORK] } });
-      if (found.some((n) => n.Name === SWARM_NETWORK)) return;
-      // runs started at once race to make it: the one that loses hears "already exists" from the engine,
-      // or "name conflicts with an existing object" from the swarm, and uses the winner's
-      await this.api.createNetwork({ Name: SWARM_NETWORK, Driver: 'overlay', Attachable: true, CheckDuplicate: true, Labels: { 'dev.runner.role': 'swarm' } }).catch((err: unknown) => {
-        if (!nameTaken(err)) throw err;
-      });
-    })());
-  }
-
-  override async checkIsolation(steps: ReadonlyArray<{ id: string; isolation: Isolation }>): Promise<string[]> {
-    const sandboxed = steps.find((s) => s.isolation === 'gvisor');
-    if (!sandboxed) return [];
-    throw new ContainerError('swarm_unsupported', `step ${sandboxed.id} asks for isolation: gvisor, which --engine swarm cannot give (a swarm service cannot name a runtime): run it on the local engine (docs/gvisor.md)`);
-  }
-
-  override async create(spec: ContainerSpec): Promise<ContainerHandle> {
-    if (spec.isolation === 'gvisor') await this.checkIsolation([{ id: spec.name, isolation: 'gvisor' }]);
-    if (spec.mounts.length) throw new ContainerError('swarm_mounts', 'a swarm step cannot mount the runner\'s disk: its workspace travels by tar (a bug: the tar transport should have taken the mounts)');
-    await this.ensureNetwork();
-    return new SwarmTask(this.api, { ...spec, image: await this.jobImage(spec.image) }, spec.image, this.registry);
-  }
-
-  /**
-   * The image a job names. A node pulls a job's image by name before every task, even one it has, and a
-   * newer image found under the name replaces its own; only an image ID is never pulled. So the runner's own
-   * images (own-images.ts) go by the ID this engine has them under: a node runs exactly that image, or
-   * lacks it and rejects the task. With a registry they go by the registry's digest of exactly that image
-   * (registry.ts), which a node lacking it pulls. Other images go by name, pulled as the file asks.
-   */
-  private async jobImage(image: string): Promise<string> {
-    if (!isOwnImage(image)) return image;
-    if (this.registry) return pinnedOwnImage(this.api, this.registry, image);
-    try {
-      return (await this.api.getImage(image).inspect()).Id;
-    } catch (err) {
-      throw new ContainerError('image_missing', `${ownImageMissing(image, recipesDir())} (${errorMessage(err).split('\n')[0]})`, { cause: err });
-    }
-  }
-
-  override async listByLabels(labels: Record<string, string>): Promise<Array<{ id: string; labels: Record<string, string> }>> {
-    const services = await this.api.listServices({ filters: { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) } });
-    return services.map((s) => ({ id: s.ID, labels: (s.Spec?.Labels as Record<string, string>) ?? {} }));
-  }
-}
-
 /**
  * A directory the step fills (its workspace, fetched): any image and any uid can, since it is a mount of its own,
  * writable by all (mode 1777, as /tmp), and what the image has beside it (its /home/agent) stays. A tmpfs, by the
@@ -155,18 +63,7 @@ export function scratchMount(target: string, memoryBytes: number, name?: string,
 /** The label of a swarm step's workspace volumes: what a node keeps of them goes with `docker volume prune --filter label=dev.runner.scratch` */
 export const SCRATCH_LABEL = 'dev.runner.scratch';
 
-/** The engine's "already exists" or the swarm's "name conflicts with an existing object": the name is held. Pure. */
-export function nameTaken(err: unknown): boolean {
-  return /already exists|name conflicts with an existing object/i.test(errorMessage(err));
-}
-
-/** A service name the swarm takes (a DNS label): the container's name with what it refuses turned to -, cut with a hash to stay unique. Pure. */
-export function serviceName(name: string, max = 63): string {
-  const safe = name.replace(/[^A-Za-z0-9-]/g, '-').replace(/^-+/, '');
-  return safe.length <= max ? safe : `${safe.slice(0, max - 9)}-${createHash('sha256').update(name).digest('hex').slice(0, 8)}`;
-}
-
-class SwarmTask implements ContainerHandle {
+export class SwarmTask implements ContainerHandle {
   private service: Docker.Service | undefined;
   private serviceId: string | undefined;
   private serviceSpec: Docker.CreateServiceOptions | undefined;

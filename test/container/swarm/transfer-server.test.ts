@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import tarStream from 'tar-stream';
-import { stagingFor, TransferServer } from '../../src/run/transfer-server.js';
+import { stagingFor, TransferServer } from '../../../src/container/swarm/transfer-server.js';
 
 const server = new TransferServer();
 const roots: string[] = [];

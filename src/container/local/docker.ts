@@ -4,15 +4,15 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
-import { ContainerError, errorMessage } from '../common/errors.js';
-import { packageRoot } from '../common/package-root.js';
+import { ContainerError, errorMessage } from '../../common/errors.js';
+import { packageRoot } from '../../common/package-root.js';
 import { DockerGvisor } from './docker-gvisor.js';
-import { gvisorPidLimits } from './gvisor.js';
-import { hostPathProblem, ownContainerId, type OwnMount } from './host-paths.js';
-import { isOwnImage, ownImageMissing } from './own-images.js';
-import { encodeSecretEnv, preludeArgv } from './secret-env.js';
-import type { Isolation } from '../pipeline/schema.js';
-import { LABELS, type ContainerHandle, type ContainerRuntime, type ContainerSpec, type ExitState, type Mount, type NetworkSpec, type OutputHandler, type PullProgress } from './runtime.js';
+import { gvisorPidLimits } from '../gvisor.js';
+import { hostPathProblem, ownContainerId, type OwnMount } from '../host-paths.js';
+import { isOwnImage, ownImageMissing } from '../own-images.js';
+import { encodeSecretEnv, preludeArgv } from '../secret-env.js';
+import type { Isolation } from '../../pipeline/schema.js';
+import { LABELS, type ContainerHandle, type ContainerRuntime, type ContainerSpec, type ExitState, type Mount, type NetworkSpec, type OutputHandler, type PullProgress } from '../runtime.js';
 
 interface HttpError {
   statusCode?: number;

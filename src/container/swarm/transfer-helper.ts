@@ -8,9 +8,7 @@
 import type Docker from 'dockerode';
 import tarStream from 'tar-stream';
 import { Readable } from 'node:stream';
-import { ContainerError, errorMessage } from '../common/errors.js';
-import { checkGatewayImage, GATEWAY_IMAGE } from '../gateway/host/image.js';
-import type { ContainerRuntime } from './runtime.js';
+import { ContainerError, errorMessage } from '../../common/errors.js';
 
 /** Where the gateway image holds the helper (images/gateway/Dockerfile). */
 export const HELPER_IN_IMAGE = '/usr/local/lib/runner/runner-transfer';
@@ -19,9 +17,9 @@ const MAX_HELPER_BYTES = 480 * 1024;
 
 const byImageId = new Map<string, Promise<Buffer>>();
 
-/** The helper from `image` on the engine at `api` (the swarm manager), after its version was checked on `runtime` (the same engine). */
-export async function transferHelper(api: Docker, runtime: ContainerRuntime, image: string = GATEWAY_IMAGE): Promise<Buffer> {
-  await checkGatewayImage(runtime);
+/** The helper from `image` (the gateway's) on the engine at `api` (the swarm manager), once `check` said the image is this runner's. */
+export async function transferHelper(api: Docker, image: string, check: () => Promise<void>): Promise<Buffer> {
+  await check();
   const id = (await api.getImage(image).inspect()).Id;
   let bytes = byImageId.get(id);
   if (!bytes) {

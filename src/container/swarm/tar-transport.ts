@@ -1,79 +1,45 @@
 /**
- * How a step's workspace reaches its container and its work comes back:
- * mounted (the local engine: the container sees the runner's disk), or by
- * tar (swarm: a node cannot see it). Chosen once at start with the engine;
- * run-step prepares a step's container through it and finishes after, and
- * does not know which it got.
+ * The swarm engine's transport: a step's workspace by tar, through the
+ * runner's transfer server, since a node cannot see the runner's disk. The
+ * step's gateway (or, for a step without one, a relay) runs on the manager
+ * and leads the step to the server; a git workspace's step gets a copy of its
+ * branch's history as its .git. What this engine cannot give a step (its
+ * caches, gVisor) it says here.
  */
 import { rm } from 'node:fs/promises';
-import { ContainerError, errorMessage } from '../common/errors.js';
-import type { ContainerRuntime, ContainerSpec } from '../container/runtime.js';
-import { serviceName } from '../container/swarm.js';
-import { RELAY_PORT } from '../gateway/config.js';
-import { startGateway, type OpenGateway } from '../gateway/host/step-gateway.js';
-import type { RelayTarget } from '../gateway/relay.js';
-import { CONTAINER_PATHS } from '../plan/render.js';
-import { replaceTree } from '../workspace/tar-transfer.js';
+import { ContainerError, errorMessage } from '../../common/errors.js';
+import type { Isolation } from '../../pipeline/schema.js';
+import { CONTAINER_PATHS } from '../../plan/render.js';
+import { replaceTree } from '../../workspace/tar-transfer.js';
+import type { ContainerRuntime, ContainerSpec, GatewayPlace, Prepared, StepTransport, Where } from '../runtime.js';
+import { overlayHiccup, overlayName } from './names.js';
 import { stagingFor, TransferServer, type Part } from './transfer-server.js';
 
-export interface Prepared {
-  spec: ContainerSpec;
-  /** after the container ended: the step's work is in the workspace again, or why not */
-  finish(): Promise<string | undefined>;
+/** A relay on the manager: a container on a network of the step's own that passes its connections to one address and nowhere else. */
+export interface Relay {
+  /** the step's network (an internal overlay) */
+  network: string;
+  /** the relay's address there: the step's only name server (it answers nothing) */
+  dns: string[];
+  /** where the step reaches the relay */
+  address: { host: string; port: number };
+  close(): Promise<void>;
 }
 
-export interface Where {
-  workspace: string;
-  io: string;
-  owner: { uid: number; gid: number };
-  /** the step's gateway, which also relays to the runner's transfer server (swarm) */
-  relay?: RelayTarget | undefined;
+/** What the swarm transport is given by the engine that picks it (engine.ts): what it needs of the gateway's side. */
+export interface TarTransportNeeds {
+  /** the address the swarm's nodes reach this machine at */
+  address(): Promise<string>;
+  /** the swarm manager's engine, where relays and gateways run (making overlays) */
+  manager: ContainerRuntime;
   /**
-   * a git workspace's: makes a new directory a copy of its branch's history down to the run's base, which a step on
-   * another node gets as its workspace's `.git` (src/workspace/git-copy.ts)
+   * the program a step's container runs first (images/gateway/transfer/runner-transfer.c): its bytes, and the check
+   * that the image it comes from is this runner's (before a run)
    */
-  gitCopy?: ((into: string) => Promise<void>) | undefined;
-  /** a line for the step's log, at any time while it runs */
-  note?: ((text: string) => void) | undefined;
+  helper: { check(): Promise<void>; bytes(): Promise<Buffer> };
+  /** starts a relay on the manager, under `name` (one per try), to `to` */
+  startRelay(o: { name: string; labels: Record<string, string>; to: { host: string; port: number } }): Promise<Relay>;
 }
-
-/**
- * Where a step's gateway runs and what else it does: on a swarm, on the manager (the key stays on this side),
- * on the step's own overlay, and it relays the step's workspace to and from the runner as well.
- */
-export interface GatewayPlace {
-  runtime: ContainerRuntime;
-  /** the runner's transfer server, as the gateway on the manager reaches it */
-  relayTo(): Promise<RelayTarget>;
-  /** the name of a gateway's try (its network adds -net): a new one per try, since a failed try's may still be going away */
-  nameFor(base: string, attempt: number): string;
-  /** a try that failed this way is tried again (a busy manager attaching to a new overlay) */
-  retryable(err: unknown): boolean;
-}
-
-/** How a busy swarm manager fails to attach a container to a new overlay, or holds a name still being removed. */
-export function overlayHiccup(err: unknown): boolean {
-  return /attaching to network failed|context deadline exceeded|name conflicts with an existing object/.test(errorMessage(err));
-}
-
-/** An overlay's name, a DNS label (the network adds -net), one per try. */
-function overlayName(base: string, attempt: number): string {
-  return serviceName(`${base}${attempt > 1 ? attempt : ''}`, 59);
-}
-
-export interface StepTransport {
-  /** whether steps run on other machines (no mounts) */
-  readonly remote: boolean;
-  /** where a step's gateway runs, when not beside the step on the step's own engine */
-  readonly gateways?: GatewayPlace;
-  prepare(spec: ContainerSpec, where: Where): Promise<Prepared>;
-}
-
-/** The local engine: the workspace is mounted, nothing travels. */
-export const mountTransport: StepTransport = {
-  remote: false,
-  prepare: async (spec) => ({ spec, finish: async () => undefined }),
-};
 
 /** Where a step's container has the transfer helper (a swarm config, mode 0555). */
 const HELPER_TARGET = '/run/runner/runner-transfer';
@@ -89,29 +55,28 @@ const ARRIVAL_MS = 10_000;
  * relay on the manager that leads to the server and nowhere else.
  */
 export class TarTransport implements StepTransport {
-  readonly remote = true;
+  readonly noHostMounts = "on --engine swarm (a step on another node cannot mount the runner's disk)";
   private readonly server = new TransferServer();
+  /** on the manager (the key stays on this side), on the step's own overlay, relaying its workspace too */
   readonly gateways: GatewayPlace;
 
-  /**
-   * `manager`: where a step's relay and gateway run (the swarm manager's engine, making overlays); `helper`: the bytes
-   * of the program a step's container runs first (images/gateway/transfer/runner-transfer.c, from
-   * src/container/transfer-helper.ts)
-   */
-  constructor(
-    private readonly address: () => Promise<string>,
-    private readonly manager: ContainerRuntime,
-    private readonly helper: () => Promise<Buffer>,
-  ) {
+  constructor(private readonly o: TarTransportNeeds) {
     this.gateways = {
-      runtime: manager,
+      runtime: o.manager,
       relayTo: async () => {
         await this.server.listen();
-        return { host: await this.address(), port: this.server.port };
+        return { host: await o.address(), port: this.server.port };
       },
       nameFor: overlayName,
       retryable: overlayHiccup,
     };
+  }
+
+  /** every step starts with the transfer helper the gateway image carries; gVisor is not to be had */
+  async checkRun(steps: ReadonlyArray<{ id: string; isolation: Isolation }>): Promise<void> {
+    await this.o.helper.check();
+    const sandboxed = steps.filter((p) => p.isolation === 'gvisor');
+    if (sandboxed.length) throw notOnSwarm(`step ${sandboxed[0]!.id} (isolation: gvisor: a swarm service cannot name a runtime)`);
   }
 
   async prepare(spec: ContainerSpec, where: Where): Promise<Prepared> {
@@ -120,20 +85,14 @@ export class TarTransport implements StepTransport {
       throw new ContainerError('swarm_unsupported', `network: ${spec.network} cannot be used on --engine swarm: a step there has network none (its own, with a relay to the runner) or bridge (the runner's overlay, with a way out)`);
     }
     // before anything is opened: without the helper no step can run on a node
-    const helper = await this.helper();
+    const helper = await this.o.helper.bytes();
     await this.server.listen();
-    let to = where.relay ?? { host: await this.address(), port: this.server.port };
-    let relay: OpenGateway | undefined;
+    let to = where.relay ?? { host: await this.o.address(), port: this.server.port };
+    let relay: Relay | undefined;
     if (spec.network === 'none' && !where.relay) {
       // started, not waited for: the step's wrapper asks it until it listens, while its service is made and placed
-      const open = (attempt: number) =>
-        startGateway(this.manager, {
-          name: overlayName(`${spec.name}-relay`, attempt),
-          labels: spec.labels,
-          egressNetwork: 'bridge',
-          config: { allow: [], prices: {}, relay: { port: RELAY_PORT, to } },
-          onEvent: () => undefined,
-        });
+      const target = to;
+      const open = (attempt: number) => this.o.startRelay({ name: overlayName(`${spec.name}-relay`, attempt), labels: spec.labels, to: target });
       // a busy manager can time out attaching a container to a new overlay ("context deadline exceeded"), or still hold
       // a name being removed: tried again, under another name
       for (let attempt = 1; !relay; attempt++) {
@@ -144,7 +103,7 @@ export class TarTransport implements StepTransport {
           await new Promise((r) => setTimeout(r, 1000 * attempt));
         }
       }
-      to = { host: relay.dns[0]!, port: RELAY_PORT };
+      to = relay.address;
     }
     const staging: Record<Part, string> = { w: stagingFor(where.workspace, 'w'), io: stagingFor(where.io, 'io') };
     // beside the worktree, where git (as the project's owner) may write; removed with the staging directories

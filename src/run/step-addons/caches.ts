@@ -1,0 +1,51 @@
+/**
+ * The project's caches a step names (src/cache/): opened before its container
+ * is made (mounted, their settings in its env), closed after (their uses end,
+ * one it wrote is pruned back under its bound). Where a step cannot mount the
+ * runner's disk (its engine says why), it runs without them, said in its log,
+ * and no setting points its tools at a directory that is not there.
+ */
+import { openStepCaches } from '../../cache/step-caches.js';
+import { errorMessage } from '../../common/errors.js';
+import type { StepTransport } from '../../container/runtime.js';
+import type { CachePlan } from '../../plan/cache-plan.js';
+import { ownerAlive } from '../owner-lock.js';
+import { NOTHING, StepRefused, type StepAddon } from './addon.js';
+
+export function cachesAddon(transport: Pick<StepTransport, 'noHostMounts'>): StepAddon {
+  return {
+    name: 'caches',
+    open: async ({ c, user }) => {
+      if (!c.plan.caches.length) return NOTHING;
+      if (transport.noHostMounts) return { notes: [cachesNotUsed(c.plan.caches, transport.noHostMounts)], close: async () => undefined };
+      let caches;
+      try {
+        caches = await openStepCaches({
+          home: c.home,
+          project: c.ws.project,
+          caches: c.plan.caches,
+          runId: c.identity.runId,
+          user,
+          alive: (runId) => ownerAlive(c.home, runId),
+          signal: c.deps.signal,
+          now: c.deps.clock,
+        });
+      } catch (err) {
+        throw new StepRefused('cache_failed', `not started: its caches could not be made ready: ${errorMessage(err)}`);
+      }
+      return {
+        mounts: caches.mounts,
+        // a cache's setting wins over the step's own env: the step asked for the cache
+        env: caches.env,
+        notes: caches.notes,
+        // the container is gone: the step's caches are free again, and one it wrote is pruned back under its bound
+        close: async () => ({ logLines: (await caches.close()).map((note) => `runner: ${note}`) }),
+      };
+    },
+  };
+}
+
+/** The log's line for caches a step cannot mount where it runs (`why`: its engine's reason). Pure. */
+export function cachesNotUsed(caches: readonly Pick<CachePlan, 'name'>[], why: string): string {
+  return `cache ${caches.map((x) => x.name).join(', ')}: not used ${why}; the step runs without`;
+}

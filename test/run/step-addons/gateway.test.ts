@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { wayReport } from '../../../src/run/step-addons/gateway.js';
+import type { StepWayReport } from '../../../src/run/step-network.js';
+
+const quiet: StepWayReport = { budgetExhausted: false, refused: [], refusedOthers: 0, pathsRefused: 0 };
+
+test('a step without a gateway, or one whose gateway had nothing to say, reports nothing', () => {
+  assert.deepEqual(wayReport(undefined, { overRun: false, exited: true }), {});
+  assert.deepEqual(wayReport(quiet, { overRun: false, exited: true }), {});
+});
+
+test('refusals: in the record, and a line each in the log', () => {
+  const r = wayReport({ ...quiet, refused: [{ host: 'evil.example', count: 3 }, { host: 'x.example', count: 1 }], refusedOthers: 2, pathsRefused: 1 }, { overRun: false, exited: true });
+  assert.deepEqual(r.egress, { refused: [{ host: 'evil.example', count: 3 }, { host: 'x.example', count: 1 }], others: 2 });
+  assert.deepEqual(r.logLines, [
+    'runner gateway: refused evil.example 3 times in all',
+    'runner gateway: refused x.example 1 time in all',
+    'runner gateway: refused 1 request that were not model calls',
+  ]);
+  assert.equal(r.status, undefined);
+});
+
+test('a model call refused for the budget: budget_exhausted when the step then exited by itself', () => {
+  const r = wayReport({ ...quiet, budgetExhausted: true }, { overRun: false, exited: true });
+  assert.equal(r.status, 'budget_exhausted');
+  assert.match(r.problems![0]!, /^budget exhausted: the gateway refused a model call/);
+  // stopped for another cause (its timeout): that cause is its status
+  assert.equal(wayReport({ ...quiet, budgetExhausted: true }, { overRun: false, exited: false }).status, undefined);
+});
+
+test("the run's budget spent while the step ran: budget_exhausted, however it ended", () => {
+  const r = wayReport(quiet, { overRun: true, exited: false });
+  assert.equal(r.status, 'budget_exhausted');
+  assert.match(r.problems![0]!, /the run's or the day's budget was spent while it ran/);
+});
+
+test('a gateway that died: the step failed, with why; one that never listened: gateway_failed', () => {
+  const r = wayReport({ ...quiet, died: 'the gateway ended (out of memory)', error: 'gateway_failed' }, { overRun: false, exited: true });
+  assert.equal(r.status, 'failed');
+  assert.deepEqual(r.problems, ['the gateway ended (out of memory)']);
+  assert.equal(r.error, 'gateway_failed');
+});
+
+test("metered usage replaces the CLI's", () => {
+  const usage = { model: 'm', inputTokens: 1, outputTokens: 2, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.1, turns: 1, sessionId: null, calls: 1 };
+  assert.deepEqual(wayReport({ ...quiet, usage }, { overRun: false, exited: true }).usage, usage);
+});
