@@ -13,6 +13,7 @@ import { GATEWAY_IMAGE } from '../../src/gateway/host/image.js';
 import { assertLeftNothing, coreProjects, FakeEngine, onBranch, pipeline, runCommits, runOn, type RunControls } from '../fixtures/core-run.js';
 import { git } from '../fixtures/project.js';
 import { fakeGateway, type FakeProcess } from '../fixtures/fake-engine.js';
+import { CopyTransport } from '../fixtures/fake-transport.js';
 
 const project = coreProjects();
 
@@ -371,4 +372,47 @@ test("a gateway that dies during a call: the call is charged its worst case, and
   assert.deepEqual(calls.map((c) => [c.costUsd, c.worstCase ?? false]), [[0.01, false], [0.5, true]]);
   assert.ok(reporter.linesOf('ask').some((l) => /charged its worst case, 4106 tokens, \$0\.5000/.test(l)), reporter.linesOf('ask').join('\n'));
   assert.deepEqual(assertLeftNothing(engine, record), []);
+});
+
+test('a step whose workspace travels (a remote transport): it works on a copy, its work comes back and is committed, its caches are left out', async () => {
+  const f = await project();
+  const file = await pipeline(f, '  - id: away\n    run: away\n    cache: [npm]\n    outputs: [where]\n  - id: home\n    run: home');
+  const engine = new FakeEngine();
+  const transport = new CopyTransport(engine);
+  engine
+    .step('away', async (p) => {
+      await p.write('from-away.txt', `${await p.read('data.txt')}`);
+      await p.output({ where: p.workdir });
+    })
+    .step('home', async (p) => {
+      await p.write('seen.txt', `${await p.read('from-away.txt')}`);
+    });
+  const { record, reporter } = await runOn(engine, f, file, { transport });
+  assert.equal(record.status, 'succeeded');
+  const away = engine.containers.find((c) => c.step === 'away')!;
+  // it saw a copy, never the runner's disk: no mount of the worktree, the project or a cache
+  assert.equal(record.steps[0]!.outputs.where, transport.copies.get(away.name)!.workspace);
+  assert.ok(away.spec.mounts.every((m) => !m.source.startsWith(f.root)), JSON.stringify(away.spec.mounts));
+  assert.equal(away.spec.env.npm_config_cache, undefined);
+  assert.ok(reporter.linesOf('away').some((l) => /cache npm: not used on the fake remote engine/.test(l)), reporter.linesOf('away').join('\n'));
+  // its work came back: committed, and the next step saw it
+  assert.equal(onBranch(f, record, 'from-away.txt'), 'one\ntwo');
+  assert.equal(onBranch(f, record, 'seen.txt'), 'one\ntwo');
+  assert.deepEqual(assertLeftNothing(engine, record), []);
+});
+
+test("a transport whose way back fails: the step's message says so; a step it cannot run refuses the run before anything starts", async () => {
+  const f = await project();
+  const file = await pipeline(f, '  - id: away\n    run: away');
+  const engine = new FakeEngine().step('away', (p) => p.write('lost.txt', 'x\n'));
+  const transport = new CopyTransport(engine);
+  transport.lose = 'the node was lost';
+  const { record } = await runOn(engine, f, file, { transport });
+  assert.match(record.steps[0]!.message ?? '', /its work could not be fetched back: the node was lost/);
+  assert.equal(onBranch(f, record, 'lost.txt'), undefined);
+
+  const sandboxed = await pipeline(f, '  - id: a\n    run: a\n    isolation: gvisor', '', 'gvisor.yaml');
+  const gvisorEngine = new FakeEngine({ gvisor: true });
+  await assert.rejects(runOn(gvisorEngine, f, sandboxed, { transport: new CopyTransport(gvisorEngine) }), /asks for isolation: gvisor, which the fake remote engine cannot give/);
+  assert.equal(gvisorEngine.containers.length, 0);
 });
