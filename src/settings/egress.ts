@@ -53,7 +53,7 @@ function readProxy(flag: string | undefined, env: NodeJS.ProcessEnv, warn: (m: s
     throw new UsageError(`${where}: ${parsed}`);
   }
   // the gateways run in containers, where loopback is the container itself
-  if (parsed.host === 'localhost' || /^127\./.test(parsed.host) || parsed.host === '::1') {
+  if (isLoopbackHost(parsed.host)) {
     const why = `${where} ${shownProxy(text)} is on loopback, which in a gateway's container is the container itself: give an address the containers reach (the host's on the egress network, like http://172.17.0.1:3128)`;
     if (inherited) {
       warn(`the gateways reach out directly: ${why}, or --egress-proxy none`);
@@ -72,4 +72,21 @@ function proxyOrProblem(text: string, noProxy: string | undefined): UpstreamProx
     if (!(err instanceof URIError)) throw err;
     return `${shownProxy(text)} has a % in its user or password that is not followed by two hex digits: write a % there as %25`;
   }
+}
+
+/**
+ * A proxy host that, seen from a gateway's container, is the container itself: `localhost` (with its
+ * trailing dot, or under `.localhost`), 127/8, ::1, the IPv4-mapped ::ffff:127.x (the URL parser writes it
+ * ::ffff:7f00:1), and the unspecified 0.0.0.0 and :: (a connection to them lands on loopback).
+ */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.toLowerCase().replace(/\.$/, '');
+  if (h === 'localhost' || h.endsWith('.localhost')) return true;
+  if (/^127\./.test(h) || h === '0.0.0.0') return true;
+  if (h === '::1' || h === '::') return true;
+  const hex = /^::ffff:([0-9a-f]{1,4}):[0-9a-f]{1,4}$/.exec(h);
+  if (hex) return parseInt(hex[1]!, 16) >> 8 === 0x7f;
+  const dotted = /^::ffff:(\d+)\.\d+\.\d+\.\d+$/.exec(h);
+  if (dotted) return Number(dotted[1]) === 127;
+  return false;
 }

@@ -69,3 +69,16 @@ for (const c of cases) {
     } else assert.deepEqual(warned, []);
   });
 }
+
+/** Every spelling of "this container" a gateway would dial as its proxy is refused as loopback; a real address is not. */
+const loopbackProxies = ['localhost.', 'LOCALHOST', 'proxy.localhost', '127.1.2.3', '2130706433', '0.0.0.0', '[::1]', '[::]', '[::ffff:127.0.0.1]', '[::ffff:7f00:1]'];
+for (const host of loopbackProxies) {
+  test(`egress: a proxy at ${host} is on loopback: refused when asked for`, () => {
+    assert.throws(() => readEgress({ 'egress-proxy': `http://${host}:3128` }, {}, () => undefined), /is on loopback/);
+  });
+}
+for (const host of ['172.17.0.1', 'proxy.corp.example', '[::ffff:10.0.0.1]', '[fd00::1]', '128.0.0.1']) {
+  test(`egress: a proxy at ${host} is taken`, () => {
+    assert.ok(readEgress({ 'egress-proxy': `http://${host}:3128` }, {}, () => undefined).proxy);
+  });
+}
