@@ -75,7 +75,8 @@ export function agentCases(c: AgentCase): void {
     const f = await fixture({ owner: 1000 });
     const server = await model({ ...c.edits, hangAfter: 1 });
     let done = false;
-    const running = execPipeline(f, await writePipeline(f, c.pipeline(server, '20s')), [], { env: c.env }).finally(() => (done = true));
+    // the timeout must come after the agent's first tool call: its CLI's start alone took over 20 s on a busy machine
+    const running = execPipeline(f, await writePipeline(f, c.pipeline(server, '60s')), [], { env: c.env }).finally(() => (done = true));
     // while the agent waits on its model, its log already says what it did
     let seenLive: string | undefined;
     while (!done && !seenLive) {

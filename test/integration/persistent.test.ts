@@ -203,10 +203,10 @@ test('shared_workspace: steps that run at once share the one directory; each lis
     dir,
     `  - id: a
     needs: []
-    run: echo a > a.txt; sleep 2; test -e b.txt
+    run: echo a > a.txt; while [ ! -e b.txt ]; do sleep 0.1; done
   - id: b
     needs: []
-    run: echo b > b.txt; sleep 1
+    run: echo b > b.txt; while [ ! -e a.txt ]; do sleep 0.1; done
   - id: both
     needs: [a, b]
     run: cat a.txt b.txt > both.txt
