@@ -18,9 +18,13 @@ const MiB = 1024 * 1024;
 async function bigLogRun(f: Fixture): Promise<string> {
   const file = await writePipeline(
     f,
+    // 10 million lines go through the runner: on a busy machine that took longer than the default 2 minutes,
+    // and the step's time is not what this file tests
     pipelineYaml(`  - id: short
+    timeout: 15m
     run: yes aaaaaaaaa | head -c ${100 * MiB}
   - id: long
+    timeout: 15m
     run: yes "$(printf '%0999d' 0)" | head -c ${100 * MiB}
 `),
   );
