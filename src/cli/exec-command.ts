@@ -1,4 +1,4 @@
-/** `runner exec FILE [--json] [--home DIR] [--keep-workspace] [--secrets-file F] [--input NAME=VALUE]... [--task ID [--title T]] [--no-wait] [--egress-network NET] [--engine local|swarm [--registry HOST:PORT]]` */
+/** `runner exec FILE [--json] [--home DIR] [--keep-workspace] [--input NAME=VALUE]... [--task ID [--title T]] [--no-wait]` and the run settings (src/settings/flags.ts) */
 import { errorMessage, RunnerError, UsageError } from '../common/errors.js';
 import { openEngine } from '../container/engine.js';
 import { Git } from '../git/git.js';
@@ -8,10 +8,10 @@ import { executeRun } from '../run/orchestrator.js';
 import { cliActor } from './os-user.js';
 import { summarize } from '../run/record.js';
 import { readSecretsFile } from '../run/secrets-file.js';
+import { SETTINGS_FLAGS } from '../settings/flags.js';
+import { readSettings } from '../settings/run-settings.js';
 import { checkTaskId } from '../workspace/task-worktree.js';
 import { parseFlags } from './args.js';
-import { EGRESS_FLAGS, egressOptions } from './egress-options.js';
-import { ISOLATION_FLAG, isolationOption } from './isolation-option.js';
 import { onClosedPipe } from './closed-pipe.js';
 import { openHome } from './context.js';
 import { ConsoleReporter } from './console-reporter.js';
@@ -25,31 +25,31 @@ export async function execCommand(args: string[]): Promise<number> {
       json: { type: 'boolean', default: false },
       home: { type: 'string' },
       'keep-workspace': { type: 'boolean', default: false },
-      'secrets-file': { type: 'string' },
       input: { type: 'string', multiple: true, default: [] },
       task: { type: 'string' },
       title: { type: 'string' },
       'no-wait': { type: 'boolean', default: false },
-      ...EGRESS_FLAGS,
-      engine: { type: 'string' },
-      registry: { type: 'string' },
-      ...ISOLATION_FLAG,
+      ...SETTINGS_FLAGS,
     },
     ['FILE'],
   );
   if (values.title !== undefined && values.task === undefined) throw new UsageError('exec: --title goes with --task (runner --help)');
   if (values.task !== undefined) checkTaskId(values.task);
   const loaded = await loadPipeline(positionals[0]!);
+  const json = values.json === true;
   const inputs = parseInputFlags(values.input ?? []);
   resolveInputs(loaded.pipeline, inputs); // a wrong name or a missing value is said before anything starts
-  const fromFile = values['secrets-file'] ? await readSecretsFile(values['secrets-file']) : {};
+  // The settings' warnings wait for the reporter; their errors come before anything starts (with --json, as its one object).
+  const early: string[] = [];
+  const settings = await orJsonError(json, async () => readSettings(values, process.env, (m) => early.push(m)));
+  const fromFile = settings.secretsFile ? await readSecretsFile(settings.secretsFile) : {};
 
   // Runs a crashed runner left behind are recovered first (a home that does not exist yet is left alone).
   const home = (await openHome(values.home, { create: false })).root;
-  const json = values.json === true;
   const stepOut = json ? process.stderr : process.stdout;
   const live = !json && process.stderr.isTTY === true && !process.env.CI;
   const reporter = new ConsoleReporter(stepOut, process.stderr, live);
+  for (const m of early) reporter.warn(m);
 
   const cancel = new AbortController();
   const kill = new AbortController();
@@ -67,8 +67,8 @@ export async function execCommand(args: string[]): Promise<number> {
   // its output closed (runner exec p.yaml | head -1): the run is canceled as on SIGPIPE, its work committed
   const offClosedPipe = onClosedPipe(() => onSignal('SIGPIPE'));
   try {
-    const engine = openEngine(values.engine || process.env.RUNNER_ENGINE || 'local', { registry: values.registry || process.env.RUNNER_REGISTRY, registryFromFlag: values.registry !== undefined });
-    const record = await executeRunOrReport(json, () => executeRun(
+    const engine = openEngine(settings.engine.name, settings.engine);
+    const record = await orJsonError(json, () => executeRun(
       {
         ...engine,
         makeGit: (who) => new Git(who),
@@ -86,8 +86,7 @@ export async function execCommand(args: string[]): Promise<number> {
         noWait: values['no-wait'] === true,
         inputs,
         startedBy: cliActor(),
-        ...egressOptions(values, (m) => reporter.warn(m)),
-        ...isolationOption(values.isolation),
+        settings,
         ...(values.task !== undefined ? { task: { id: values.task, ...(values.title !== undefined ? { title: values.title } : {}) } } : {}),
       },
     ));
@@ -101,8 +100,8 @@ export async function execCommand(args: string[]): Promise<number> {
   }
 }
 
-/** With --json, a run that cannot start still prints one object: its error. */
-async function executeRunOrReport<T>(json: boolean, fn: () => Promise<T>): Promise<T> {
+/** With --json, a run that cannot start (its settings, its engine) still prints one object: its error. */
+async function orJsonError<T>(json: boolean, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {

@@ -108,13 +108,17 @@ Usage:
       --max-log-streams-per-client to one address (429); a follower that
       has not taken what waits for it within --log-stall is cut.
   runner mcp [--home DIR] [--pipelines DIR]... [--project DIR]... [--secrets-file F]
-             [--agent-base-url URL] [--engine local|swarm] [--registry HOST:PORT]
+             [--agent-base-url URL] [--egress-network NET] [--egress-private CIDR[,CIDR]]
+             [--egress-proxy URL] [--ca-file F] [--npm-registry URL] [--pip-index URL]
+             [--isolation runc|gvisor] [--engine local|swarm] [--registry HOST:PORT]
       The runner as MCP tools over stdio, for an interactive agent (Claude
       Code, Codex): list and start the pipelines under --pipelines, start an
       agent task on a git project under --project, follow runs, read their
       diff, merge or apply them (marked destructive), cancel them. Runs run
-      in this process and are recorded in the home like any other. Secrets
-      come from --secrets-file only. Claude Code:
+      in this process and are recorded in the home like any other, with the
+      settings exec's runs get (the same flags and variables: isolation,
+      egress, proxy, CA, mirrors, engine). Secrets come from --secrets-file
+      only, never from the environment. Claude Code:
         claude mcp add runner -- runner mcp --home H --pipelines DIR --project DIR
       runner serve offers the same tools at /mcp (its --project DIR... for agent tasks).
   runner images push --registry HOST:PORT [IMAGE...] [--json]

@@ -1,6 +1,6 @@
 /**
- * `runner mcp [--home DIR] [--pipelines DIR]... [--project DIR]... [--secrets-file F] [--agent-base-url URL]
- *  [--engine local|swarm [--registry HOST:PORT]]`: the runner as MCP tools over stdio, for an interactive agent
+ * `runner mcp [--home DIR] [--pipelines DIR]... [--project DIR]... [--agent-base-url URL]` and the run settings
+ * exec and serve take (src/settings/flags.ts): the runner as MCP tools over stdio, for an interactive agent
  * (Claude Code, Codex) to hand work to sandboxed runs. stdout carries the protocol only: anything else the
  * runner would print there goes to stderr.
  */
@@ -18,6 +18,8 @@ import { LocalRuns } from '../mcp/local-runs.js';
 import { listPipelineFiles } from '../mcp/pipeline-list.js';
 import { createMcpServer } from '../mcp/server.js';
 import { readSecretsFile, secretsFileModeProblem } from '../run/secrets-file.js';
+import { SETTINGS_FLAGS } from '../settings/flags.js';
+import { readSettings } from '../settings/run-settings.js';
 import { parseFlags } from './args.js';
 import { ConsoleReporter } from './console-reporter.js';
 import { openHome } from './context.js';
@@ -31,10 +33,8 @@ export async function mcpCommand(args: string[]): Promise<number> {
       home: { type: 'string' },
       pipelines: { type: 'string', multiple: true, default: [] },
       project: { type: 'string', multiple: true, default: [] },
-      'secrets-file': { type: 'string' },
       'agent-base-url': { type: 'string' },
-      engine: { type: 'string' },
-      registry: { type: 'string' },
+      ...SETTINGS_FLAGS,
     },
     [],
   );
@@ -43,10 +43,12 @@ export async function mcpCommand(args: string[]): Promise<number> {
   if (!pipelineDirs.length && !projectDirs.length) throw new UsageError('mcp: give --pipelines DIR (pipelines it may run) or --project DIR (projects agent tasks may work on), or both (runner --help)');
   const baseUrl = values['agent-base-url'];
   if (baseUrl !== undefined && !/^https?:\/\/[^\s'"\\$`]+$/.test(baseUrl)) throw new UsageError(`mcp: --agent-base-url takes an http or https URL, got "${baseUrl}"`);
-  // Secrets come from this file alone, never from a tool argument nor from the client's environment.
-  const secretsFile = values['secrets-file'] ? path.resolve(values['secrets-file']) : undefined;
-  if (secretsFile) await readSecretsFile(secretsFile);
   const say = (m: string) => process.stderr.write(`runner mcp: ${visible(m)}\n`);
+  // The same settings as exec and serve, from the same flags and variables; every run this server starts gets them.
+  const settings = readSettings(values, process.env, (m) => say(`warning: ${m}`));
+  // Secrets come from this file alone, never from a tool argument nor from the client's environment.
+  const { secretsFile } = settings;
+  if (secretsFile) await readSecretsFile(secretsFile);
   const loose = secretsFile ? await secretsFileModeProblem(secretsFile) : undefined;
   if (loose) say(`warning: ${loose}`);
 
@@ -55,9 +57,10 @@ export async function mcpCommand(args: string[]): Promise<number> {
   process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write;
 
   const home = await openHome(values.home, { quiet: true });
-  const { runtime, transport } = openEngine(values.engine || process.env.RUNNER_ENGINE || 'local', { registry: values.registry || process.env.RUNNER_REGISTRY, registryFromFlag: values.registry !== undefined });
+  const { runtime, transport } = openEngine(settings.engine.name, settings.engine);
   const runs = new LocalRuns(home, {
     runtime,
+    settings,
     ...(transport ? { transport } : {}),
     makeGit: (who) => new Git(who),
     secrets: async () => (secretsFile ? readSecretsFile(secretsFile) : {}),

@@ -1,6 +1,7 @@
 /**
- * `runner serve --pipelines DIR [--home DIR] [--max-concurrent N] [--grace 30s] [--listen H:P] [--secrets-file F]
- *  [--max-log-streams N] [--max-log-streams-per-client N] [--log-stall 60s] [--project DIR]...`
+ * `runner serve --pipelines DIR [--home DIR] [--max-concurrent N] [--grace 30s] [--listen H:P]
+ *  [--max-log-streams N] [--max-log-streams-per-client N] [--log-stall 60s] [--project DIR]...` and the run settings
+ * (src/settings/flags.ts).
  * --project: the projects /mcp's agent tasks may work on.
  */
 import { visible } from '../common/visible.js';
@@ -18,8 +19,8 @@ import { serve } from '../serve/serve.js';
 import { DEFAULT_STREAM_CAPS } from '../serve/stream-caps.js';
 import { canonicalHome } from '../workspace/home.js';
 import { parseFlags } from './args.js';
-import { EGRESS_FLAGS, egressOptions } from './egress-options.js';
-import { ISOLATION_FLAG, isolationOption } from './isolation-option.js';
+import { SETTINGS_FLAGS } from '../settings/flags.js';
+import { readSettings } from '../settings/run-settings.js';
 import { onClosedPipe } from './closed-pipe.js';
 import { ConsoleReporter } from './console-reporter.js';
 
@@ -33,11 +34,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       'max-concurrent': { type: 'string' },
       grace: { type: 'string', default: '30s' },
       listen: { type: 'string', default: '127.0.0.1:7700' },
-      'secrets-file': { type: 'string' },
-      ...EGRESS_FLAGS,
-      engine: { type: 'string' },
-      registry: { type: 'string' },
-      ...ISOLATION_FLAG,
+      ...SETTINGS_FLAGS,
       'max-log-streams': { type: 'string' },
       'max-log-streams-per-client': { type: 'string' },
       'log-stall': { type: 'string' },
@@ -46,6 +43,8 @@ export async function serveCommand(args: string[]): Promise<number> {
     [],
   );
   if (!values.pipelines) throw new UsageError('serve: --pipelines DIR is required (runner --help)');
+  const say = (m: string) => process.stderr.write(`runner serve: ${visible(m)}\n`);
+  const settings = readSettings(values, process.env, (m) => say(`warning: ${m}`));
   const maxConcurrent = values['max-concurrent'] ? Number(values['max-concurrent']) : os.availableParallelism();
   if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) throw new UsageError('serve: --max-concurrent takes a whole number of runs, at least 1');
   const graceMs = parseDuration(values.grace ?? '30s');
@@ -68,14 +67,13 @@ export async function serveCommand(args: string[]): Promise<number> {
   }
 
   // Read now (a wrong path fails the start), then again as each run starts: a changed file applies to the next run.
-  const secretsFile = values['secrets-file'] ? path.resolve(values['secrets-file']) : undefined;
+  const { secretsFile } = settings;
   if (secretsFile) await readSecretsFile(secretsFile);
   const secrets = async () => ({ ...process.env, ...(secretsFile ? await readSecretsFile(secretsFile) : {}) });
 
-  const { runtime, transport } = openEngine(values.engine || process.env.RUNNER_ENGINE || 'local', { registry: values.registry || process.env.RUNNER_REGISTRY, registryFromFlag: values.registry !== undefined });
+  const { runtime, transport } = openEngine(settings.engine.name, settings.engine);
   await runtime.ping();
   const stop = new AbortController();
-  const say = (m: string) => process.stderr.write(`runner serve: ${visible(m)}\n`);
   const onSignal = (sig: NodeJS.Signals) => {
     say(`${sig}`);
     stop.abort();
@@ -96,8 +94,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       listen,
       logStreams: { ...logStreams, stallMs: logStreams.stallMs },
       secrets,
-      ...egressOptions(values, (m) => say(`warning: ${m}`)),
-      ...isolationOption(values.isolation),
+      settings,
       ...(token ? { token } : {}),
       projects,
       version: pkg.version,

@@ -15,18 +15,20 @@ import { loadPipeline } from '../pipeline/load.js';
 import { openKeyWarnings, planSteps } from '../plan/step-plan.js';
 import { GATEWAY_IMAGE } from '../gateway/host/image.js';
 import { parseFlags } from './args.js';
-import { ISOLATION_FLAG, isolationOption } from './isolation-option.js';
+import { SETTINGS_FLAGS } from '../settings/flags.js';
+import { readIsolation } from '../settings/isolation.js';
 import { gvisorCaveats } from '../container/gvisor.js';
 
 export async function validateCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseFlags('validate', args, { ...ISOLATION_FLAG }, ['FILE']);
+  const { values, positionals } = parseFlags('validate', args, { isolation: SETTINGS_FLAGS.isolation }, ['FILE']);
   const file = positionals[0]!;
   const loaded = await loadPipeline(file);
   const { pipeline } = loaded;
   const warnings: string[] = [];
   const project = path.resolve(loaded.dir, pipeline.project.path);
   if (!existsSync(project)) warnings.push(`project path ${project} does not exist here (fine if the machine that runs the pipeline has it)`);
-  const plans = planSteps(pipeline, isolationOption(values.isolation));
+  const isolation = readIsolation(values.isolation, process.env);
+  const plans = planSteps(pipeline, isolation ? { isolation } : {});
   warnings.push(...openKeyWarnings(plans));
   const images = [...new Set(plans.map((s) => s.image))];
   if (plans.some((p) => p.gateway)) images.push(GATEWAY_IMAGE);

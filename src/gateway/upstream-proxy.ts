@@ -21,16 +21,12 @@ export interface UpstreamProxy {
  * plain-HTTP proxies: the tunnel's TLS is the step's own, end to end.
  */
 export function parseProxyUrl(text: string, noProxy: string | undefined): UpstreamProxy | string {
-  let url: URL;
-  try {
-    url = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `http://${text}`);
-  } catch {
-    return `${JSON.stringify(redacted(text))} is not a proxy URL: write one like http://proxy.example.com:3128`;
-  }
+  const url = asUrl(text);
+  if (!url) return `${shownProxy(text)} is not a proxy URL: write one like http://user:password@proxy.example.com:3128 (a / @ : # or ? in the password written %2F %40 %3A %23 %3F)`;
   if (url.protocol !== 'http:') return `${url.protocol}// proxies are not supported: give the proxy's plain-HTTP address, like http://${url.hostname}:3128 (the steps' TLS goes through it end to end)`;
-  if ((url.pathname !== '/' && url.pathname !== '') || url.search || url.hash) return `${JSON.stringify(redacted(text))} has a path: a proxy URL is http://host:port`;
+  if ((url.pathname !== '/' && url.pathname !== '') || url.search || url.hash) return `${shownProxy(text)} has a path: a proxy URL is http://host:port (a / # or ? in its password written %2F %23 %3F)`;
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (!host) return `${JSON.stringify(redacted(text))} names no host`;
+  if (!host) return `${shownProxy(text)} names no host`;
   const user = decodeURIComponent(url.username);
   const pass = decodeURIComponent(url.password);
   return {
@@ -41,9 +37,32 @@ export function parseProxyUrl(text: string, noProxy: string | undefined): Upstre
   };
 }
 
-/** A proxy URL without its password, for messages. */
-export function redacted(text: string): string {
-  return text.replace(/\/\/([^/@:]*):[^/@]*@/, '//$1:***@');
+/** The text as the URL it is read as (http:// when it names no scheme), or undefined. */
+function asUrl(text: string): URL | undefined {
+  try {
+    return new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `http://${text}`);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A proxy URL fit for a message: read as a URL (WHATWG, as parseProxyUrl
+ * reads it), never cut by a pattern, and shown as its scheme, its user, `***`
+ * for any password, its host and port. Whatever follows the host (a path, a
+ * query, a fragment) is shown as `/…`, and not at all when it holds an `@`: a
+ * password holding an unencoded `/`, `?` or `#` ends the URL's address there,
+ * so its head reads as a host and port and its tail as a path. Text that is no
+ * URL is not echoed at all. Pure.
+ */
+export function shownProxy(text: string): string {
+  const url = asUrl(text);
+  if (!url) return 'its value (not shown: it is not a URL, and may hold a password)';
+  const after = `${url.pathname === '/' ? '' : url.pathname}${url.search}${url.hash}`;
+  // `http://user:12/34@host`: an @ past the address means a password was cut at its / (the "port" its head)
+  if (after.includes('@')) return 'its value (not shown: a password holding a / # or ? reads as an address and a path)';
+  const user = url.username || url.password ? `${url.username}${url.password ? ':***' : ''}@` : '';
+  return `${url.protocol}//${user}${url.host}${after ? '/…' : ''}`;
 }
 
 /** NO_PROXY as curl and most tools read it: comma- or space-separated names, `.suffix`, `*`, with an optional port. */

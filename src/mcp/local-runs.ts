@@ -18,6 +18,7 @@ import { readRun } from '../run/records.js';
 import type { Reporter } from '../run/reporter.js';
 import { newRunId } from '../run/run-id.js';
 import type { StepTransport } from '../run/step-transport.js';
+import type { RunSettings } from '../settings/run-settings.js';
 import { RunRequests } from '../serve/run-requests.js';
 import type { NotStarted } from '../serve/run-view.js';
 import type { Pending } from '../schedule/scheduler.js';
@@ -27,6 +28,8 @@ export interface LocalRunsDeps {
   runtime: ContainerRuntime;
   transport?: StepTransport;
   makeGit: (who: GitIdentity) => Git;
+  /** what every run gets from the machine (isolation, egress, company network), as `runner exec` reads it: passed on unchanged */
+  settings: RunSettings;
   reporterFor: (pipeline: string) => Reporter;
   /** read as each run starts: a changed file applies to the next run */
   secrets: () => Promise<Readonly<Record<string, string | undefined>>>;
@@ -71,7 +74,7 @@ export class LocalRuns {
       const secretSource = await this.d.secrets();
       const r = await executeRun(
         { runtime: this.d.runtime, ...(this.d.transport ? { transport: this.d.transport } : {}), makeGit: this.d.makeGit, clock: () => new Date(), reporter: this.d.reporterFor(p.pipeline), signal, killSignal },
-        { loaded, home: this.home.root, keepWorkspace: false, secretSource, runId: p.runId, requestedBy: 'trigger', ...(p.startedBy ? { startedBy: p.startedBy } : {}), inputs: p.inputs ?? {} },
+        { loaded, home: this.home.root, keepWorkspace: false, secretSource, runId: p.runId, requestedBy: 'trigger', ...(p.startedBy ? { startedBy: p.startedBy } : {}), inputs: p.inputs ?? {}, settings: this.d.settings },
       );
       this.d.say(`${p.pipeline}: run ${r.runId} ${r.status}`);
     } catch (err) {

@@ -4,8 +4,7 @@
  * step, the step's work recorded after each, a push, and cleanup that always
  * happens. Dependencies are injected; nothing here is global.
  */
-import type { UpstreamProxy } from '../gateway/upstream-proxy.js';
-import type { CompanyNetwork } from '../plan/company-network.js';
+import type { RunSettings } from '../settings/run-settings.js';
 import { companyNetworkOnDisk } from './ca-copy.js';
 import path from 'node:path';
 import { CanceledError, errorMessage, RunnerError, UsageError } from '../common/errors.js';
@@ -15,7 +14,6 @@ import { LABELS, type ContainerRuntime } from '../container/runtime.js';
 import type { Git, GitIdentity } from '../git/git.js';
 import { pushLaterHint } from '../git/push.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
-import type { Isolation } from '../pipeline/schema.js';
 import { resolveInputs } from '../pipeline/inputs.js';
 import { planSteps, secretsNeeded } from '../plan/step-plan.js';
 import { flowPlan, inputListProblem } from '../flow/flow-plan.js';
@@ -71,18 +69,8 @@ export interface ExecOptions {
   runId?: string;
   /** values for the pipeline's inputs (the rest take their defaults) */
   inputs?: Record<string, string>;
-  /** the network steps' gateways reach out on (default: RUNNER_EGRESS_NETWORK, else bridge) */
-  egressNetwork?: string;
-  /** private ranges gateways may reach (--egress-private); none by default */
-  egressPrivate?: string[];
-  /** name servers gateways resolve with (RUNNER_EGRESS_DNS); default the engine's */
-  egressDns?: string[];
-  /** the company's proxy gateways reach out through (--egress-proxy, HTTPS_PROXY) */
-  egressProxy?: UpstreamProxy;
-  /** the CA bundle and mirrors every step gets (--ca-file, --npm-registry, --pip-index) */
-  company?: CompanyNetwork;
-  /** the sandbox of every step whose file does not name one (--isolation, RUNNER_ISOLATION) */
-  isolation?: Isolation;
+  /** the machine's settings every run of the door gets (isolation, egress, company network: src/settings/); readSettings, or defaultSettings() */
+  settings: RunSettings;
   /** what started the run, for its record (runner serve: also why it was asked for, as requestedBy) */
   startedBy?: StartedBy;
   requestedBy?: RunRecord['requestedBy'];
@@ -92,7 +80,8 @@ export interface ExecOptions {
 
 export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<RunRecord> {
   const { pipeline } = opts.loaded;
-  const plans = planSteps(pipeline, opts.isolation ? { isolation: opts.isolation } : {});
+  const { settings } = opts;
+  const plans = planSteps(pipeline, settings.isolation ? { isolation: settings.isolation } : {});
   const inputs = resolveInputs(pipeline, opts.inputs ?? {});
   const listProblem = inputListProblem(flowPlan(pipeline, 1), inputs);
   if (listProblem) throw new UsageError(listProblem);
@@ -218,12 +207,12 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     }
 
     const spending: RunSpending = {
-      egressNetwork: opts.egressNetwork ?? 'bridge',
-      egressPrivate: opts.egressPrivate ?? [],
-      egressDns: opts.egressDns,
-      egressProxy: opts.egressProxy,
+      egressNetwork: settings.egress.network,
+      egressPrivate: settings.egress.private,
+      egressDns: settings.egress.dns,
+      egressProxy: settings.egress.proxy,
       // the bundle steps mount: a copy in the home, which the engine sees where the runner does
-      company: opts.company && (await companyNetworkOnDisk(home.root, opts.company)),
+      company: settings.company && (await companyNetworkOnDisk(home.root, settings.company)),
       prices: pipeline.prices,
       spend: new RunSpend(pipeline.budget, opts.day),
     };

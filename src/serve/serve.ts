@@ -4,9 +4,7 @@
  * fire of each schedule (for catch-up) in `<home>/schedule.json`, and on stop
  * lets running steps finish up to a grace period, then cancels them cleanly.
  */
-import type { UpstreamProxy } from '../gateway/upstream-proxy.js';
-import type { CompanyNetwork } from '../plan/company-network.js';
-import type { Isolation } from '../pipeline/schema.js';
+import type { RunSettings } from '../settings/run-settings.js';
 import { watch, type FSWatcher } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -55,18 +53,8 @@ export interface ServeOptions {
   token?: string;
   /** where each run's secrets are read from, as it starts (the environment, a --secrets-file) */
   secrets?: () => Promise<Readonly<Record<string, string | undefined>>>;
-  /** the network steps' gateways reach out on (default bridge) */
-  egressNetwork?: string;
-  /** private ranges gateways may reach (--egress-private) */
-  egressPrivate?: string[];
-  /** name servers gateways resolve with (RUNNER_EGRESS_DNS) */
-  egressDns?: string[];
-  /** the company's proxy gateways reach out through (--egress-proxy, HTTPS_PROXY) */
-  egressProxy?: UpstreamProxy;
-  /** the CA bundle and mirrors every step gets (--ca-file, --npm-registry, --pip-index) */
-  company?: CompanyNetwork;
-  /** the sandbox of every step whose file does not name one (--isolation, RUNNER_ISOLATION) */
-  isolation?: Isolation;
+  /** what every run gets from the machine (isolation, egress, company network): passed to each run unchanged */
+  settings: RunSettings;
   /** real paths: the projects /mcp's agent tasks may work on (--project); none: /mcp starts no agent task */
   projects?: string[];
   /** the runner's version, for /mcp */
@@ -156,7 +144,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
       const day = await dayOf(home.runs, loaded.pipeline, new Date());
       const r = await executeRun(
         { runtime: deps.runtime, ...(deps.transport ? { transport: deps.transport } : {}), makeGit: deps.makeGit, clock: () => new Date(), reporter: o.reporterFor(name), signal, killSignal: new AbortController().signal },
-        { loaded, home: home.root, keepWorkspace: false, secretSource, runId, requestedBy: why, ...(startedBy ? { startedBy } : {}), ...(inputs ? { inputs } : {}), ...(day ? { day } : {}), ...(o.egressNetwork ? { egressNetwork: o.egressNetwork } : {}), ...(o.egressPrivate ? { egressPrivate: o.egressPrivate } : {}), ...(o.egressDns ? { egressDns: o.egressDns } : {}), ...(o.egressProxy ? { egressProxy: o.egressProxy } : {}), ...(o.company ? { company: o.company } : {}), ...(o.isolation ? { isolation: o.isolation } : {}) },
+        { loaded, home: home.root, keepWorkspace: false, secretSource, runId, requestedBy: why, ...(startedBy ? { startedBy } : {}), ...(inputs ? { inputs } : {}), ...(day ? { day } : {}), settings: o.settings },
       );
       o.say(`${name}: run ${r.runId} ${r.status}`);
     } catch (err) {

@@ -10,3 +10,11 @@ test('runner CMD --help: that command\'s lines only; an unknown one gets the who
   assert.match(helpFor('serve'), /--project DIR/);
   assert.equal(helpFor('nope'), HELP);
 });
+
+test('exec, serve and mcp each list every run-settings flag in their usage lines', async () => {
+  const { SETTINGS_FLAGS } = await import('../../src/settings/flags.js');
+  for (const door of ['exec', 'serve', 'mcp']) {
+    const usage = helpFor(door).split(/\n {6}\S/)[0]!;
+    for (const flag of Object.keys(SETTINGS_FLAGS)) assert.ok(usage.includes(`[--${flag} `) || usage.includes(`[--${flag}]`), `runner ${door}'s usage names --${flag}`);
+  }
+});

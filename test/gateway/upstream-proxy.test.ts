@@ -20,7 +20,7 @@ import { ModelCalls } from '../../src/gateway/model-calls.js';
 import { withRoots } from '../../src/gateway/outgoing.js';
 import { DEFAULT_PRICES } from '../../src/gateway/prices.js';
 import { gatewayServer } from '../../src/gateway/server.js';
-import { bypassesProxy, connectThrough, parseNoProxy, parseProxyUrl, type UpstreamProxy } from '../../src/gateway/upstream-proxy.js';
+import { bypassesProxy, connectThrough, parseNoProxy, parseProxyUrl, shownProxy, type UpstreamProxy } from '../../src/gateway/upstream-proxy.js';
 import { startConnectProxy, type TestProxy } from '../fixtures/connect-proxy.js';
 import { makeTestCa, type TestCa } from '../fixtures/test-ca.js';
 
@@ -38,6 +38,41 @@ test('a proxy URL: host, port, credentials as a Basic header; https and paths re
   assert.match(parseProxyUrl('http://proxy.example:3128/pac', undefined) as string, /has a path/);
   assert.doesNotMatch(parseProxyUrl('https://me:topsecret@proxy.example', undefined) as string, /topsecret/);
 });
+
+/** [what is given, how it is shown, the parts of it that must never be shown] */
+const SHOWN: Array<[string, string | RegExp, string[]]> = [
+  ['http://proxy.corp.example:3128', 'http://proxy.corp.example:3128', []],
+  ['http://me:topsecret@proxy.corp.example:3128', 'http://me:***@proxy.corp.example:3128', ['topsecret']],
+  ['http://:topsecret@proxy.corp.example:3128', 'http://:***@proxy.corp.example:3128', ['topsecret']],
+  ['http://me@proxy.corp.example:3128', 'http://me@proxy.corp.example:3128', []],
+  // an @ in the password: the last @ ends it (WHATWG), the whole password is hidden, not only its head
+  ['http://me:Secr3tHead@Secr3tTailB@proxy.corp.example:3128', 'http://me:***@proxy.corp.example:3128', ['Secr3tHead', 'Secr3tTailB']],
+  ['http://me:pa:ss@proxy.corp.example:3128', 'http://me:***@proxy.corp.example:3128', ['pa:ss', ':ss']],
+  ['http://me:p%2Fa%40s%3As@proxy.corp.example:3128', 'http://me:***@proxy.corp.example:3128', ['p%2F', '%40s', 'a%40']],
+  ['me:topsecret@proxy.corp.example:3128', 'http://me:***@proxy.corp.example:3128', ['topsecret']],
+  ['http://me:topsecret@[::1]:3128', 'http://me:***@[::1]:3128', ['topsecret']],
+  ['http://proxy.corp.example:3128/pac?x=1', 'http://proxy.corp.example:3128/…', ['pac', 'x=1']],
+  // a / in the password: no URL at all, or one whose "port" is the password's head and whose path its tail
+  ['http://me:Secr3t/Tail@127.0.0.1:3128', /^its value \(not shown: it is not a URL/, ['Secr3t', 'Tail', '127.0.0.1']],
+  ['http://me:1234/Secr3tTail@127.0.0.1:3128', /^its value \(not shown: a password holding a \/ # or \?/, ['1234', 'Secr3tTail']],
+  ['http://me:1234#Secr3tTail@proxy:3128', /^its value \(not shown/, ['1234', 'Secr3tTail']],
+  ['http://me:1234?Secr3tTail@proxy:3128', /^its value \(not shown/, ['1234', 'Secr3tTail']],
+  ['http://me:Secr3t@pro xy:3128', /^its value \(not shown: it is not a URL/, ['Secr3t', 'pro xy']],
+  ['http://[me:Secr3t@proxy', 'http://%5Bme:***@proxy', ['Secr3t']],
+];
+
+for (const [given, shown, hidden] of SHOWN) {
+  test(`a proxy URL in a message: ${given} is shown as ${shown}`, () => {
+    const got = shownProxy(given);
+    if (typeof shown === 'string') assert.equal(got, shown);
+    else assert.match(got, shown);
+    const parsed = parseProxyUrl(given, undefined);
+    for (const h of hidden) {
+      assert.ok(!got.includes(h), `${JSON.stringify(got)} shows ${h}`);
+      if (typeof parsed === 'string') assert.ok(!parsed.includes(h), `${JSON.stringify(parsed)} shows ${h}`);
+    }
+  });
+}
 
 test('NO_PROXY: names, suffixes with or without a dot, *, ports', () => {
   const no = parseNoProxy('localhost,.internal.example, mirror.example:8080 corp.example');

@@ -1,0 +1,54 @@
+/**
+ * Flags and environment → one RunSettings: where steps run (engine,
+ * registry), their sandbox (isolation), where their gateways reach out
+ * (egress network, private ranges, DNS, the company's proxy), what the
+ * company's network asks of every step (CA bundle, mirrors) and where secrets
+ * are read from. `runner exec`, `runner serve` and `runner mcp` each call
+ * readSettings once, with the same flag table (flags.ts), and pass the result
+ * through unchanged to every run they start. Read and checked before anything
+ * starts; the CA bundle is the one file read.
+ */
+import path from 'node:path';
+import type { Isolation } from '../pipeline/schema.js';
+import type { CompanyNetwork } from '../plan/company-network.js';
+import { readCompany } from './company.js';
+import { readEgress, type EgressSettings } from './egress.js';
+import { readEngine, type EngineSettings } from './engine.js';
+import type { SettingsFlags } from './flags.js';
+import { readIsolation } from './isolation.js';
+
+export type { EgressSettings } from './egress.js';
+export type { EngineSettings } from './engine.js';
+
+export interface RunSettings {
+  /** where steps run: the local engine or a swarm (and the registry its nodes pull from) */
+  engine: EngineSettings;
+  /** the sandbox of every step whose file does not name one; absent: runc */
+  isolation?: Isolation;
+  /** where steps' gateways reach out */
+  egress: EgressSettings;
+  /** the CA bundle and mirrors every step gets */
+  company?: CompanyNetwork;
+  /** the --secrets-file, as an absolute path (each door says how it mixes it with the environment) */
+  secretsFile?: string;
+}
+
+/** `warn`: what is allowed but likely not meant (a one-certificate bundle, an inherited proxy on loopback). */
+export function readSettings(values: SettingsFlags, env: NodeJS.ProcessEnv = process.env, warn: (message: string) => void = () => undefined): RunSettings {
+  const engine = readEngine(values, env);
+  const egress = readEgress(values, env, warn);
+  const company = readCompany(values, env, warn);
+  const isolation = readIsolation(values.isolation, env);
+  return {
+    engine,
+    ...(isolation ? { isolation } : {}),
+    egress,
+    ...(company ? { company } : {}),
+    ...(values['secrets-file'] ? { secretsFile: path.resolve(values['secrets-file']) } : {}),
+  };
+}
+
+/** The settings of a machine that sets nothing: the local engine, runc, bridge, no proxy, no CA. For tests and defaults. */
+export function defaultSettings(): RunSettings {
+  return readSettings({}, {});
+}
