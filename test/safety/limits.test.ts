@@ -131,7 +131,10 @@ test('1 GB of output keeps the runner bounded and the log capped', async () => {
   const f = await fixture();
   const file = await writePipeline(
     f,
+    // 24 million lines go through the runner: a busy machine took longer than the default 2 minutes, and the
+    // step's time is not what this test is about
     pipelineYaml(`  - id: flood
+    timeout: 15m
     run: |
       yes 'a line of output that repeats and repeats' | head -c 1000000000
 `),
