@@ -16,7 +16,8 @@
  * own kernel, is the sandbox.
  */
 import { jsonLines, num, shQuote, str, withV1, type AgentOutcome, type AgentPreset, type AgentSettings } from './preset.js';
-import { messageLines, oneLine, toolResult } from './render.js';
+import { outputOf, type EventBody } from './events.js';
+import { oneLine } from './render.js';
 
 /** A TOML basic string. */
 const toml = (s: string) => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
@@ -43,20 +44,39 @@ export const codex: AgentPreset = {
   env(): Record<string, string> {
     return {};
   },
-  renderEvent(e: Record<string, any>): string[] {
+  events(e: Record<string, any>): EventBody[] {
     const item = (e.item ?? {}) as Record<string, any>;
-    if (e.type === 'thread.started') return ['codex: started'];
-    if (e.type === 'item.started' && item.type === 'command_execution') return [`codex: ran: ${oneLine(item.command)}`];
+    const id = typeof item.id === 'string' ? { id: item.id.slice(0, 100) } : {};
+    if (e.type === 'thread.started') return [{ kind: 'start', ...(str(e.thread_id) ? { session: str(e.thread_id)! } : {}) }];
+    // a command is an item: started when it starts, completed when it ends (however long it ran on in its session)
+    if (e.type === 'item.started' && item.type === 'command_execution') return [{ kind: 'tool_call', ...id, tool: 'shell', input: { command: unwrapShell(item.command) } }];
     if (e.type === 'item.completed') {
-      if (item.type === 'agent_message') return messageLines('codex: ', item.text);
-      if (item.type === 'command_execution') return [toolResult(item.aggregated_output, typeof item.exit_code === 'number' && item.exit_code !== 0, num(item.exit_code))];
-      if (item.type === 'file_change') return (Array.isArray(item.changes) ? item.changes : []).map((c: Record<string, any>) => `codex: ${c.kind === 'add' ? 'wrote' : c.kind === 'delete' ? 'deleted' : 'edited'} ${oneLine(c.path)}`);
-      if (item.type === 'mcp_tool_call') return [`codex: called ${oneLine(item.server, 60)}/${oneLine(item.tool, 60)}`];
-      if (item.type === 'web_search') return [`codex: searched the web for ${oneLine(item.query)}`];
-      if (item.type === 'error') return [`codex: error: ${oneLine(item.message)}`];
+      if (item.type === 'agent_message' && typeof item.text === 'string' && item.text.trim()) return [{ kind: 'message', text: item.text }];
+      if (item.type === 'command_execution') {
+        const exit = num(item.exit_code);
+        return [{ kind: 'tool_result', ...id, tool: 'shell', ok: item.status === 'completed' && (exit === null || exit === 0), outcome: 'done', ...(exit !== null ? { exitCode: exit } : {}), ...outputOf(typeof item.aggregated_output === 'string' ? item.aggregated_output : '') }];
+      }
+      if (item.type === 'file_change') {
+        const changes = (Array.isArray(item.changes) ? item.changes : []).filter((c: any) => typeof c?.path === 'string').map((c: Record<string, any>) => ({ path: String(c.path), change: c.kind === 'add' ? ('added' as const) : c.kind === 'delete' ? ('deleted' as const) : ('edited' as const) }));
+        return [{ kind: 'files', changes }];
+      }
+      if (item.type === 'mcp_tool_call') {
+        const call: EventBody = { kind: 'tool_call', ...id, tool: `${oneLine(item.server, 60)}/${oneLine(item.tool, 60)}`, input: item.arguments && typeof item.arguments === 'object' ? item.arguments : {} };
+        const error = typeof item.error?.message === 'string' ? item.error.message : '';
+        return [call, { kind: 'tool_result', ...id, ok: item.status === 'completed', outcome: 'done', ...outputOf(error) }];
+      }
+      if (item.type === 'web_search') return [{ kind: 'tool_call', ...id, tool: 'websearch', input: { query: item.query } }];
+      // an error item is a warning: Codex goes on (a failure ends the turn: turn.failed)
+      if (item.type === 'error') return [{ kind: 'notice', text: oneLine(item.message, 500) }];
     }
-    if (e.type === 'turn.completed' && e.usage) return [`codex: turn done (${num(e.usage.input_tokens) ?? 0} tokens in, ${num(e.usage.output_tokens) ?? 0} out)`];
-    if (e.type === 'turn.failed' || e.type === 'error') return [`codex: error: ${oneLine(e.error?.message ?? e.message)}`];
+    if (e.type === 'turn.completed') {
+      return [{ kind: 'final', ok: true, ...(num(e.usage?.input_tokens) !== null ? { inputTokens: num(e.usage.input_tokens)! } : {}), ...(num(e.usage?.output_tokens) !== null ? { outputTokens: num(e.usage.output_tokens)! } : {}) }];
+    }
+    if (e.type === 'turn.failed') return [{ kind: 'final', ok: false, reason: oneLine(e.error?.message ?? 'failed', 200) }];
+    if (e.type === 'error') {
+      const text = oneLine(e.error?.message ?? e.message, 500);
+      return [/^Reconnecting\b/i.test(text) ? { kind: 'retry', text } : { kind: 'error', text }];
+    }
     return [];
   },
   parse(text: string, s: AgentSettings): AgentOutcome {
@@ -85,3 +105,12 @@ export const codex: AgentPreset = {
     return out;
   },
 };
+
+/** The command the agent gave, not Codex's shell around it (`/usr/bin/bash -lc '...'`). */
+export function unwrapShell(command: unknown): string {
+  const c = typeof command === 'string' ? command : Array.isArray(command) ? command.join(' ') : '';
+  const m = /^\S*\/?(?:ba|z)?sh -l?c '((?:[^']|'\\'')*)'$/.exec(c);
+  if (m) return m[1]!.replace(/'\\''/g, "'");
+  const d = /^\S*\/?(?:ba|z)?sh -l?c "((?:[^"\\]|\\.)*)"$/.exec(c);
+  return d ? d[1]!.replace(/\\(["\\$`])/g, '$1') : c;
+}

@@ -8,7 +8,8 @@
  * reads from OPENCODE_CONFIG_CONTENT.
  */
 import { jsonLines, num, shQuote, str, withV1, type AgentOutcome, type AgentPreset, type AgentSettings } from './preset.js';
-import { messageLines, oneLine, toolCall, toolResult } from './render.js';
+import { outputOf, toolName, type EventBody, type ToolOutcome } from './events.js';
+import { oneLine } from './render.js';
 
 export const OPENCODE_DEFAULT_MODEL = 'anthropic/claude-sonnet-4-5';
 
@@ -45,16 +46,32 @@ export const opencode: AgentPreset = {
       OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
     };
   },
-  renderEvent(e: Record<string, any>): string[] {
+  events(e: Record<string, any>): EventBody[] {
     const part = (e.part ?? {}) as Record<string, any>;
-    if (e.type === 'text') return messageLines('opencode: ', part.text);
+    if (e.type === 'text' && typeof part.text === 'string' && part.text.trim()) return [{ kind: 'message', text: part.text }];
+    // a tool's call and its result come in one event, once it ended
     if (e.type === 'tool_use') {
       const state = (part.state ?? {}) as Record<string, any>;
-      const call = `opencode: ${toolCall(String(part.tool ?? 'tool'), state.input)}`;
-      if (state.status === 'completed' || state.status === 'error') return [call, toolResult(state.output ?? state.error, state.status === 'error', num(state.metadata?.exit))];
-      return [call];
+      const id = typeof part.callID === 'string' ? { id: part.callID.slice(0, 100) } : {};
+      const tool = toolName(part.tool);
+      const call: EventBody = { kind: 'tool_call', ...id, tool, input: state.input && typeof state.input === 'object' ? state.input : {} };
+      if (state.status !== 'completed' && state.status !== 'error') return [call];
+      const output = typeof state.output === 'string' ? state.output : typeof state.error === 'string' ? state.error : '';
+      const exit = num(state.metadata?.exit);
+      // its shell stops a command at its timeout and says so in the output, with no exit code
+      const limit = /terminated command after exceeding timeout (\d+) ?ms/.exec(output);
+      const outcome: ToolOutcome = limit ? 'timed_out' : 'done';
+      return [
+        call,
+        { kind: 'tool_result', ...id, tool, ok: state.status === 'completed' && (exit === null || exit === 0) && !limit, outcome, ...(exit !== null ? { exitCode: exit } : {}), ...(limit ? { timeoutMs: Number(limit[1]) } : {}), ...outputOf(output) },
+      ];
     }
-    if (e.type === 'error') return [`opencode: error: ${oneLine(e.error?.data?.message ?? e.error?.message ?? e.error)}`];
+    if (e.type === 'step_finish') {
+      const tokens = { ...(num(part.tokens?.input) !== null ? { inputTokens: num(part.tokens.input)! } : {}), ...(num(part.tokens?.output) !== null ? { outputTokens: num(part.tokens.output)! } : {}), ...(num(part.cost) !== null ? { costUsd: num(part.cost)! } : {}) };
+      // a step that ends in tool calls goes on; any other reason (stop, length) ends the run
+      return part.reason === 'tool-calls' ? [{ kind: 'usage', ...tokens }] : [{ kind: 'final', ok: true, ...(str(part.reason, 60) ? { reason: str(part.reason, 60)! } : {}), ...tokens }];
+    }
+    if (e.type === 'error') return [{ kind: 'error', text: oneLine(e.error?.data?.message ?? e.error?.message ?? e.error, 500) }];
     return [];
   },
   parse(text: string, s: AgentSettings): AgentOutcome {

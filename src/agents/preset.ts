@@ -4,6 +4,7 @@
  * Pure: the planner asks it for a step's image, script, environment and
  * network; after the step, it reads the CLI's machine-readable result.
  */
+import type { EventBody } from './events.js';
 
 export const AGENT_RESULT_FILE = 'agent-result.json';
 
@@ -61,8 +62,11 @@ export interface AgentPreset {
   env(s: AgentSettings): Record<string, string>;
   /** reads what the CLI wrote to the result file */
   parse(text: string, s: AgentSettings): AgentOutcome;
-  /** one of the CLI's events (a line of its result file, as it is written) as lines a person reads; none for what says nothing */
-  renderEvent(event: Record<string, any>): string[];
+  /**
+   * One line of the CLI's stream (its result file, as it is written), parsed, as events of the one
+   * shape (events.ts); none for what says nothing. Pure, one line at a time: `EventReader` puts them together.
+   */
+  events(line: Record<string, any>): EventBody[];
   /** why a setting cannot work with this CLI, for validation */
   refuse?(step: { user: string | undefined }): string | undefined;
 }

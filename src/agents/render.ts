@@ -1,10 +1,14 @@
 /**
- * An agent CLI's events as a person reads them: short lines for its
- * messages, each tool call (the command, the file read or written), a
- * one-line summary of each tool result, errors. Each preset says how its
- * CLI's events read (`renderEvent`); these are the shapes they share. Pure:
- * the lines go on to the step's log, masked and made visible like any output.
+ * The one renderer: an agent's events (events.ts, the same shape whichever
+ * CLI ran) as lines a person reads: short lines for its messages, each tool
+ * call (the command, the file read or written), each tool result in a line
+ * (ok or failed, its exit code, timed out or moved to the background) with a
+ * command's last lines under it, a background command's end, errors. Pure:
+ * the lines go on to the step's log (and so the console and the dashboard),
+ * masked there; their control characters are made visible here already.
  */
+import { visible } from '../common/visible.js';
+import type { AgentEvent } from './events.js';
 
 /** The longest a rendered line gets (a message's first lines, a command). */
 export const MAX_RENDERED = 300;
@@ -35,7 +39,7 @@ export function toolCall(name: string, input: Record<string, unknown> | undefine
   const i = input ?? {};
   const path = i.file_path ?? i.filePath ?? i.path ?? i.notebook_path;
   const lower = name.toLowerCase();
-  if (lower === 'bash' || lower === 'shell') return `ran: ${oneLine(i.command)}`;
+  if (lower === 'bash' || lower === 'shell') return `ran: ${oneLine(i.command)}${i.run_in_background === true ? ' (in the background)' : ''}`;
   if (lower === 'read') return `read ${oneLine(path)}`;
   if (lower === 'write') return `wrote ${oneLine(path)}${typeof i.content === 'string' ? ` (${size(Buffer.byteLength(i.content))})` : ''}`;
   if (lower === 'edit' || lower === 'multiedit' || lower === 'notebookedit') return `edited ${oneLine(path)}`;
@@ -45,12 +49,63 @@ export function toolCall(name: string, input: Record<string, unknown> | undefine
   return `${oneLine(name, 60)} ${oneLine(i, 200)}`.trim();
 }
 
-/** A tool result in one line: failed or not, how much it returned. */
-export function toolResult(output: unknown, failed: boolean, exitCode?: number | null): string {
-  const text = typeof output === 'string' ? output : Array.isArray(output) ? output.map((c) => (typeof c?.text === 'string' ? c.text : '')).join('') : output == null ? '' : JSON.stringify(output);
-  const parts = [failed ? 'failed' : 'ok'];
-  if (exitCode !== undefined && exitCode !== null) parts.push(`exit ${exitCode}`);
-  parts.push(`${text.split('\n').filter(Boolean).length} lines, ${size(Buffer.byteLength(text))}`);
-  const first = failed ? oneLine(text.split('\n').find((l) => l.trim()) ?? '', 160) : '';
-  return `  → ${parts.join(', ')}${first ? `: ${first}` : ''}`;
+/** How many of a command's last lines the log shows under its result. */
+export const LOG_TAIL = 5;
+
+const seconds = (ms: number) => (ms % 1000 === 0 || ms >= 10_000 ? `${Math.round(ms / 1000)} s` : `${(ms / 1000).toFixed(1)} s`);
+
+/** One event as the lines of a step's log. */
+export function renderAgentEvent(e: AgentEvent): string[] {
+  return renderRaw(e).map(visible);
+}
+
+function renderRaw(e: AgentEvent): string[] {
+  const who = `${e.agent}: `;
+  switch (e.kind) {
+    case 'start':
+      if (e.wrapUp) return [`${who}wrap-up: a conversation it started itself after its work (a background command ended); not the step's summary`];
+      return [`${who}started${e.model ? ` (${oneLine(e.model, 80)})` : ''}`];
+    case 'message':
+      return messageLines(`${who}${e.wrapUp ? '(wrap-up) ' : ''}`, e.text);
+    case 'tool_call':
+      return [`${who}${toolCall(e.tool, e.input)}`];
+    case 'tool_result': {
+      const parts: string[] = [];
+      if (e.outcome === 'backgrounded') {
+        parts.push(e.timeoutMs !== undefined ? `not done after its ${seconds(e.timeoutMs)} limit: moved to the background` : 'running in the background');
+        if (e.task) parts.push(`task ${oneLine(e.task, 60)}`);
+        parts.push('its end comes later');
+      } else {
+        parts.push(e.outcome === 'timed_out' ? `timed out${e.timeoutMs !== undefined ? ` after ${seconds(e.timeoutMs)}` : ''}: stopped` : e.ok ? 'ok' : 'failed');
+        if (e.exitCode !== undefined && (e.exitCode !== 0 || !e.ok)) parts.push(`exit ${e.exitCode}`);
+      }
+      parts.push(`${e.lines} line${e.lines === 1 ? '' : 's'}, ${size(e.bytes)}`);
+      const command = e.tool === 'shell' || e.exitCode !== undefined;
+      // a command's last lines (what the agent saw of its tests); of another tool, a failure's first line
+      const first = !command && !e.ok ? oneLine(e.tail.find((l) => l.trim()) ?? '', 160) : '';
+      const head = `  → ${parts.join(', ')}${first ? `: ${first}` : ''}`;
+      const tail = command && e.outcome !== 'backgrounded' ? e.tail.filter((l) => l.trim()).slice(-LOG_TAIL).map((l) => `    │ ${oneLine(l, 200)}`) : [];
+      return [head, ...tail];
+    }
+    case 'task_end':
+      return [`${who}background task ${oneLine(e.task, 60)} ${e.ok ? 'ended' : 'failed'}${e.exitCode !== undefined ? `, exit ${e.exitCode}` : ''}${e.text ? `: ${oneLine(e.text, 200)}` : ''}`];
+    case 'files':
+      return e.changes.length ? [`${who}${e.changes.map((c) => `${c.change === 'added' ? 'wrote' : c.change} ${oneLine(c.path, 200)}`).join(', ')}`] : [];
+    case 'usage':
+      return [];
+    case 'final': {
+      const details = [
+        ...(e.reason ? [oneLine(e.reason, 60)] : []),
+        ...(e.turns !== undefined ? [`${e.turns} turn${e.turns === 1 ? '' : 's'}`] : []),
+        ...(e.reason === undefined && e.inputTokens !== undefined ? [`${e.inputTokens} tokens in, ${e.outputTokens ?? 0} out`] : []),
+      ];
+      return [`${who}${e.wrapUp ? 'wrap-up ' : ''}finished${e.ok ? '' : ' with an error'}${details.length ? `: ${details.join(', ')}` : ''}`];
+    }
+    case 'retry':
+      return [`${who}the model API failed, retrying (${oneLine(e.text, 120)})`];
+    case 'notice':
+      return [`${who}warning: ${oneLine(e.text)}`];
+    case 'error':
+      return [`${who}error: ${oneLine(e.text)}`];
+  }
 }

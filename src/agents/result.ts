@@ -1,6 +1,7 @@
-/** After an agent step: what its CLI wrote to the result file (never through a symlink, size-capped). */
+/** After an agent step: what its CLI wrote to the result file (never through a symlink, size-capped): its usage, its error, its summary. */
 import path from 'node:path';
 import { readOutputsFile } from '../run/outputs.js';
+import { eventsOf, summaryOf } from './events.js';
 import { AGENT_RESULT_FILE, type AgentOutcome, type AgentSettings } from './preset.js';
 import { PRESETS } from './presets.js';
 
@@ -13,7 +14,12 @@ export async function readAgentResult(presetName: string, ioDir: string, setting
   if (read.problem && read.text === undefined) return { problem: read.problem };
   if (read.text === undefined || read.text.trim() === '') return { problem: `${preset.name} wrote no result (it did not finish)` };
   try {
-    return preset.parse(read.text, settings);
+    const out = preset.parse(read.text, settings);
+    // its summary: the last real message of the work, never a wrap-up's (events.ts says which is which)
+    const summary = summaryOf(eventsOf(preset.name, (l) => preset.events(l), read.text));
+    if (summary !== undefined) out.result = summary;
+    else delete out.result;
+    return out;
   } catch (err) {
     // A result the CLI (or the agent) mangled costs the step its usage, never the run its work.
     return { problem: `${preset.name}'s result could not be read: ${(err as Error).message}` };

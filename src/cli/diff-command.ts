@@ -5,14 +5,13 @@
  * gives the exact bytes (`runner diff ID --raw | git apply`).
  */
 import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
-import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { StringDecoder } from 'node:string_decoder';
-import { RunnerError } from '../common/errors.js';
 import { visible, visibleLines } from '../common/visible.js';
-import { readRun, runDir } from '../run/records.js';
+import { patchOf } from '../runs/diff.js';
+import { cliDoor } from '../runs/door.js';
+import { showRecord } from '../runs/show.js';
 import { parseFlags } from './args.js';
 import { changeLines } from './change-lines.js';
 import { openHome } from './context.js';
@@ -21,23 +20,15 @@ export async function diffCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseFlags('diff', args, { raw: { type: 'boolean', default: false }, home: { type: 'string' } }, ['RUN_ID']);
   const home = await openHome(values.home, { quiet: true });
   const runId = positionals[0]!;
-  const rec = await readRun(home.runs, runId);
-  const file = path.join(runDir(home.runs, runId), 'diff.patch');
+  const door = cliDoor(home);
+  const rec = await showRecord(door, runId);
   if (rec.workspace === 'persistent_directory') {
     // No git, no patch: the changes each step made, as the record lists them.
     const lines = rec.steps.flatMap((s) => (s.changes ? changeLines(s.id, s.changes) : []));
     process.stdout.write(`${(lines.length ? lines : [`run ${runId} changed nothing${rec.status === 'running' ? ' yet' : ''}`]).map(values.raw ? (l) => l : visible).join('\n')}\n`);
     return 0;
   }
-  if (!(await stat(file).catch(() => undefined))) {
-    const why =
-      rec.status === 'not_started' || rec.status === 'queued'
-        ? 'it never started'
-        : rec.status === 'running'
-          ? 'it is still running'
-          : 'it ended before its change was recorded';
-    throw new RunnerError('no_diff', `run ${runId} has no diff: ${why}`);
-  }
+  const { file } = await patchOf(door, runId); // no_diff, with why, when it has none
   if (values.raw) await pipeline(createReadStream(file), process.stdout, { end: false });
   else await pipeline(createReadStream(file), visibleStream(), process.stdout, { end: false });
   return 0;

@@ -75,7 +75,9 @@ Usage:
       never delivered). Every command that touches runs first recovers runs a
       crashed runner left: marked interrupted, leftovers committed, containers gone.
   runner logs RUN_ID [--step ID] [--follow] [--raw]
-  runner logs RUN_ID --step ID --transcript  an agent step's events as its CLI wrote them
+  runner logs RUN_ID --step ID --transcript [--json]
+      An agent step's events: as its CLI wrote them, or with --json in one
+      shape whichever CLI ran, a JSON object a line (docs/agents.md).
   runner diff RUN_ID [--raw]  the run's whole change against its base
       Step-made text is shown with its control characters made visible
       (\\x1b, \\r); --raw prints the bytes as kept (runner diff ID --raw | git apply).

@@ -13,9 +13,10 @@ import { packageRoot } from '../common/package-root.js';
 import { visible } from '../common/visible.js';
 import { openEngine } from '../container/engine.js';
 import { Git } from '../git/git.js';
-import { realFolders } from '../mcp/folders.js';
-import { LocalRuns } from '../mcp/local-runs.js';
-import { listPipelineFiles } from '../mcp/pipeline-list.js';
+import { realFolders } from '../runs/folders.js';
+import { RunHolder } from '../runs/holder.js';
+import { listPipelineFiles, pipelineProjects } from '../runs/pipeline-list.js';
+import { projectScope } from '../runs/scope.js';
 import { createMcpServer } from '../mcp/server.js';
 import { readSecretsFile, secretsFileModeProblem } from '../run/secrets-file.js';
 import { SETTINGS_FLAGS } from '../settings/flags.js';
@@ -24,6 +25,9 @@ import { parseFlags } from './args.js';
 import { ConsoleReporter } from './console-reporter.js';
 import { openHome } from './context.js';
 import { cliActor } from './os-user.js';
+
+/** At most this many runs at once: a client (a model a prompt may steer) cannot start containers without end. */
+export const MAX_RUNS = 8;
 
 export async function mcpCommand(args: string[]): Promise<number> {
   const { values } = parseFlags(
@@ -58,8 +62,10 @@ export async function mcpCommand(args: string[]): Promise<number> {
 
   const home = await openHome(values.home, { quiet: true });
   const { runtime, transport } = openEngine(settings.engine.name, settings.engine);
-  const runs = new LocalRuns(home, {
+  const runs = new RunHolder(home, {
+    door: 'runner mcp',
     runtime,
+    maxLive: MAX_RUNS,
     settings,
     ...(transport ? { transport } : {}),
     makeGit: (who) => new Git(who),
@@ -76,6 +82,12 @@ export async function mcpCommand(args: string[]): Promise<number> {
     {
       home: home.root,
       runsDir: home.runs,
+      // What runner mcp serves (runs/scope.ts): the projects of the pipelines under --pipelines and every project under --project.
+      scope: projectScope({
+        pipelineProjects: () => pipelineProjects(pipelineDirs),
+        folders: projectDirs,
+        says: `runner mcp serves the projects of the pipelines under ${pipelineDirs.length ? `--pipelines ${pipelineDirs.join(', ')}` : 'its --pipelines folders (it has none)'} and the projects under ${projectDirs.length ? `--project ${projectDirs.join(', ')}` : 'its --project folders (it has none)'}`,
+      }),
       pipelineDirs,
       projectDirs,
       pipelines: () => listPipelineFiles(pipelineDirs),

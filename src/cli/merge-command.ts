@@ -2,7 +2,8 @@
 import { visible } from '../common/visible.js';
 import { errorMessage, UsageError } from '../common/errors.js';
 import { DeliveryRefused } from '../delivery/refusal.js';
-import { mergeRunById } from '../delivery/deliver.js';
+import { mergeRunOf } from '../runs/deliver.js';
+import { cliDoor } from '../runs/door.js';
 import { cliActor } from './os-user.js';
 import { deliverySource } from '../delivery/source.js';
 import { pushBranch } from '../git/push.js';
@@ -52,7 +53,7 @@ export async function mergeCommand(args: string[]): Promise<number> {
 }
 
 async function mergeOne(home: RunnerHome, runId: string, o: { into: string | undefined; squash: boolean; push: boolean }): Promise<string> {
-  const { rec, ...r } = await mergeRunById(home, runId, { into: o.into, squash: o.squash }, cliActor());
+  const { rec, ...r } = await mergeRunOf(cliDoor(home), runId, { into: o.into, squash: o.squash }, cliActor());
   let line = `merged ${rec.branch} into ${r.into} (${r.commit.slice(0, 10)}${o.squash ? ', squashed' : ''})${r.movedCheckout ? '; the checkout moved with it' : ''}; committed as ${r.author.name} <${r.author.email}>${r.author.configured ? '' : ' (the project has no git identity: set user.name and user.email there)'}`;
   if (o.push) line += `; ${await pushTarget(home, runId, r.into)}`;
   return line;

@@ -7,10 +7,13 @@ import { Git } from '../git/git.js';
 import { runListing, type RunRecord, type StartedBy } from '../run/record.js';
 import { resultName, type StepResult } from '../run/step-result.js';
 import { ranTogether } from '../run/together.js';
-import { listRuns, readRun, runDir } from '../run/records.js';
+import { listRuns, runDir } from '../run/records.js';
+import { cliDoor } from '../runs/door.js';
+import { listRunsOf } from '../runs/list.js';
+import { showRecord } from '../runs/show.js';
 import { inspectProject } from '../workspace/project.js';
 import { parseFlags } from './args.js';
-import { openHome, openHomeWithRuns } from './context.js';
+import { openHome } from './context.js';
 import { describeUsage } from '../agents/usage.js';
 import { changeLines } from './change-lines.js';
 import { printTable } from './table.js';
@@ -38,10 +41,8 @@ async function runsLs(args: string[]): Promise<number> {
     { pipeline: { type: 'string' }, status: { type: 'string' }, json: { type: 'boolean', default: false }, home: { type: 'string' } },
     [],
   );
-  const { runs: all } = await openHomeWithRuns(values.home);
-  const runs = all.filter(
-    (r) => (!values.pipeline || r.pipeline === values.pipeline) && (!values.status || r.status === values.status),
-  );
+  const home = await openHome(values.home);
+  const runs = (await listRunsOf(cliDoor(home), { pipeline: values.pipeline ?? null, status: values.status ?? null, whole: true })).filter((r) => 'steps' in r);
   if (values.json) {
     process.stdout.write(`${JSON.stringify(runs.map(runListing))}\n`);
     return 0;
@@ -67,7 +68,7 @@ async function runsLs(args: string[]): Promise<number> {
 async function runsShow(args: string[]): Promise<number> {
   const { values, positionals } = parseFlags('runs show', args, { json: { type: 'boolean', default: false }, home: { type: 'string' } }, ['RUN_ID']);
   const home = await openHome(values.home);
-  const r = await readRun(home.runs, positionals[0]!);
+  const r = await showRecord(cliDoor(home), positionals[0]!);
   if (values.json) {
     process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
     return 0;

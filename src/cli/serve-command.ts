@@ -11,7 +11,7 @@ import path from 'node:path';
 import { parseDuration } from '../common/durations.js';
 import { UsageError } from '../common/errors.js';
 import { packageRoot } from '../common/package-root.js';
-import { realFolders } from '../mcp/folders.js';
+import { realFolders } from '../runs/folders.js';
 import { openEngine } from '../container/engine.js';
 import { Git } from '../git/git.js';
 import { readSecretsFile, secretsFileModeProblem } from '../run/secrets-file.js';

@@ -6,14 +6,17 @@
  * printed, no bidirectional override that reorders a line. Pure.
  *
  * C0 controls, DEL and C1 controls become `\xHH` (`\n` and `\r` for newline
- * and carriage return); the Unicode bidirectional controls become `\uHHHH`.
- * A tab stays a tab: it moves the cursor but overwrites nothing.
+ * and carriage return); the Unicode bidirectional controls, the line and
+ * paragraph separators (U+2028, U+2029: a new line to many readers) and a
+ * lone surrogate (half of a character, which a client's UTF-8 cannot encode)
+ * become `\uHHHH`. A tab stays a tab: it moves the cursor but overwrites nothing.
  */
 
-// C0 but tab, DEL, C1; the bidi marks, embeddings, overrides and isolates.
-const CONTROL = /[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+// C0 but tab, DEL, C1; the bidi marks, embeddings, overrides and isolates; U+2028, U+2029; a lone surrogate.
+const SURROGATE = '[\\ud800-\\udbff](?![\\udc00-\\udfff])|(?<![\\ud800-\\udbff])[\\udc00-\\udfff]';
+const CONTROL = new RegExp(`[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f\\u061c\\u200e\\u200f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069]|${SURROGATE}`, 'g');
 // The same, but newlines stay: for text shown as lines (a log, a patch).
-const CONTROL_BUT_NEWLINE = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const CONTROL_BUT_NEWLINE = new RegExp(`[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u061c\\u200e\\u200f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069]|${SURROGATE}`, 'g');
 
 const SHOWN = new Map<string, string>();
 function show(c: string): string {
@@ -34,6 +37,24 @@ export function visible(text: string): string {
 /** Text made of lines (a log, a patch): newlines stay, every other control character is made visible. */
 export function visibleLines(text: string): string {
   return text.replace(CONTROL_BUT_NEWLINE, show);
+}
+
+/**
+ * A value about to be serialised (an MCP answer), with every string in it,
+ * object keys too, made visible as text of lines (visibleLines): what a client
+ * decodes holds no escape sequence, no bidirectional control, no C1
+ * character, however the serialiser escapes. Made visible before serialising,
+ * not after: `\u001b` in JSON text decodes back to ESC, and a C1 character
+ * shown as `\x9b` after it is not JSON at all. Pure.
+ */
+export function visibleDeep(value: unknown): unknown {
+  if (typeof value === 'string') return visibleLines(value);
+  if (Array.isArray(value)) return value.map(visibleDeep);
+  if (value && typeof value === 'object') {
+    if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return visibleDeep((value as { toJSON: () => unknown }).toJSON());
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [visibleLines(k), visibleDeep(v)]));
+  }
+  return value;
 }
 
 /**

@@ -1,31 +1,28 @@
 /**
  * The tools `runner mcp` and runner serve's /mcp offer an agent: find
  * pipelines, start runs and agent tasks, follow them, read their diff, and
- * deliver or cancel them. Each reads and changes runs through the functions
- * the CLI and the API call (run-view.ts, diff-index.ts, delivery/deliver.ts,
- * the backend's start and cancel), never a copy of them.
+ * deliver or cancel them. Each is an operation of runs/ (the one the CLI and
+ * the API call, with its checks: the run id, held here, the server's scope),
+ * its arguments and answer translated here, never a copy of it.
  */
-import { open } from 'node:fs/promises';
-import path from 'node:path';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { RunnerError } from '../common/errors.js';
-import { branchNameProblem } from '../delivery/branch-name.js';
-import { applyRunById, mergeRunById } from '../delivery/deliver.js';
 import { loadPipeline } from '../pipeline/load.js';
 import { summarize, type RunRecord } from '../run/record.js';
-import { runDir } from '../run/records.js';
-import { diffFiles, filePatch, runPatch } from '../serve/diff-index.js';
-import { deliveryView } from '../serve/delivery-view.js';
-import { checkHeldHere, currentRun, currentRuns, type NotStarted } from '../serve/run-view.js';
-import { RunnerHome } from '../workspace/home.js';
+import { startAgentTask } from '../runs/agent-task.js';
+import { cancelRunOf } from '../runs/cancel.js';
+import { applyRunOf, mergeRunOf } from '../runs/deliver.js';
+import { diffFilesOf, patchText } from '../runs/diff.js';
+import { within } from '../runs/folders.js';
+import { listRunsOf } from '../runs/list.js';
+import { runLog, stepTranscript } from '../runs/logs.js';
+import { previewDelivery } from '../runs/preview.js';
+import { showRun, type NotStarted } from '../runs/show.js';
+import { startPipeline } from '../runs/start.js';
+import { TASK_AGENTS } from '../runs/task-pipeline.js';
 import type { McpBackend } from './backend.js';
-import { within } from './folders.js';
-import { decodeCursor, logFrom, logTail } from './log-read.js';
-import { startAgentTask } from './agent-task.js';
-import { TASK_AGENTS } from './task-pipeline.js';
 import { answer, failure } from './tool-result.js';
-import { readTranscript } from './transcript.js';
 import { waitForRun } from './wait.js';
 
 const runId = z.string().min(1).max(200).describe('the run id, as start_run, start_agent_task or list_runs gave it');
@@ -44,8 +41,7 @@ const guarded =
   };
 
 export function registerTools(server: McpServer, b: McpBackend): void {
-  const home = new RunnerHome(b.home);
-  const record = (id: string) => currentRun(b.runsDir, b, id);
+  const record = (id: string) => showRun(b, id);
 
   server.registerTool(
     'list_pipelines',
@@ -93,12 +89,8 @@ export function registerTools(server: McpServer, b: McpBackend): void {
       annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
     },
     guarded(async ({ pipeline, inputs }: { pipeline: string; inputs?: Record<string, string | number | boolean> | undefined }) => {
-      const named = (await b.pipelines()).find((p) => p.name === pipeline && !p.errors.length);
-      const real = await within(named ? named.file : pipeline, b.pipelineDirs, 'pipeline file', '--pipelines');
-      const loaded = await loadPipeline(real);
-      const values = Object.fromEntries(Object.entries(inputs ?? {}).map(([k, v]) => [k, String(v)]));
-      const id = await b.start(loaded, values, b.startedBy);
-      return { runId: id, pipeline: loaded.pipeline.name, file: real, next: 'wait_for_run to wait for it, run_status for its steps' };
+      const r = await startPipeline(b, pipeline, inputs ?? {}, b.startedBy);
+      return { ...r, next: 'wait_for_run to wait for it, run_status for its steps' };
     }),
   );
 
@@ -146,14 +138,9 @@ export function registerTools(server: McpServer, b: McpBackend): void {
       },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    guarded(async ({ run_id, step, tail, cursor, max_bytes }: { run_id: string; step?: string | undefined; tail: number; cursor?: string | undefined; max_bytes: number }) => {
-      const r = await record(run_id);
-      if (!('steps' in r)) return { runId: run_id, status: r.status, lines: [], note: 'the run has not started: nothing is logged yet' };
-      if (r.status === 'not_started') throw new RunnerError('no_log', `run ${run_id} never started, so it has no log: ${r.error?.message ?? 'it did not start'}`);
-      const stepsDir = path.join(runDir(b.runsDir, run_id), 'steps');
-      const got = cursor ? await logFrom(stepsDir, r, step, decodeCursor(cursor), max_bytes) : await logTail(stepsDir, r, step, tail, max_bytes);
-      return { runId: run_id, status: r.status, ...got };
-    }),
+    guarded(async ({ run_id, step, tail, cursor, max_bytes }: { run_id: string; step?: string | undefined; tail: number; cursor?: string | undefined; max_bytes: number }) =>
+      runLog(b, run_id, { step, tail, cursor, maxBytes: max_bytes }),
+    ),
   );
 
   server.registerTool(
@@ -161,20 +148,16 @@ export function registerTools(server: McpServer, b: McpBackend): void {
     {
       title: 'An agent step\'s transcript',
       description:
-        'The events an agent step\'s CLI wrote (its messages, tool calls and results), one JSON event a line, from line `from` on, at most `max_lines`. Only steps that run an agent preset have one. next_from continues where this answer stopped.',
+        'An agent step\'s events, in one shape whichever CLI ran (kind: start, message, tool_call, tool_result, task_end, files, usage, final, retry, notice, error; wrapUp: true after the work), from event `from` on, at most `max_lines`. Only steps that run an agent preset have one. next_from continues where this answer stopped.',
       inputSchema: {
         run_id: runId,
         step: z.string().min(1).max(200).describe('the agent step\'s id, as run_status names it'),
-        from: z.number().int().min(0).default(0).describe('the first line to read (0: the start)'),
+        from: z.number().int().min(0).default(0).describe('the first event to read (0: the start)'),
         max_lines: z.number().int().min(1).max(500).default(50),
       },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    guarded(async ({ run_id, step, from, max_lines }: { run_id: string; step: string; from: number; max_lines: number }) => ({
-      runId: run_id,
-      step,
-      ...(await readTranscript(runDir(b.runsDir, run_id), run_id, step, from, max_lines)),
-    })),
+    guarded(async ({ run_id, step, from, max_lines }: { run_id: string; step: string; from: number; max_lines: number }) => stepTranscript(b, run_id, step, from, max_lines)),
   );
 
   server.registerTool(
@@ -192,16 +175,9 @@ export function registerTools(server: McpServer, b: McpBackend): void {
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     guarded(async ({ run_id, file, patch, max_bytes }: { run_id: string; file?: string | undefined; patch: boolean; max_bytes: number }) => {
-      await record(run_id); // run_unknown before no_diff
-      if (file !== undefined) {
-        const part = await filePatch(b.runsDir, run_id, file);
-        return { runId: run_id, file, ...(await readPart(part.file, part.start, part.size, max_bytes)) };
-      }
-      if (patch) {
-        const whole = await runPatch(b.runsDir, run_id);
-        return { runId: run_id, ...(await readPart(whole.file, 0, whole.size, max_bytes)) };
-      }
-      const { files, total } = await diffFiles(b.runsDir, run_id);
+      if (file !== undefined) return { runId: run_id, file, ...(await patchText(b, run_id, { file, maxBytes: max_bytes })) };
+      if (patch) return { runId: run_id, ...(await patchText(b, run_id, { maxBytes: max_bytes })) };
+      const { files, total } = await diffFilesOf(b, run_id);
       return { runId: run_id, total, files: files.slice(0, 500), ...(files.length > 500 ? { more: files.length - 500 } : {}) };
     }),
   );
@@ -235,12 +211,7 @@ export function registerTools(server: McpServer, b: McpBackend): void {
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
     guarded(async ({ run_id, into, squash }: { run_id: string; into?: string | undefined; squash: boolean }) => {
-      if (into !== undefined) {
-        const bad = branchNameProblem(into);
-        if (bad) throw new RunnerError('bad_request', `"into" must be a branch name: ${bad}`);
-      }
-      await checkHeldHere(b.runsDir, b, run_id);
-      const r = await mergeRunById(home, run_id, { into, squash }, b.deliveredBy);
+      const r = await mergeRunOf(b, run_id, { into, squash }, b.deliveredBy);
       return { merged: true, runId: run_id, project: r.rec.project, branch: r.rec.branch, into: r.into, commit: r.commit, squash, movedCheckout: r.movedCheckout, author: r.author };
     }),
   );
@@ -255,8 +226,7 @@ export function registerTools(server: McpServer, b: McpBackend): void {
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
     guarded(async ({ run_id }: { run_id: string }) => {
-      await checkHeldHere(b.runsDir, b, run_id);
-      const r = await applyRunById(home, run_id, b.deliveredBy);
+      const r = await applyRunOf(b, run_id, b.deliveredBy);
       return { applied: true, runId: run_id, project: r.rec.project, files: r.files.slice(0, 500) };
     }),
   );
@@ -270,11 +240,7 @@ export function registerTools(server: McpServer, b: McpBackend): void {
       inputSchema: { run_id: runId },
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    guarded(async ({ run_id }: { run_id: string }) => {
-      const r = await record(run_id); // an unknown or ill-formed id says so
-      if (await b.cancel(run_id)) return { canceling: true, runId: run_id, next: 'wait_for_run to see it end' };
-      throw new RunnerError('not_cancelable', `run ${run_id} is ${r.status}${'steps' in r && r.status === 'running' ? ' in another process (runner exec or another server): cancel it there' : ', not running or queued on this server'}`);
-    }),
+    guarded(async ({ run_id }: { run_id: string }) => ({ ...(await cancelRunOf(b, run_id)), next: 'wait_for_run to see it end' })),
   );
 
   server.registerTool(
@@ -290,7 +256,7 @@ export function registerTools(server: McpServer, b: McpBackend): void {
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     guarded(async ({ pipeline, status: st, limit }: { pipeline?: string | undefined; status?: string | undefined; limit: number }) => ({
-      runs: await currentRuns(b.runsDir, b, { pipeline: pipeline ?? null, status: st ?? null, limit }),
+      runs: await listRunsOf(b, { pipeline: pipeline ?? null, status: st ?? null, limit }),
     })),
   );
 
@@ -302,11 +268,7 @@ export function registerTools(server: McpServer, b: McpBackend): void {
       inputSchema: { run_id: runId },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    guarded(async ({ run_id }: { run_id: string }) => {
-      const r = await record(run_id);
-      if (!('steps' in r)) return { runId: run_id, status: r.status, deliverable: false, why: 'it has not run yet' };
-      return deliveryView(r);
-    }),
+    guarded(async ({ run_id }: { run_id: string }) => previewDelivery(b, run_id)),
   );
 }
 
@@ -326,16 +288,4 @@ function status(r: RunRecord | NotStarted): Record<string, unknown> {
     delivered: r.delivered,
     deliverable: r.status === 'succeeded' && !r.delivered && r.workspace !== 'persistent_directory' ? 'read run_diff, then merge_run or apply_run' : undefined,
   };
-}
-
-/** Up to max bytes of a patch from `start`, as text. */
-async function readPart(file: string, start: number, size: number, max: number): Promise<{ patch: string; bytes: number; truncated: boolean }> {
-  const fh = await open(file, 'r');
-  try {
-    const buf = Buffer.alloc(Math.min(size, max));
-    const { bytesRead } = await fh.read(buf, 0, buf.length, start);
-    return { patch: buf.subarray(0, bytesRead).toString('utf8'), bytes: size, truncated: size > bytesRead };
-  } finally {
-    await fh.close();
-  }
 }

@@ -5,7 +5,7 @@
  * and a client that cancels the call ends the wait.
  */
 import type { RunRecord } from '../run/record.js';
-import type { NotStarted } from '../serve/run-view.js';
+import type { NotStarted } from '../runs/show.js';
 
 export interface WaitExtra {
   signal: AbortSignal;

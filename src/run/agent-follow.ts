@@ -3,11 +3,14 @@
  * step's io directory, so the step controls it: opened without following a
  * symlink, a regular file only, read in bounded pieces) is followed while the
  * step runs. Each whole line is kept, as it is, in the step's transcript
- * (bounded), and handed on as one event; the end is read once the step has
- * stopped.
+ * (bounded), and handed on as the events of our one shape it holds (its
+ * preset's parser, in one `EventReader` for the step); the end is read once
+ * the step has stopped.
  */
 import { constants, createWriteStream, type WriteStream } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
+import { EventReader, type AgentEvent } from '../agents/events.js';
+import type { AgentPreset } from '../agents/preset.js';
 
 const TICK_MS = 250;
 /** read per tick at most: a step that pours out events cannot stall the runner */
@@ -22,7 +25,8 @@ export interface AgentFollow {
   stop(): Promise<void>;
 }
 
-export function followAgentEvents(file: string, transcriptPath: string, onEvent: (event: Record<string, any>) => void, onProblem: (message: string) => void): AgentFollow {
+export function followAgentEvents(file: string, transcriptPath: string, preset: AgentPreset, onEvent: (event: AgentEvent) => void, onProblem: (message: string) => void): AgentFollow {
+  const reader = new EventReader(preset.name, (line) => preset.events(line));
   let fh: FileHandle | undefined;
   let position = 0;
   let pending: Buffer[] = [];
@@ -47,7 +51,7 @@ export function followAgentEvents(file: string, transcriptPath: string, onEvent:
     } catch {
       return; // not an event (a warning the CLI printed)
     }
-    if (v !== null && typeof v === 'object' && !Array.isArray(v)) onEvent(v as Record<string, any>);
+    if (v !== null && typeof v === 'object' && !Array.isArray(v)) for (const e of reader.event(v as Record<string, any>)) onEvent(e);
   };
 
   const readSome = async (all: boolean): Promise<void> => {

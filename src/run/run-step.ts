@@ -20,6 +20,7 @@ import { laneName, type Unit } from '../flow/planner.js';
 import { commitMessage } from './commit-message.js';
 import type { ExecDeps } from './orchestrator.js';
 import { parseOutputs, readOutputsFile } from './outputs.js';
+import { renderAgentEvent } from '../agents/render.js';
 import { readAgentResult } from '../agents/result.js';
 import { AGENT_RESULT_FILE } from '../agents/preset.js';
 import { PRESETS } from '../agents/presets.js';
@@ -151,8 +152,9 @@ export async function runStep(c: StepContext): Promise<StepRun> {
     followAgentEvents(
       path.join(ioDir, AGENT_RESULT_FILE),
       store.stepTranscriptPath(name),
+      preset,
       (event) => {
-        for (const l of preset.renderEvent(event)) out.push(Buffer.from(`${l}\n`));
+        for (const l of renderAgentEvent(event)) out.push(Buffer.from(`${l}\n`));
       },
       (message) => log.line(`runner: ${message}`),
     );

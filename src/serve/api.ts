@@ -1,7 +1,7 @@
 /**
  * runner serve's HTTP API and dashboard, thin over the serve loop and the run records.
  *   GET  /healthz                      liveness (no token needed)
- *   GET  /metrics                      Prometheus text: runs by status, step durations, queue length
+ *   GET  /metrics                      Prometheus text: runs by status, step durations, queue length (of the projects it serves)
  *   GET  /api/pipelines                pipelines with their next fire times, file errors, and today's spend against
  *                                      their day budget (today: {spentUsd, budgetPerDayUsd})
  *   POST /api/pipelines/:name/runs     trigger a run: 202 with its run id (it waits for room under --max-concurrent);
@@ -38,27 +38,29 @@ import http from 'node:http';
 import path from 'node:path';
 import { pipeline as pipe } from 'node:stream/promises';
 import { errorMessage, RunnerError } from '../common/errors.js';
-import type { McpBackend } from '../mcp/backend.js';
-import { branchNameProblem } from '../delivery/branch-name.js';
-import { applyRunById, mergeRunById } from '../delivery/deliver.js';
 import { DeliveryRefused } from '../delivery/refusal.js';
 import { type DeliveredBy, type RunRecord, type StartedBy } from '../run/record.js';
-import { RunnerHome } from '../workspace/home.js';
-import { listRuns, readRun, runDir } from '../run/records.js';
+import { listRuns, runDir } from '../run/records.js';
+import { cancelRunOf } from '../runs/cancel.js';
+import { applyRunOf, mergeRunOf } from '../runs/deliver.js';
+import { diffFilesOf, filePatchOf, patchOf } from '../runs/diff.js';
+import type { Caller, Door, StartDoor } from '../runs/door.js';
+import { listRunsOf } from '../runs/list.js';
+import { previewDelivery } from '../runs/preview.js';
+import { rerunOf } from '../runs/rerun.js';
+import { servedBy } from '../runs/scope.js';
+import { showRun, type NotStarted } from '../runs/show.js';
 import { sumUsage } from '../agents/usage.js';
 import { checkAccess, LOGGED_OUT_COOKIE, sessionCookie, tokenMatches } from './access.js';
 import { SECURITY_HEADERS, withLoginError, withLogout, type Asset } from './dashboard.js';
-import { diffFiles, filePatch, runPatch } from './diff-index.js';
 import { spentTodayByPipeline } from './day-budget.js';
-import { deliveryView } from './delivery-view.js';
-import { planRerun } from './rerun.js';
 import { LogWatches } from './log-watch.js';
-import { checkHeldHere, currentRun, currentRuns, type NotStarted } from './run-view.js';
 import { DEFAULT_STREAM_CAPS, StreamCaps, type StreamCapSettings } from './stream-caps.js';
 
-export type { NotStarted } from './run-view.js';
+export type { NotStarted } from '../runs/show.js';
 
-export interface ServeState {
+/** What the API serves: a door (runs/door.ts: the home, the projects it serves, the runs it holds) with serve's queue. */
+export interface ServeState extends Door {
   pipelines(): Array<{
     name: string | null;
     file: string;
@@ -75,13 +77,6 @@ export interface ServeState {
   /** true when the run was running (now canceling) or queued (now not_started) */
   cancel(runId: string): Promise<boolean>;
   queueLength(): number;
-  /** ids of the runs this server has queued, then of those it has started (with a record, or about to write one) */
-  active(): string[];
-  /** a run this server holds queued, or is starting (its record not written yet) */
-  notStarted(runId: string): NotStarted | undefined;
-  runsDir: string;
-  /** the runner home (its runs/ is runsDir): deliveries merge in its merges/ and lock runs by its name */
-  home: string;
 }
 
 export interface ApiOptions {
@@ -90,7 +85,7 @@ export interface ApiOptions {
   /** told what the API could not do on its own (a live log that could not be read) */
   say?: (message: string) => void;
   /** /mcp: the MCP tools over this server's runs, for one request (its client's address); absent: no /mcp */
-  mcp?: { backendFor: (req: http.IncomingMessage) => McpBackend; version: string };
+  mcp?: { backendFor: (req: http.IncomingMessage) => StartDoor & Caller; version: string };
 }
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse, params: string[], url: URL) => Promise<void>;
@@ -99,8 +94,9 @@ const ID = '([A-Za-z0-9._-]+)';
 
 export function createApi(state: ServeState, token: string | undefined, assets: Map<string, Asset>, opts: ApiOptions = {}): http.Server {
   const dashboard = token && assets.has('/') ? new Map([...assets, ['/', withLogout(assets.get('/')!)]]) : assets;
-  // A run's record; while this server holds it queued or is starting it, what it is doing now.
-  const record = (id: string): Promise<RunRecord | NotStarted> => currentRun(state.runsDir, state, id);
+  // A run's record; while this server holds it queued or is starting it, what it is doing now. Every run
+  // operation below is one of runs/, which checks the run (its id, held here, the server's scope) itself.
+  const record = (id: string): Promise<RunRecord | NotStarted> => showRun(state, id);
   const streamCaps = { ...DEFAULT_STREAM_CAPS, ...opts.logStreams };
   const caps = new StreamCaps(streamCaps);
   const watches = new LogWatches({
@@ -109,8 +105,6 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
     stallMs: streamCaps.stallMs,
     ...(opts.say ? { say: opts.say } : {}),
   });
-  const home = new RunnerHome(state.home);
-  const heldHere = (id: string) => checkHeldHere(state.runsDir, state, id);
   const routes: Array<[string, RegExp, Handler]> = [
     ['GET', /^\/healthz$/, async (_q, res) => json(res, 200, { ok: true })],
     ['GET', /^\/metrics$/, async (_q, res) => metrics(res, state)],
@@ -144,7 +138,7 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
         const limitText = url.searchParams.get('limit');
         const limit = limitText === null ? undefined : Number(limitText);
         if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) throw new RunnerError('bad_request', `limit takes a whole number above 0, got "${limitText}"`);
-        json(res, 200, await currentRuns(state.runsDir, state, { pipeline: p, status: s, ...(limit !== undefined ? { limit } : {}) }));
+        json(res, 200, await listRunsOf(state, { pipeline: p, status: s, ...(limit !== undefined ? { limit } : {}) }));
       },
     ],
     ['GET', new RegExp(`^/api/runs/${ID}$`), async (_q, res, [id]) => json(res, 200, await record(id!))],
@@ -162,23 +156,18 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
     [
       'GET',
       new RegExp(`^/api/runs/${ID}/diff$`),
-      async (_q, res, [id], url) => (url.searchParams.has('file') ? sendFilePatch(res, state.runsDir, id!, url.searchParams.get('file')!) : sendDiff(res, state.runsDir, id!)),
+      async (_q, res, [id], url) => (url.searchParams.has('file') ? sendFilePatch(res, state, id!, url.searchParams.get('file')!) : sendDiff(res, state, id!)),
     ],
-    ['GET', new RegExp(`^/api/runs/${ID}/diff/files$`), async (_q, res, [id]) => json(res, 200, await diffFiles(state.runsDir, id!))],
-    ['GET', new RegExp(`^/api/runs/${ID}/delivery$`), async (_q, res, [id]) => json(res, 200, await deliveryView(await readRun(state.runsDir, id!)))],
+    ['GET', new RegExp(`^/api/runs/${ID}/diff/files$`), async (_q, res, [id]) => json(res, 200, await diffFilesOf(state, id!))],
+    ['GET', new RegExp(`^/api/runs/${ID}/delivery$`), async (_q, res, [id]) => json(res, 200, await previewDelivery(state, id!))],
     [
       'POST',
       new RegExp(`^/api/runs/${ID}/merge$`),
       async (req, res, [id]) => {
         const body = await readObject(req, ['into', 'squash']);
-        if (body.into !== undefined) {
-          if (typeof body.into !== 'string') throw new RunnerError('bad_request', '"into" must be a branch name');
-          const bad = branchNameProblem(body.into);
-          if (bad) throw new RunnerError('bad_request', `"into" must be a branch name: ${bad}`);
-        }
+        if (body.into !== undefined && typeof body.into !== 'string') throw new RunnerError('bad_request', '"into" must be a branch name');
         if (body.squash !== undefined && typeof body.squash !== 'boolean') throw new RunnerError('bad_request', '"squash" must be true or false');
-        await heldHere(id!);
-        const r = await mergeRunById(home, id!, { into: body.into as string | undefined, squash: body.squash === true }, deliverer(req));
+        const r = await mergeRunOf(state, id!, { into: body.into as string | undefined, squash: body.squash === true }, deliverer(req));
         json(res, 200, { merged: true, runId: id, into: r.into, commit: r.commit, squash: body.squash === true, movedCheckout: r.movedCheckout, author: r.author });
       },
     ],
@@ -187,8 +176,7 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
       new RegExp(`^/api/runs/${ID}/apply$`),
       async (req, res, [id]) => {
         await readObject(req, []);
-        await heldHere(id!);
-        const r = await applyRunById(home, id!, deliverer(req));
+        const r = await applyRunOf(state, id!, deliverer(req));
         json(res, 200, { applied: true, runId: id, project: r.rec.project, files: r.files });
       },
     ],
@@ -197,17 +185,17 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
       new RegExp(`^/api/runs/${ID}/rerun$`),
       async (req, res, [id]) => {
         await readObject(req, []);
-        const plan = planRerun(await readRun(state.runsDir, id!), state.pipelines());
-        const runId = await state.trigger(plan.pipeline, plan.inputs, { via: 'rerun', rerunOf: id!, ...from(req) });
-        if (runId) json(res, 202, { queued: true, runId, pipeline: plan.pipeline, rerunOf: id });
-        else json(res, 404, { error: `no pipeline ${plan.pipeline} (GET /api/pipelines)`, code: 'pipeline_unknown' });
+        const r = await rerunOf(state, id!, state.pipelines(), state.trigger, from(req));
+        json(res, 202, { queued: true, runId: r.runId, pipeline: r.pipeline, rerunOf: id });
       },
     ],
     [
       'POST',
       new RegExp(`^/api/runs/${ID}/cancel$`),
-      async (_q, res, [id]) =>
-        (await state.cancel(id!)) ? json(res, 202, { canceling: id }) : json(res, 404, { error: `run ${id} is not running or queued on this server` }),
+      async (_q, res, [id]) => {
+        await cancelRunOf(state, id!);
+        json(res, 202, { canceling: id });
+      },
     ],
     ...(['POST', 'GET', 'DELETE'] as const).map((m): [string, RegExp, Handler] => [
       m,
@@ -249,8 +237,10 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
         const status =
           err instanceof DeliveryRefused
             ? 409
-            : code === 'run_unknown' || code === 'no_diff' || code === 'pipeline_unknown'
+            : code === 'run_unknown' || code === 'no_diff' || code === 'pipeline_unknown' || code === 'not_cancelable'
               ? 404
+              : code === 'outside_scope'
+                ? 403
               : code === 'unsafe_name' || code === 'bad_request' || code === 'bad_input'
                 ? 400
                 : code === 'stopping'
@@ -345,14 +335,14 @@ async function readInputs(req: http.IncomingMessage): Promise<Record<string, str
   );
 }
 
-async function sendDiff(res: http.ServerResponse, runsDir: string, runId: string): Promise<void> {
-  const { file, size } = await runPatch(runsDir, runId);
+async function sendDiff(res: http.ServerResponse, door: Door, runId: string): Promise<void> {
+  const { file, size } = await patchOf(door, runId);
   res.writeHead(200, { 'content-type': 'text/x-diff; charset=utf-8', 'content-length': size, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
   await pipe(createReadStream(file), res);
 }
 
-async function sendFilePatch(res: http.ServerResponse, runsDir: string, runId: string, name: string): Promise<void> {
-  const part = await filePatch(runsDir, runId, name);
+async function sendFilePatch(res: http.ServerResponse, door: Door, runId: string, name: string): Promise<void> {
+  const part = await filePatchOf(door, runId, name);
   res.writeHead(200, { 'content-type': 'text/x-diff; charset=utf-8', 'content-length': part.size, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
   await pipe(createReadStream(part.file, { start: part.start, end: part.end }), res);
 }
@@ -385,7 +375,10 @@ function refuse(res: http.ServerResponse, status: number, message: string, retry
 }
 
 async function metrics(res: http.ServerResponse, state: ServeState): Promise<void> {
-  const runs = await listRuns(state.runsDir);
+  // the runs of the projects this server serves (runs/scope.ts), as GET /api/runs lists them: another project's pipelines, counts and costs are not its to tell
+  const served = await servedBy(state.scope);
+  const runs: RunRecord[] = [];
+  for (const r of await listRuns(state.runsDir)) if (await served(r.project)) runs.push(r);
   const byStatus = new Map<string, number>();
   const durations = new Map<string, { sum: number; count: number }>();
   for (const r of runs) {

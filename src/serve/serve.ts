@@ -16,7 +16,6 @@ import { tryLock } from '../common/kernel-lock.js';
 import type { ContainerRuntime } from '../container/runtime.js';
 import type { Git, GitIdentity } from '../git/git.js';
 import { resolveInputs } from '../pipeline/inputs.js';
-import { executeRun } from '../run/orchestrator.js';
 import { dayBudget, dayOf } from './day-budget.js';
 import type { StepTransport } from '../run/step-transport.js';
 import { reconcile } from '../run/reconcile.js';
@@ -24,16 +23,18 @@ import type { Reporter } from '../run/reporter.js';
 import { newRunId } from '../run/run-id.js';
 import type { RunRecord, StartedBy } from '../run/record.js';
 import { readRun } from '../run/records.js';
+import { RunHolder } from '../runs/holder.js';
+import { pipelineProject, projectScope } from '../runs/scope.js';
 import { Scheduler, type Pending, type ScheduledPipeline } from '../schedule/scheduler.js';
 import { RunnerHome } from '../workspace/home.js';
 import { createApi } from './api.js';
-import type { NotStarted } from './run-view.js';
+import type { NotStarted } from '../runs/show.js';
 import { loadDashboard } from './dashboard.js';
-import { PipelineDir } from './pipeline-dir.js';
-import { listPipelineFiles } from '../mcp/pipeline-list.js';
+import { PipelineDir } from '../runs/pipeline-dir.js';
+import { listPipelineFiles } from '../runs/pipeline-list.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
 import type { StreamCapSettings } from './stream-caps.js';
-import { RunRequests } from './run-requests.js';
+import { acceptedElsewhere, RunRequests } from '../runs/run-requests.js';
 
 export interface ServeOptions {
   pipelinesDir: string;
@@ -81,7 +82,6 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
 
   const fires = await FireLog.open(path.join(home.root, 'schedule.json'));
   const dir = new PipelineDir(o.pipelinesDir);
-  const live = new Map<string, { pipeline: string; why: string; cancel: AbortController; done: Promise<void> }>(); // by run id
   const requests = new RunRequests(home.runs, home.root);
   const lastFailure = await requests.lastFailures(); // by pipeline: its newest run, when that one could not start
   const recorded = new Map<string, Promise<void>>(); // run id → its queued record, written
@@ -97,6 +97,23 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
     });
     if (rec?.status === 'not_started') lastFailure.set(p.pipeline, rec);
   };
+  // The runs this server runs: held from the queue's start until they end (runs/holder.ts, runner mcp's too).
+  const holder = new RunHolder(home, {
+    door: 'runner serve',
+    runtime: deps.runtime,
+    ...(deps.transport ? { transport: deps.transport } : {}),
+    makeGit: deps.makeGit,
+    reporterFor: o.reporterFor,
+    secrets: o.secrets ?? (async () => process.env),
+    say: o.say,
+    settings: o.settings,
+    // the pipeline's day: what its runs spent today, from their records (a restart forgets nothing)
+    perRun: async (loaded) => {
+      const day = await dayOf(home.runs, loaded.pipeline, new Date());
+      return day ? { day } : {};
+    },
+    neverStarted: (p, _loaded, e) => neverStarted(p, e.code, e.message),
+  });
 
   const scheduler = new Scheduler({
     now: () => new Date(),
@@ -113,45 +130,19 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
       const written = requests.queued(p, loadedOf(p.pipeline), new Date()).catch((err) => o.say(`${p.pipeline}: could not record run ${p.runId} as queued: ${errorMessage(err)}`));
       recorded.set(p.runId, written);
     },
-    // The run is this server's (live) at once, so the API never loses sight of it between queue and record.
-    start: (p) => {
-      const cancel = new AbortController();
-      const entry = {
-        pipeline: p.pipeline,
-        why: p.why,
-        cancel,
-        done: startRun(p, cancel.signal).finally(() => {
-          live.delete(p.runId);
-          tasks.delete(p.pipeline);
-        }),
-      };
-      live.set(p.runId, entry);
-      return entry.done;
-    },
+    // The run is this server's (held) at once, so the API never loses sight of it between queue and record.
+    start: (p) =>
+      holder
+        .hold(p, async () => {
+          await recorded.get(p.runId); // its queued record is on disk before its own replaces it
+          recorded.delete(p.runId);
+          const loaded = loadedOf(p.pipeline);
+          if (!loaded) throw new RunnerError('pipeline_gone', `the pipeline ${p.pipeline} was removed from ${o.pipelinesDir} before the run could start`);
+          lastFailure.delete(p.pipeline); // a run of the pipeline starts: its last failure is history
+          return loaded;
+        })
+        .finally(() => tasks.delete(p.pipeline)),
   });
-
-  async function startRun(p: Pending, signal: AbortSignal): Promise<void> {
-    const { pipeline: name, why, runId, inputs, startedBy } = p;
-    await recorded.get(runId); // its queued record is on disk before its own replaces it
-    recorded.delete(runId);
-    const loaded = loadedOf(name);
-    if (!loaded) return neverStarted(p, 'pipeline_gone', `the pipeline ${name} was removed from ${o.pipelinesDir} before the run could start`);
-    o.say(`${name}: starting run ${runId} (${why})`);
-    lastFailure.delete(name); // a run of the pipeline starts: its last failure is history
-    try {
-      const secretSource = await (o.secrets ?? (async () => process.env))();
-      // the pipeline's day: what its runs spent today, from their records (a restart forgets nothing)
-      const day = await dayOf(home.runs, loaded.pipeline, new Date());
-      const r = await executeRun(
-        { runtime: deps.runtime, ...(deps.transport ? { transport: deps.transport } : {}), makeGit: deps.makeGit, clock: () => new Date(), reporter: o.reporterFor(name), signal, killSignal: new AbortController().signal },
-        { loaded, home: home.root, keepWorkspace: false, secretSource, runId, requestedBy: why, ...(startedBy ? { startedBy } : {}), ...(inputs ? { inputs } : {}), ...(day ? { day } : {}), settings: o.settings },
-      );
-      o.say(`${name}: run ${r.runId} ${r.status}`);
-    } catch (err) {
-      o.say(`${name}: run ${runId} could not start: ${errorMessage(err)}`);
-      await neverStarted(p, err instanceof RunnerError ? err.code : 'internal', errorMessage(err));
-    }
-  }
 
   // Runs an earlier server accepted and never started, read before this one accepts any: taken up again,
   // ahead of catch-up runs, in the order they were asked for.
@@ -217,18 +208,11 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
   const dirReal = await realpath(o.pipelinesDir).catch(() => o.pipelinesDir);
   const cancelRun = async (runId: string): Promise<boolean> => {
     const dropped = scheduler.dequeue(runId);
-    const run = live.get(runId);
-    if (run) {
-      // canceled already, and its record says how it ended: it is no longer running (it is only being cleaned up)
-      if (run.cancel.signal.aborted) {
-        const rec = await readRun(home.runs, runId).catch(() => undefined);
-        if (rec && rec.status !== 'running' && rec.status !== 'queued') return false;
-      }
-      run.cancel.abort();
-      return true;
-    }
+    if (holder.active().includes(runId)) return holder.cancel(runId);
     // Queued here, or queued on disk while this server stops (it would start at the next start): never started.
     const onDisk = dropped ? undefined : await readRun(home.runs, runId).catch(() => undefined);
+    // queued by another live process on this home (runner mcp, another server): that process starts it, and cancels it
+    if (onDisk?.status === 'queued' && (await acceptedElsewhere(home.root, runId))) return false;
     const pending: Pending | undefined =
       dropped ?? (onDisk?.status === 'queued' ? { pipeline: onDisk.pipeline, why: onDisk.requestedBy ?? 'trigger', runId } : undefined);
     if (!pending) return false;
@@ -238,11 +222,16 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
   const notStartedOf = (runId: string): NotStarted | undefined => {
     const q = scheduler.queued().find((p) => p.runId === runId);
     if (q) return { runId, pipeline: q.pipeline, status: 'queued', why: q.why, error: null };
-    const started = live.get(runId); // asked for before its record is written (workspace, images)
-    if (started) return { runId, pipeline: started.pipeline, status: 'starting', why: started.why, error: null };
-    return undefined;
+    return holder.notStarted(runId); // asked for before its record is written (workspace, images)
   };
-  const activeIds = () => [...scheduler.queued().map((p) => p.runId), ...live.keys()];
+  const activeIds = () => [...scheduler.queued().map((p) => p.runId), ...holder.active()];
+  // What this server serves (runs/scope.ts): the projects of its folder's pipelines (and of the agent tasks
+  // /mcp started), as they are now, and every project under its --project folders. Every operation checks it.
+  const scope = projectScope({
+    pipelineProjects: async () => Promise.all([...dir.pipelines(), ...tasks.values()].map(pipelineProject)),
+    folders: projects,
+    says: `runner serve serves the projects of the pipelines in ${o.pipelinesDir}${projects.length ? ` and the projects under --project ${projects.join(', ')}` : ''}`,
+  });
 
   let api: http.Server | undefined;
   if (o.listen) {
@@ -250,6 +239,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
       {
         runsDir: home.runs,
         home: home.root,
+        scope,
         queueLength: () => scheduler.queueLength(),
         // the API triggers only the folder's pipelines (an agent task's is /mcp's, for its one run)
         trigger: async (name, inputs, startedBy) => (dir.pipelines().some((p) => p.pipeline.name === name) ? trigger(name, inputs, startedBy) : undefined),
@@ -279,6 +269,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
             return {
               home: home.root,
               runsDir: home.runs,
+              scope,
               pipelineDirs: [dirReal],
               projectDirs: projects,
               pipelines: () => listPipelineFiles([dirReal]),
@@ -304,7 +295,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
   await new Promise<void>((resolve) => (o.stop.aborted ? resolve() : o.stop.addEventListener('abort', () => resolve(), { once: true })));
   const waiting = scheduler.queued().length;
   o.say(
-    `stopping: no new runs; ${live.size} running run(s) get ${Math.round(o.graceMs / 1000)} s to finish` +
+    `stopping: no new runs; ${holder.size} running run(s) get ${Math.round(o.graceMs / 1000)} s to finish` +
       (waiting ? `; ${waiting} queued run(s) stay queued for the next start` : ''),
   );
   // The API keeps answering (reads, live logs; a trigger is a 503) until the last run has ended.
@@ -312,13 +303,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
   watcher?.close();
   clearInterval(rescan);
   clearTimeout(pending);
-  const all = Promise.all([...live.values()].map((r) => r.done));
-  const timer = new Promise<'late'>((r) => setTimeout(() => r('late'), o.graceMs).unref());
-  if ((await Promise.race([all.then(() => 'done' as const), timer])) === 'late') {
-    o.say('grace period over: canceling the running runs (their work is committed)');
-    for (const r of live.values()) r.cancel.abort();
-    await all;
-  }
+  await holder.stop(o.graceMs);
   await Promise.all(recorded.values());
   if (api) {
     // Live logs of the runs that just ended send their end event and close; whatever is left after 3 s is cut.

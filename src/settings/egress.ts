@@ -38,12 +38,13 @@ export function readEgress(values: SettingsFlags, env: NodeJS.ProcessEnv, warn: 
 
 /** --egress-proxy URL (`none`: no proxy), else RUNNER_EGRESS_PROXY, else the runner's own HTTPS_PROXY; NO_PROXY's names go direct. */
 function readProxy(flag: string | undefined, env: NodeJS.ProcessEnv, warn: (m: string) => void): UpstreamProxy | undefined {
-  const given = flag ?? env.RUNNER_EGRESS_PROXY;
+  // empty is unset, as for every other setting: `RUNNER_EGRESS_PROXY=` must not drop HTTPS_PROXY in silence (`none` says no proxy)
+  const given = flag || env.RUNNER_EGRESS_PROXY || undefined;
   const inherited = given === undefined ? env.HTTPS_PROXY || env.https_proxy || undefined : undefined;
   const text = given ?? inherited;
   if (!text || text === 'none') return undefined;
-  const where = given !== undefined ? (flag !== undefined ? '--egress-proxy' : 'RUNNER_EGRESS_PROXY') : 'HTTPS_PROXY';
-  const parsed = parseProxyUrl(text, env.NO_PROXY ?? env.no_proxy);
+  const where = given !== undefined ? (flag ? '--egress-proxy' : 'RUNNER_EGRESS_PROXY') : 'HTTPS_PROXY';
+  const parsed = proxyOrProblem(text, env.NO_PROXY ?? env.no_proxy);
   if (typeof parsed === 'string') {
     if (inherited) {
       warn(`the gateways reach out directly: ${where} ${parsed} (give one with --egress-proxy, or --egress-proxy none to say so)`);
@@ -61,4 +62,14 @@ function readProxy(flag: string | undefined, env: NodeJS.ProcessEnv, warn: (m: s
     throw new UsageError(why);
   }
   return parsed;
+}
+
+/** parseProxyUrl, with a % that starts no escape in the user or password said as such (decoding it throws "URI malformed"). */
+function proxyOrProblem(text: string, noProxy: string | undefined): UpstreamProxy | string {
+  try {
+    return parseProxyUrl(text, noProxy);
+  } catch (err) {
+    if (!(err instanceof URIError)) throw err;
+    return `${shownProxy(text)} has a % in its user or password that is not followed by two hex digits: write a % there as %25`;
+  }
 }

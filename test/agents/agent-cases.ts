@@ -93,6 +93,11 @@ export function agentCases(c: AgentCase): void {
     const printed = await runCli(['logs', r.json.runId, '--step', 'implement', '--transcript', '--home', f.home]);
     assert.equal(printed.code, 0, printed.stderr);
     assert.equal(printed.stdout, transcript, 'runner logs --transcript prints them as they are');
+    const json = await runCli(['logs', r.json.runId, '--step', 'implement', '--transcript', '--json', '--home', f.home]);
+    assert.equal(json.code, 0, json.stderr);
+    const events = json.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { agent: string; kind: string; input?: unknown });
+    assert.ok(events.length && events.every((e) => e.agent === c.preset), `--transcript --json: the events in one shape, of ${c.preset}`);
+    assert.ok(events.some((e) => e.kind === 'tool_call' && JSON.stringify(e.input).includes('hello.txt')), `its tool call, in the one shape: ${json.stdout.slice(0, 3000)}`);
     assert.equal(r.code, 1, r.stderr);
     assert.equal(r.json.steps.implement.status, 'timed_out');
     assert.equal(git(f.project, 'show', `${r.json.branch}:hello.txt`), 'hello from the agent', 'the work before the hang is kept');

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { claudeCode } from '../../src/agents/claude-code.js';
+import { eventsOf, summaryOf } from '../../src/agents/events.js';
 import { PipelineError } from '../../src/common/errors.js';
 import { parsePipeline } from '../../src/pipeline/parse.js';
 import { openKeyWarnings, planSteps, secretsNeeded } from '../../src/plan/step-plan.js';
+import { CLAUDE_CODE_FAILS_AND_BACKGROUNDS, CLAUDE_CODE_MOVED_AT_TIMEOUT, CLAUDE_CODE_WRAP_UP } from '../fixtures/agent-streams.js';
 
 const file = (agent: string, extra = '') => `version: 1
 name: p
@@ -97,16 +99,38 @@ test("the CLI's JSON result: final message, usage, cost, turns, session; an erro
   assert.equal(hostile.usage!.model!.length, 200);
 });
 
-test("Claude Code's events read as a person reads them: its messages, each tool call with its path or command, each result in a line", () => {
-  const lines = (e: Record<string, unknown>) => claudeCode.renderEvent(e);
-  assert.deepEqual(lines({ type: 'system', subtype: 'init', model: 'claude-sonnet-4-5' }), ['claude-code: started (claude-sonnet-4-5)']);
-  assert.deepEqual(
-    lines({ type: 'assistant', message: { content: [{ type: 'text', text: 'I will add a test.\n\nThen run it.' }, { type: 'tool_use', name: 'Write', input: { file_path: '/w/test.js', content: 'x'.repeat(2048) } }, { type: 'tool_use', name: 'Bash', input: { command: 'npm test\n  --silent' } }] } }),
-    ['claude-code: I will add a test.', 'claude-code: Then run it.', 'claude-code: wrote /w/test.js (2.0 KB)', 'claude-code: ran: npm test --silent'],
-  );
-  assert.deepEqual(lines({ type: 'user', message: { content: [{ type: 'tool_result', content: 'ok 1\nok 2\n', is_error: false }] } }), ['  → ok, 2 lines, 10 B']);
-  assert.deepEqual(lines({ type: 'user', message: { content: [{ type: 'tool_result', content: [{ type: 'text', text: 'Error: no such file' }], is_error: true }] } }), ['  → failed, 1 lines, 19 B: Error: no such file']);
-  assert.deepEqual(lines({ type: 'result', subtype: 'success', num_turns: 3 }), ['claude-code: finished: success, 3 turns']);
-  assert.deepEqual(lines({ type: 'stream_event' }), []);
+test("Claude Code's stream in one shape (real lines): a failed command with its exit and output, one in the background and its end, one stopped at its timeout", () => {
+  const ev = (i: number) => claudeCode.events(JSON.parse(CLAUDE_CODE_FAILS_AND_BACKGROUNDS[i]!));
+  const session = '481fc7c0-b8fe-47ab-8091-06752b2e3b5c';
+  assert.deepEqual(ev(0), [{ kind: 'start', model: 'claude-opus-5-5', session }]);
+  assert.deepEqual(ev(1), [{ kind: 'message', text: 'I will run the tests.' }]);
+  assert.deepEqual(ev(2), [{ kind: 'tool_call', id: 'toolu_1', tool: 'shell', input: { command: 'echo "not ok 1 - adds"; echo "# fail 1" >&2; exit 3', description: 'run the failing tests' } }]);
+  assert.deepEqual(ev(3), [{ kind: 'tool_result', id: 'toolu_1', ok: false, outcome: 'done', exitCode: 3, lines: 2, bytes: 24, tail: ['not ok 1 - adds', '# fail 1'] }], 'its exit and its output, not "Exit code 3"');
+  assert.deepEqual(ev(7), [{ kind: 'tool_result', id: 'toolu_2', ok: true, outcome: 'backgrounded', task: 'bb46czigm', lines: 0, bytes: 0, tail: [] }], 'its note on the background is no output');
+  assert.deepEqual(ev(9), [{ kind: 'tool_result', id: 'toolu_3', ok: false, outcome: 'timed_out', exitCode: 143, timeoutMs: 1000, lines: 1, bytes: 26, tail: ['Command timed out after 1s'] }]);
+  assert.deepEqual(ev(12), [{ kind: 'task_end', task: 'bb46czigm', id: 'toolu_2', ok: false, exitCode: 4, text: 'Background command "long job" failed with exit code 4' }]);
+  assert.deepEqual(ev(16), [{ kind: 'tool_result', id: 'toolu_4', ok: true, outcome: 'done', lines: 0, bytes: 0, tail: [] }]);
+  assert.deepEqual(ev(18), [{ kind: 'final', ok: true, reason: 'success', result: 'The tests fail: adds is broken.', turns: 5, inputTokens: 500, outputTokens: 50, costUsd: 0.003 }]);
+  // the tasks' bookkeeping, and the task of a long foreground command (its result follows), say nothing a person needs
+  for (const i of [5, 6, 11, 13, 14, 15]) assert.deepEqual(ev(i), [], CLAUDE_CODE_FAILS_AND_BACKGROUNDS[i]);
+});
+
+test('Claude Code moves a command to the background at its 120 s limit: said so; its failure after the answer is its end; the wrap-up is marked and not the summary', () => {
+  const events = eventsOf('claude-code', (l) => claudeCode.events(l), CLAUDE_CODE_MOVED_AT_TIMEOUT.join('\n'));
+  assert.deepEqual(events.filter((e) => e.kind === 'tool_result'), [{ agent: 'claude-code', kind: 'tool_result', id: 'toolu_1', tool: 'shell', ok: true, outcome: 'backgrounded', timeoutMs: 120000, task: 'bgu9kr4jz', lines: 0, bytes: 0, tail: [] }]);
+  assert.deepEqual(events.filter((e) => e.kind === 'task_end'), [{ agent: 'claude-code', kind: 'task_end', task: 'bgu9kr4jz', id: 'toolu_1', ok: false, exitCode: 5, text: 'Background command "slow tests" failed with exit code 5' }], 'the end is the work\'s');
+  assert.deepEqual(events.filter((e) => e.wrapUp).map((e) => e.kind), ['start', 'message', 'final'], 'the second conversation is the wrap-up');
+  assert.equal(summaryOf(events), 'The slow tests are running in the background.', 'not the wrap-up\'s "Done."');
+  const out = claudeCode.parse(CLAUDE_CODE_WRAP_UP.join('\n'), {});
+  assert.equal(out.result, 'Ran the tests; the work is done.');
+  assert.equal(out.error, undefined);
+  assert.deepEqual(out.usage, { model: 'claude-opus-5-5', inputTokens: 400, outputTokens: 40, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.0024000000000000002, turns: 4, sessionId: 'cb924f8b-aa9a-4a4e-8ae4-bf3793d3fe4b' }, 'tokens and turns of both conversations; the cost is the session\'s, said last');
+});
+
+test("Claude Code's lines that are no event of its own, or mangled, say nothing", () => {
+  assert.deepEqual(claudeCode.events({ type: 'stream_event' }), []);
+  assert.deepEqual(claudeCode.events({ type: 'user', message: { content: 'plain' } }), []);
+  assert.deepEqual(claudeCode.events({ type: 'assistant', message: { content: [{ type: 'tool_use', name: { x: 1 }, input: 'no' }] } }), [{ kind: 'tool_call', tool: 'tool', input: {} }]);
+  assert.deepEqual(claudeCode.events({ type: 'system', subtype: 'api_retry', error_status: 529, error: 'overloaded_error' }), [{ kind: 'retry', text: 'status 529: overloaded_error' }]);
   assert.equal(claudeCode.parse([JSON.stringify({ type: 'system', subtype: 'init' }), JSON.stringify({ type: 'result', subtype: 'success', result: 'Done.' })].join('\n'), {}).result, 'Done.');
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { codex } from '../../src/agents/codex.js';
+import { codex, unwrapShell } from '../../src/agents/codex.js';
+import { CODEX_FAILS, CODEX_LONG_COMMAND } from '../fixtures/agent-streams.js';
 import { parsePipeline } from '../../src/pipeline/parse.js';
 import { planSteps } from '../../src/plan/step-plan.js';
 
@@ -40,11 +41,27 @@ test("codex's JSON events: the last agent message, tokens summed over turns, the
   assert.equal(codex.parse('', {}).error, 'Codex wrote no JSON events');
 });
 
-test("Codex's events read as a person reads them: commands with their exit, files changed, its messages", () => {
-  const lines = (e: Record<string, unknown>) => codex.renderEvent(e);
-  assert.deepEqual(lines({ type: 'item.started', item: { type: 'command_execution', command: 'bash -lc ls' } }), ['codex: ran: bash -lc ls']);
-  assert.deepEqual(lines({ type: 'item.completed', item: { type: 'command_execution', command: 'false', aggregated_output: 'boom\n', exit_code: 1 } }), ['  → failed, exit 1, 1 lines, 5 B: boom']);
-  assert.deepEqual(lines({ type: 'item.completed', item: { type: 'file_change', changes: [{ path: '/w/a.js', kind: 'add' }, { path: '/w/b.js', kind: 'update' }] } }), ['codex: wrote /w/a.js', 'codex: edited /w/b.js']);
-  assert.deepEqual(lines({ type: 'item.completed', item: { type: 'agent_message', text: 'Done.' } }), ['codex: Done.']);
-  assert.deepEqual(lines({ type: 'turn.completed', usage: { input_tokens: 10, output_tokens: 2 } }), ['codex: turn done (10 tokens in, 2 out)']);
+test("Codex's stream in one shape (real lines): commands with their exit and output, its messages, its warnings, the turn's end", () => {
+  const ev = (i: number) => codex.events(JSON.parse(CODEX_FAILS[i]!));
+  assert.deepEqual(ev(0), [{ kind: 'start', session: '01a2194c-58ab-7ae0-9466-3f74f0dffe97' }]);
+  assert.deepEqual(ev(1), [{ kind: 'notice', text: 'Model metadata for `gpt-5-codex` not found. Defaulting to fallback metadata; this can degrade performance and cause issues.' }], 'an error item is a warning: Codex goes on');
+  assert.deepEqual(ev(2), [], 'turn.started');
+  assert.deepEqual(ev(3), [{ kind: 'message', text: 'I will run the tests.' }]);
+  assert.deepEqual(ev(4), [{ kind: 'tool_call', id: 'item_2', tool: 'shell', input: { command: 'echo "not ok 1 - adds"; echo "# fail 1" >&2; exit 3' } }], 'the command the agent gave, not its shell around it');
+  assert.deepEqual(ev(5), [{ kind: 'tool_result', id: 'item_2', tool: 'shell', ok: false, outcome: 'done', exitCode: 3, lines: 2, bytes: 25, tail: ['# fail 1', 'not ok 1 - adds'] }]);
+  assert.deepEqual(ev(7), [{ kind: 'tool_result', id: 'item_3', tool: 'shell', ok: true, outcome: 'done', exitCode: 0, lines: 1, bytes: 6, tail: ['wrote'] }]);
+  assert.deepEqual(ev(11), [{ kind: 'final', ok: true, inputTokens: 400, outputTokens: 40 }]);
+  // a command that outlives its yield is one item, completed when it ended
+  const long = CODEX_LONG_COMMAND.flatMap((l) => codex.events(JSON.parse(l))).filter((e) => e.kind === 'tool_result');
+  assert.deepEqual(long, [{ kind: 'tool_result', id: 'item_1', tool: 'shell', ok: false, outcome: 'done', exitCode: 5, lines: 1, bytes: 16, tail: ['not ok 2 - slow'] }]);
+  assert.deepEqual(codex.events({ type: 'item.completed', item: { type: 'file_change', changes: [{ path: '/w/a.js', kind: 'add' }, { path: '/w/b.js', kind: 'update' }, { kind: 'add' }] } }), [{ kind: 'files', changes: [{ path: '/w/a.js', change: 'added' }, { path: '/w/b.js', change: 'edited' }] }]);
+  assert.deepEqual(codex.events({ type: 'turn.failed', error: { message: 'stream disconnected' } }), [{ kind: 'final', ok: false, reason: 'stream disconnected' }]);
+  assert.deepEqual(codex.events({ type: 'error', message: 'Reconnecting... 1/5' }), [{ kind: 'retry', text: 'Reconnecting... 1/5' }]);
+});
+
+test("Codex's shell around a command is taken off; a command that is not so wrapped stays as it is", () => {
+  assert.equal(unwrapShell(`/usr/bin/bash -lc 'echo '\\''hi'\\'' > a'`), "echo 'hi' > a");
+  assert.equal(unwrapShell('/usr/bin/bash -lc "printf \'hello\\\\n\' > hello.txt && echo \\"wrote\\""'), "printf 'hello\\n' > hello.txt && echo \"wrote\"");
+  assert.equal(unwrapShell('ls -la'), 'ls -la');
+  assert.equal(unwrapShell(['bash', '-lc', 'ls']), 'bash -lc ls');
 });

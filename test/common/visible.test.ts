@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { visible, visibleBytes, visibleLines, visibleMessage } from '../../src/common/visible.js';
+import { visible, visibleBytes, visibleDeep, visibleLines, visibleMessage } from '../../src/common/visible.js';
 
 test('escape sequences, carriage returns and bidi overrides are shown, not sent', () => {
   const cases: Array<[string, string]> = [
@@ -16,6 +16,18 @@ test('escape sequences, carriage returns and bidi overrides are shown, not sent'
     ['\0', '\\x00'],
   ];
   for (const [input, want] of cases) assert.equal(visible(input), want, JSON.stringify(input));
+});
+
+test('line and paragraph separators and lone surrogates are shown; a whole character of two halves stays', () => {
+  assert.equal(visible('a\u2028runner: forged\u2029b'), 'a\\u2028runner: forged\\u2029b');
+  assert.equal(visibleLines('a\u2028b\n'), 'a\\u2028b\n');
+  assert.equal(visible('x\ud800y'), 'x\\ud800y'); // a high half alone
+  assert.equal(visible('\udc00z'), '\\udc00z'); // a low half alone
+  assert.equal(visible('\udc00\ud800'), '\\udc00\\ud800'); // halves in the wrong order
+  assert.equal(visible('emoji 😀 stays'), 'emoji 😀 stays');
+  // what a client's UTF-8 encodes: no half of a character left
+  const round = Buffer.from(visibleLines('\ud83d end, \ude00 start'), 'utf8').toString('utf8');
+  assert.doesNotMatch(round, /\ufffd/);
 });
 
 test('visibleLines keeps line ends and shows everything else', () => {
@@ -42,4 +54,9 @@ test('a message of several lines: its first after the prefix, the others indente
   assert.equal(visibleMessage('a\nrunner: ✓ forged\x1b[2J', 'runner: '), 'runner: a\nrunner:   runner: ✓ forged\\x1b[2J');
   const many = visibleMessage(Array.from({ length: 30 }, (_, i) => `l${i}`).join('\n'), 'p: ', 3);
   assert.deepEqual(many.split('\n'), ['p: l0', 'p:   l1', 'p:   l2', 'p:   … 27 more lines']);
+});
+
+test('visibleDeep: every string of a value, keys too, made visible as lines; numbers, booleans and null kept', () => {
+  const v = visibleDeep({ 'k\x1b': ['a\x9bb', { n: 1, t: true, z: null, s: 'x\ny\u202e' }] });
+  assert.deepEqual(v, { 'k\\x1b': ['a\\x9bb', { n: 1, t: true, z: null, s: 'x\ny\\u202e' }] });
 });

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { RunnerError } from '../../src/common/errors.js';
+import { EVERY_PROJECT } from '../../src/runs/scope.js';
 import { createApi, type ServeState } from '../../src/serve/api.js';
 
 const roots: string[] = [];
@@ -30,6 +31,7 @@ async function serve(state: Partial<ServeState>) {
     queueLength: () => 0,
     active: () => [],
     notStarted: () => undefined,
+    scope: EVERY_PROJECT,
     ...state,
   };
   const server = createApi(full, undefined, new Map());

@@ -41,6 +41,11 @@ const cases: Case[] = [
   { name: 'a usage error hides a password holding /', env: { RUNNER_EGRESS_PROXY: 'http://me:Secr3t/Tail@127.0.0.1:3128' }, throws: /^(?!.*(Secr3t|Tail)).*RUNNER_EGRESS_PROXY: its value \(not shown: it is not a URL.*is not a proxy URL/ },
   { name: 'a usage error hides a password whose head reads as a port', env: { RUNNER_EGRESS_PROXY: 'http://me:1234/Secr3t@proxy.corp:3128' }, throws: /^(?!.*(1234|Secr3t)).*RUNNER_EGRESS_PROXY: its value \(not shown.*has a path/ },
   { name: 'a usage error hides a password holding : and percent-encodings', flags: { 'egress-proxy': 'https://me:pa:ss%2F@proxy.corp:3128' }, throws: /^(?!.*(pa:ss|%2F)).*https:\/\/ proxies are not supported/ },
+  // attacks on the settings: a malformed value is refused clearly, an empty one does not drop another in silence
+  { name: 'a password with a bare %: refused saying what to write, the password not shown', env: { RUNNER_EGRESS_PROXY: 'http://me:Secr3t%zz@proxy.corp:3128' }, throws: /^(?!.*Secr3t).*RUNNER_EGRESS_PROXY: http:\/\/me:\*\*\*@proxy\.corp:3128 has a % in its user or password that is not followed by two hex digits: write a % there as %25/ },
+  { name: 'an inherited proxy with a bare %: left out with a warning, the password not shown', env: { HTTPS_PROXY: 'http://me:Secr3t%@proxy.corp:3128' }, want: { proxy: undefined }, warns: /^(?!.*Secr3t)the gateways reach out directly: HTTPS_PROXY http:\/\/me:\*\*\*@proxy\.corp:3128 has a %/ },
+  { name: 'RUNNER_EGRESS_PROXY set empty is unset: HTTPS_PROXY still applies', env: { RUNNER_EGRESS_PROXY: '', HTTPS_PROXY: 'http://b.example:3128' }, want: { proxy: { host: 'b.example', port: 3128 } } },
+  { name: 'a password in unicode, with a bidi override: hidden', flags: { 'egress-proxy': 'http://me:s\u00e9cr\u202eet@127.0.0.1:3128' }, throws: /^(?!.*(s%C3%A9cr|\u202e|et@)).*--egress-proxy http:\/\/me:\*\*\*@127\.0\.0\.1:3128 is on loopback/ },
 ];
 
 for (const c of cases) {

@@ -4,9 +4,10 @@
  * folders (a symlink out) is listed with that error and never run.
  */
 import { realpath } from 'node:fs/promises';
-import { PipelineDir } from '../serve/pipeline-dir.js';
-import type { PipelineEntry } from './backend.js';
+import { PipelineDir } from './pipeline-dir.js';
+import type { PipelineEntry } from './door.js';
 import { isUnder } from './folders.js';
+import { pipelineProject } from './scope.js';
 
 export async function listPipelineFiles(dirs: string[]): Promise<PipelineEntry[]> {
   const out: PipelineEntry[] = [];
@@ -28,4 +29,18 @@ export async function listPipelineFiles(dirs: string[]): Promise<PipelineEntry[]
     }
   }
   return out;
+}
+
+/** The projects (real paths) of the usable pipelines under the folders: what runner mcp serves of them (scope.ts). */
+export async function pipelineProjects(dirs: string[]): Promise<string[]> {
+  const out = new Set<string>();
+  for (const d of dirs) {
+    const dir = new PipelineDir(d);
+    await dir.scan();
+    for (const loaded of dir.pipelines()) {
+      const real = (await realpath(loaded.file).catch(() => undefined)) ?? loaded.file;
+      if (dirs.some((r) => isUnder(real, r))) out.add(await pipelineProject(loaded));
+    }
+  }
+  return [...out];
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { taskPipeline } from '../../src/mcp/task-pipeline.js';
+import { taskPipeline } from '../../src/runs/task-pipeline.js';
 import { parsePipeline } from '../../src/pipeline/parse.js';
 import { planSteps } from '../../src/plan/step-plan.js';
 

@@ -3,7 +3,7 @@ import { mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { PipelineDir } from '../../src/serve/pipeline-dir.js';
+import { PipelineDir } from '../../src/runs/pipeline-dir.js';
 
 const good = (name: string, echo: string) => `version: 1
 name: ${name}

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { RunnerError } from '../../src/common/errors.js';
-import { isUnder, realFolders, within } from '../../src/mcp/folders.js';
+import { isUnder, realFolders, within } from '../../src/runs/folders.js';
 
 const made: string[] = [];
 after(() => Promise.all(made.map((d) => rm(d, { recursive: true, force: true }))));

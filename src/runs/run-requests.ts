@@ -5,6 +5,12 @@
  * project gone, canceled while queued). So nothing the server said 202 to is
  * lost: a server killed with runs queued finds their records when it starts
  * again and runs them in the order they were asked for.
+ *
+ * A run accepted is claimed by the process that accepted it until it ends
+ * (a kernel lock, released the moment that process dies: common/kernel-lock.ts),
+ * so another door on the same home (a second server, `runner mcp`) never takes
+ * up, nor marks not_started, a run a live process still has queued or is
+ * starting: only a run whose process is gone is left to take up.
  */
 import path from 'node:path';
 import { writeFileAtomic } from '../common/atomic-write.js';
@@ -13,6 +19,7 @@ import type { LoadedPipeline } from '../pipeline/load.js';
 import { newRecord, type RunRecord } from '../run/record.js';
 import { listRuns, readRun, runDir } from '../run/records.js';
 import { withOwnerLock } from '../run/owner-lock.js';
+import { isLocked, tryLock, type HeldLock } from '../common/kernel-lock.js';
 import type { Pending } from '../schedule/scheduler.js';
 
 /** The record of a run accepted and not started yet. Pure. */
@@ -32,6 +39,32 @@ export function queuedRecord(p: Pending, loaded: LoadedPipeline | undefined, at:
   });
 }
 
+/** The runs this process accepted and that have not ended, by home and run id. */
+const claims = new Map<string, HeldLock>();
+const claimKey = (home: string, runId: string) => `${home}\n${runId}`;
+
+/** Claims run `runId` of `home` for this process, until releaseRun (or its death). */
+export async function claimRun(home: string, runId: string): Promise<void> {
+  const k = claimKey(home, runId);
+  if (claims.has(k)) return;
+  const held = await tryLock('accepted', k);
+  if (held) claims.set(k, held);
+}
+
+/** The run ended, or will never start: another door may take it up no more, and need not wait for it. */
+export async function releaseRun(home: string, runId: string): Promise<void> {
+  const k = claimKey(home, runId);
+  const held = claims.get(k);
+  claims.delete(k);
+  await held?.release();
+}
+
+/** True when another live process accepted the run and holds it (queued there, or starting). */
+export async function acceptedElsewhere(home: string, runId: string): Promise<boolean> {
+  const k = claimKey(home, runId);
+  return !claims.has(k) && isLocked('accepted', k);
+}
+
 export class RunRequests {
   constructor(
     private readonly runsDir: string,
@@ -44,12 +77,13 @@ export class RunRequests {
     await withOwnerLock(this.home, p.runId, async () => {
       await mkdir(runDir(this.runsDir, p.runId), { recursive: true, mode: 0o755 });
       await writeFileAtomic(path.join(runDir(this.runsDir, p.runId), 'run.json'), `${JSON.stringify(queuedRecord(p, loaded, at), null, 2)}\n`);
+      await claimRun(this.home, p.runId);
     });
   }
 
   /** Marks a run that was accepted and will never start, with why; a run that did start keeps its own record. */
   async notStarted(p: Pending, loaded: LoadedPipeline | undefined, error: { code: string; message: string }, at: Date): Promise<RunRecord> {
-    return withOwnerLock(this.home, p.runId, async () => {
+    const rec = await withOwnerLock(this.home, p.runId, async () => {
       const existing = await readRun(this.runsDir, p.runId).catch(() => undefined);
       if (existing && existing.status !== 'queued') return existing;
       const rec: RunRecord = { ...(existing ?? queuedRecord(p, loaded, at)), status: 'not_started', finishedAt: at.toISOString(), error };
@@ -57,11 +91,15 @@ export class RunRequests {
       await writeFileAtomic(path.join(runDir(this.runsDir, p.runId), 'run.json'), `${JSON.stringify(rec, null, 2)}\n`);
       return rec;
     });
+    await releaseRun(this.home, p.runId);
+    return rec;
   }
 
-  /** Runs a server accepted and never started (it was stopped or killed), oldest first: the queue to take up again. */
+  /** Runs a server accepted and never started (it was stopped or killed), oldest first: the queue to take up again. A run a live process still holds is its own. */
   async leftQueued(): Promise<RunRecord[]> {
-    const all = await listRuns(this.runsDir, { where: (r) => r.status === 'queued' });
+    const queued = await listRuns(this.runsDir, { where: (r) => r.status === 'queued' });
+    const all: RunRecord[] = [];
+    for (const r of queued) if (!(await isLocked('accepted', claimKey(this.home, r.runId)))) all.push(r);
     return all.sort((a, b) => a.startedAt.localeCompare(b.startedAt) || a.runId.localeCompare(b.runId));
   }
 

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile, appendFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { bound, decodeCursor, encodeCursor, logFrom, logTail } from '../../src/mcp/log-read.js';
+import { bound, decodeCursor, encodeCursor, logFrom, logTail } from '../../src/runs/log-read.js';
 import type { RunRecord } from '../../src/run/record.js';
 
 const made: string[] = [];

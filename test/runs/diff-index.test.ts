@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm, writeFile, mkdir, unlink } from 'node:fs/promise
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { filePatch, indexFile, indexPatch, unquote } from '../../src/serve/diff-index.js';
+import { filePatch, indexFile, indexPatch, unquote } from '../../src/runs/diff-index.js';
 
 const dirs: string[] = [];
 after(() => Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))));

@@ -1,5 +1,5 @@
 /**
- * start_agent_task: a project under the server's project folders, a prompt,
+ * Start an agent task (start_agent_task): a project under the server's project folders, a prompt,
  * an agent preset and an optional verify command become a pipeline file the
  * runner writes under the home (mcp-tasks/), started like any other: its run
  * is recorded, followed, diffed and delivered the same way.
@@ -10,11 +10,11 @@ import path from 'node:path';
 import { writeFileAtomic } from '../common/atomic-write.js';
 import { RunnerError } from '../common/errors.js';
 import { loadPipeline } from '../pipeline/load.js';
-import type { McpBackend } from './backend.js';
+import type { Caller, StartDoor } from './door.js';
 import { within } from './folders.js';
 import { taskPipeline, type TaskAgent } from './task-pipeline.js';
 
-export async function startAgentTask(b: McpBackend, a: { project: string; prompt: string; agent: TaskAgent; verify?: string | undefined }): Promise<Record<string, unknown>> {
+export async function startAgentTask(b: StartDoor & Pick<Caller, 'startedBy'>, a: { project: string; prompt: string; agent: TaskAgent; verify?: string | undefined }): Promise<Record<string, unknown>> {
   const project = await within(a.project, b.projectDirs, 'project', '--project');
   const git = await stat(path.join(project, '.git')).then(
     () => true,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { RunnerError } from '../../src/common/errors.js';
-import { planRerun } from '../../src/serve/rerun.js';
+import { planRerun } from '../../src/runs/rerun.js';
 
 const served = [
   { name: 'digest', file: '/srv/pipelines/digest.yaml' },

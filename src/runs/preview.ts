@@ -1,6 +1,6 @@
 /**
- * GET /api/runs/:id/delivery: what a person is asked to confirm before a
- * merge or an apply from the dashboard. Where the run's work would go (its
+ * The delivery preview (GET /api/runs/:id/delivery, MCP's delivery_preview):
+ * what a person is asked to confirm before a merge or an apply. Where the run's work would go (its
  * project, the branch checked out there, the branches it could be merged
  * into) and whether it can be delivered at all, with why not. The guards that
  * need only the record and git's objects are checked here; every guard is
@@ -11,6 +11,8 @@ import { changedPaths, checkClean, checkRecorded, checkScope, checkVerification 
 import { currentBranch } from '../delivery/merge.js';
 import { deliverySource, type DeliverySource } from '../delivery/source.js';
 import type { RunRecord } from '../run/record.js';
+import type { Door } from './door.js';
+import { showRun } from './show.js';
 
 export interface DeliveryView {
   project: string;
@@ -63,4 +65,11 @@ export async function deliveryView(rec: RunRecord): Promise<DeliveryView> {
     return { ...view, why: errorMessage(err) };
   }
   return { ...view, deliverable: true };
+}
+
+/** What a merge or an apply of the run would do (delivery_preview, GET /api/runs/:id/delivery); a run the door still holds has not run yet. */
+export async function previewDelivery(door: Door, id: string): Promise<DeliveryView | { runId: string; status: string; deliverable: false; why: string }> {
+  const r = await showRun(door, id);
+  if (!('steps' in r)) return { runId: id, status: r.status, deliverable: false, why: 'it has not run yet' };
+  return deliveryView(r);
 }

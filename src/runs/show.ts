@@ -1,0 +1,67 @@
+/**
+ * Show a run: its record, or, while the door holds it queued or is starting
+ * it (no record of its own yet), what it is doing now. The same for the CLI,
+ * the HTTP API and MCP, with the checks every operation on a run starts with:
+ * the id is a run id (records.ts), the run is known, and its project is one
+ * the door serves (scope.ts).
+ */
+import { RunnerError } from '../common/errors.js';
+import { DeliveryRefused } from '../delivery/refusal.js';
+import type { RunRecord } from '../run/record.js';
+import { readRun } from '../run/records.js';
+import type { Door } from './door.js';
+import { checkServed } from './scope.js';
+
+/** A run a server holds and that has no record of its own yet. */
+export interface NotStarted {
+  runId: string;
+  pipeline: string | null;
+  /** starting: taken from the queue, its record not written yet (workspace, images) */
+  status: 'queued' | 'starting';
+  /** what asked for the run */
+  why?: string;
+  error: null;
+}
+
+export interface HeldRuns {
+  /** a run this server holds queued, or is starting (its record not written yet) */
+  notStarted(runId: string): NotStarted | undefined;
+  /** ids of the runs this server has queued, then of those it has started */
+  active(): string[];
+}
+
+/** The run's record; while the door holds it queued or is starting it, what it is doing now. run_unknown when neither. No scope check: showRun's. */
+export async function currentRun(runsDir: string, held: Pick<HeldRuns, 'notStarted'>, id: string): Promise<RunRecord | NotStarted> {
+  let rec: RunRecord | undefined;
+  try {
+    rec = await readRun(runsDir, id);
+  } catch (err) {
+    if (!(err instanceof RunnerError && err.code === 'run_unknown')) throw err;
+  }
+  if (rec && rec.status !== 'queued') return rec;
+  const pending = held.notStarted(id);
+  if (pending) return pending;
+  if (rec) return rec;
+  throw new RunnerError('run_unknown', `no run ${id} in ${runsDir}`);
+}
+
+/** The run as the door may show it: unsafe_name, run_unknown, or outside_scope when its project is not the door's. */
+export async function showRun(door: Door, id: string): Promise<RunRecord | NotStarted> {
+  const r = await currentRun(door.runsDir, door, id);
+  if ('steps' in r) await checkServed(door.scope, r); // a run the door holds itself is its own
+  return r;
+}
+
+/** The run's own record (it has started, or ended), for an operation that needs one: a run the door still holds is refused, as not delivered yet. */
+export async function ranRecord(door: Door, id: string): Promise<RunRecord> {
+  const r = await showRun(door, id);
+  if (!('steps' in r)) throw new DeliveryRefused('not_deliverable', `run ${id} is ${r.status} on this server and has not run yet: wait for it to end`);
+  return r;
+}
+
+/** The run's record as it is on disk (queued, running or ended), checked as showRun checks it: for a reader of whole records (runner runs show). */
+export async function showRecord(door: Door, id: string): Promise<RunRecord> {
+  const rec = await readRun(door.runsDir, id);
+  await checkServed(door.scope, rec);
+  return rec;
+}
