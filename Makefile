@@ -61,12 +61,12 @@ demo-agent: build images
 	@echo "The run's branch in .demo/agent-project, one commit per step:"
 	@git -C .demo/agent-project log --format='  %h %s' --max-count=4 "$$(git -C .demo/agent-project for-each-ref --sort=-refname --format='%(refname:short)' refs/heads/run/ | head -n1)"
 
-# test/safety's hostile steps run twice: under runc with the rest, then under gVisor.
-# The second has no skip: with no working runsc the runner refuses every step (no_gvisor) and the tests fail;
-# test/safety/container.test.ts checks the step saw gVisor's kernel, and the fixture that each run's record says gvisor.
+# Every test file, several at a time, and test/safety's hostile steps again under gVisor (scripts/test-suite.sh
+# says what runs side by side and why). The gVisor pass has no skip: with no working runsc the runner refuses
+# every step (no_gvisor) and the tests fail; test/safety/container.test.ts checks the step saw gVisor's kernel,
+# and the fixture that each run's record says gvisor. TEST_JOBS=1 runs one file at a time in each lane.
 test: build images runner-image compose browser
-	node --test --test-reporter=spec dist/test/
-	RUNNER_ISOLATION=gvisor node --test --test-reporter=spec dist/test/safety/
+	bash scripts/test-suite.sh
 
 test-unit: build
 	node --test --test-reporter=spec $$(find dist/test -name '*.test.js' -not -path '*/integration/*')

@@ -49,7 +49,7 @@ export function agentCases(c: AgentCase): void {
   };
 
   for (const owner of [1000, undefined]) {
-    test(`${c.preset} edits a ${owner ? 'project owned by a user' : 'root-owned project (the step runs as 65532)'}: committed, its result the subject, usage recorded, its log quiet`, { timeout: 120_000 }, async () => {
+    test(`${c.preset} edits a ${owner ? 'project owned by a user' : 'root-owned project (the step runs as 65532)'}: committed, its result the subject, usage recorded, its log quiet`, { timeout: 600_000 }, async () => {
       const f = await fixture(owner ? { owner } : {});
       const { r, server } = await run(f, c.edits);
       assert.equal(r.code, 0, r.stderr);
@@ -62,7 +62,7 @@ export function agentCases(c: AgentCase): void {
     });
   }
 
-  test(`${c.preset}: a model that answers overloaded first is asked again; the step completes`, { timeout: 180_000 }, async () => {
+  test(`${c.preset}: a model that answers overloaded first is asked again; the step completes`, { timeout: 600_000 }, async () => {
     const f = await fixture({ owner: 1000 });
     const { r, server } = await run(f, { ...c.edits, overloaded: 1 });
     assert.equal(r.code, 0, r.stderr);
@@ -71,11 +71,12 @@ export function agentCases(c: AgentCase): void {
     assert.equal(git(f.project, 'show', `${r.json.branch}:hello.txt`), 'hello from the agent');
   });
 
-  test(`${c.preset}: a model that never finishes: the step times out and what the agent wrote is committed; its log showed the tool call live`, { timeout: 180_000 }, async () => {
+  test(`${c.preset}: a model that never finishes: the step times out and what the agent wrote is committed; its log showed the tool call live`, { timeout: 600_000 }, async () => {
     const f = await fixture({ owner: 1000 });
     const server = await model({ ...c.edits, hangAfter: 1 });
     let done = false;
-    const running = execPipeline(f, await writePipeline(f, c.pipeline(server, '20s')), [], { env: c.env }).finally(() => (done = true));
+    // the timeout must come after the agent's first tool call: its CLI's start alone took over 20 s on a busy machine
+    const running = execPipeline(f, await writePipeline(f, c.pipeline(server, '60s')), [], { env: c.env }).finally(() => (done = true));
     // while the agent waits on its model, its log already says what it did
     let seenLive: string | undefined;
     while (!done && !seenLive) {

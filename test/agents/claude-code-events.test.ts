@@ -1,13 +1,14 @@
 /**
  * The real Claude Code CLI (runner/claude-code) against the scripted model,
  * in one shape: the agent runs a command that fails, one in the background
- * that fails after its answer (Claude Code then answers the notification in
+ * that fails after its answer (the test lets it end once the answer is in the transcript) (Claude Code then answers the notification in
  * a wrap-up of its own, "Done."), and one stopped at its timeout. The step's
  * console log, its log file, `runner logs --transcript --json` and MCP's
  * `step_transcript` all say the same events, and the summary is the work's.
  */
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -35,11 +36,37 @@ steps:
     timeout: 3m
 `;
 
+/** The file in the step's container whose presence ends its background command. */
+const RELEASE = '/tmp/release-slow-tests';
+
+/**
+ * Once the CLI's answer (its first `result`) is in the run's transcript, the background command is let end,
+ * by a file made in the step's container: the end then comes after the answer whatever the machine's load.
+ */
+async function releaseAfterAnswer(home: string, stop: AbortSignal): Promise<void> {
+  while (!stop.aborted) {
+    await new Promise((r) => setTimeout(r, 200));
+    const runs = await readdir(path.join(home, 'runs')).catch(() => [] as string[]);
+    for (const id of runs) {
+      const text = await readFile(path.join(home, 'runs', id, 'steps', 'implement.transcript.jsonl'), 'utf8').catch(() => '');
+      if (!text.split('\n').some((l) => l.startsWith('{') && (JSON.parse(l) as { type?: string }).type === 'result')) continue;
+      const ids = execFileSync('docker', ['ps', '-q', '--filter', `label=dev.runner.home=${home}`, '--filter', 'label=dev.runner.step-id=implement'], { encoding: 'utf8' }).split('\n').filter(Boolean);
+      // the step's own container (its gateway carries a role label and has no shell to spare)
+      for (const c of ids) {
+        const role = execFileSync('docker', ['inspect', '-f', '{{index .Config.Labels "dev.runner.role"}}', c], { encoding: 'utf8' }).trim();
+        if (!role) execFileSync('docker', ['exec', c, 'touch', RELEASE]);
+      }
+      return;
+    }
+  }
+}
+
 const SCRIPT: Script = {
   turns: [
     { tool: { name: 'Write', input: { file_path: '/home/agent/run-workspace/NOTES.md', content: 'subtracts is broken\n' } } },
     { text: 'I will run the tests.', tool: { name: 'Bash', input: { command: "printf 'ok 1 - adds\\nnot ok 2 - subtracts\\n'; exit 1", description: 'run the tests' } } },
-    { tool: { name: 'Bash', input: { command: 'sleep 8; echo "not ok 3 - slow"; exit 4', description: 'run the slow tests', run_in_background: true } } },
+    // it ends when the test releases it, once the CLI has given its answer (never a race with the turns' speed)
+    { tool: { name: 'Bash', input: { command: `i=0; while [ ! -e ${RELEASE} ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; echo "not ok 3 - slow"; exit 4`, description: 'run the slow tests', run_in_background: true } } },
     { tool: { name: 'Bash', input: { command: 'sleep 5; echo never', description: 'wait a little', timeout: 1500 } } },
     { text: 'The tests fail: subtracts is broken.' },
     // the wrap-up: Claude Code tells the model the background command ended; the script has nothing more to say
@@ -55,7 +82,10 @@ test('Claude Code in one shape: a failed command with its output, one background
   const f = await fixture({ owner: 1000 });
   const server = await ModelServer.start(SCRIPT);
   servers.push(server);
-  const r = await execPipeline(f, await writePipeline(f, pipeline(server)), [], { env: { ANTHROPIC_API_KEY: KEY } });
+  const stop = new AbortController();
+  const released = releaseAfterAnswer(f.home, stop.signal);
+  const r = await execPipeline(f, await writePipeline(f, pipeline(server)), [], { env: { ANTHROPIC_API_KEY: KEY } }).finally(() => stop.abort());
+  await released;
   assert.equal(r.code, 0, r.stderr);
   const step = r.json.steps.implement;
   assert.equal(step.status, 'completed');

@@ -67,7 +67,7 @@ const fixture = projectsForThisFile();
 const servers: ModelServer[] = [];
 after(() => Promise.all(servers.map((s) => s.close())));
 
-test("an agent step's usage in runs show and in /metrics", { timeout: 120_000 }, async () => {
+test("an agent step's usage in runs show and in /metrics", { timeout: 600_000 }, async () => {
   const f = await fixture({ owner: 1000 });
   const server = await ModelServer.start(EDITS);
   servers.push(server);

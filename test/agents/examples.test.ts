@@ -17,7 +17,7 @@ const fixture = projectsForThisFile();
 const servers: ModelServer[] = [];
 after(() => Promise.all(servers.map((s) => s.close())));
 
-test('make demo-agent: the rehearsal of implement-review loops (changes requested twice, then approved) and verifies: six agent commits in order', { timeout: 300_000 }, () => {
+test('make demo-agent: the rehearsal of implement-review loops (changes requested twice, then approved) and verifies: six agent commits in order', { timeout: 900_000 }, () => {
   execFileSync('bash', ['scripts/demo-agent-repo.sh'], { cwd: REPO, stdio: 'ignore' });
   const r = spawnSync(process.execPath, ['scripts/demo-agent.mjs'], { cwd: REPO, encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
@@ -38,7 +38,7 @@ test('make demo-agent: the rehearsal of implement-review loops (changes requeste
   assert.match(execFileSync('git', ['-C', project, 'show', `${branch}:test.js`], { encoding: 'utf8' }), /greet\('ada'\)/);
 });
 
-test('daily-digest writes the day\'s digest into its folder of notes and lists it in the record', { timeout: 120_000 }, async () => {
+test('daily-digest writes the day\'s digest into its folder of notes and lists it in the record', { timeout: 600_000 }, async () => {
   const f = await fixture();
   const dir = path.join(f.root, 'digest');
   await mkdir(path.join(dir, 'notes'), { recursive: true });

@@ -89,7 +89,7 @@ test("attack: a step's .gitattributes picks a merge driver the project's config 
   assert.equal(await s.exited, 0, s.out());
 });
 
-test('attack: the same run merged three times at once (a double click, two tabs): one merge, the others refused as already merged; a target git would read as a revision (main@{0}) is refused before any merge; a flood of refusals keeps the record bounded', { timeout: 120_000 }, async () => {
+test('attack: the same run merged three times at once (a double click, two tabs): one merge, the others refused as already merged; a target git would read as a revision (main@{0}) is refused before any merge; a flood of refusals keeps the record bounded', { timeout: 600_000 }, async () => {
   const { f, s, recordOf, runOf } = await setUp({ plain: `  - id: plain\n    run: echo plain > plain.txt\n` });
   try {
     const id = await runOf('plain');

@@ -166,10 +166,22 @@ test('a cache over its bound is pruned after the step, oldest entries first; a p
 
 test('a cache a live run uses is neither removed nor measured under it', async () => {
   const f = await fixture({ owner: 1000 });
-  const file = await writePipeline(f, yaml(`  - id: hold\n    run: echo holding; sleep 4; echo still-here > "$npm_config_cache/after"`));
+  // the step holds its cache until the test releases it (a 4 s sleep held it only while the machine was quick)
+  const file = await writePipeline(
+    f,
+    yaml(`  - id: hold\n    run: |\n      echo holding\n      while [ ! -e "$npm_config_cache/release" ]; do sleep 0.1; done\n      rm "$npm_config_cache/release"\n      echo still-here > "$npm_config_cache/after"`),
+  );
   let runId: string | undefined;
-  const running = execPipeline(f, file, [], { onLine: (l) => (runId ??= /run (\d{8}-\d{6}-[a-z0-9]+)/.exec(l)?.[1]) });
-  const deadline = Date.now() + 20_000;
+  let held!: () => void;
+  const holds = new Promise<void>((r) => (held = r));
+  const running = execPipeline(f, file, [], {
+    onLine: (l) => {
+      runId ??= /run (\d{8}-\d{6}-[a-z0-9]+)/.exec(l)?.[1];
+      if (l === '[hold] holding') held();
+    },
+  });
+  await holds;
+  const deadline = Date.now() + 60_000;
   let out = '';
   while (Date.now() < deadline) {
     const ls = await runCli(['cache', 'ls', '--home', f.home]);
@@ -181,6 +193,7 @@ test('a cache a live run uses is neither removed nor measured under it', async (
   const pruned = await runCli(['cache', 'prune', '--home', f.home, '--all']);
   assert.equal(pruned.code, 1, pruned.stdout + pruned.stderr);
   assert.match(pruned.stdout, /kept npm of .*: in use by run /);
+  await writeFile(path.join(await cacheData(f), 'release'), '');
   const done = await running;
   assert.equal(done.code, 0, done.stderr);
   assert.equal(await readFile(path.join(await cacheData(f), 'after'), 'utf8'), 'still-here\n');

@@ -36,7 +36,7 @@ function firstLineThenClose(args: string[]): Promise<{ first: string; stderr: st
   });
 }
 
-test('runs ls and diff into a pipe closed after the first line: nothing on stderr, exit 141', { timeout: 120_000 }, async () => {
+test('runs ls and diff into a pipe closed after the first line: nothing on stderr, exit 141', { timeout: 600_000 }, async () => {
   const f = await fixture();
   // one real run whose change is 40,000 lines (a diff of about 300 KB)
   const r = await execPipeline(f, await writePipeline(f, pipelineYaml('  - id: big\n    run: seq 1 40000 > big.txt\n')));
@@ -64,7 +64,7 @@ test('runs ls and diff into a pipe closed after the first line: nothing on stder
   assert.equal(raw.code, 141);
 });
 
-test('exec into a pipe closed after the first line: the run is canceled as on SIGPIPE, its work committed, no container left, exit 141', { timeout: 120_000 }, async () => {
+test('exec into a pipe closed after the first line: the run is canceled as on SIGPIPE, its work committed, no container left, exit 141', { timeout: 600_000 }, async () => {
   const f = await fixture();
   const file = await writePipeline(f, pipelineYaml('  - id: talk\n    run: |\n      echo started > started.txt\n      seq 1 100000\n      sleep 60\n'));
   const r = await firstLineThenClose(['exec', file, '--home', f.home]);

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { commitsOn, containersOfRun, execPipeline, git, pipelineYaml, projectsForThisFile, runCli, writePipeline } from '../fixtures/project.js';
+import { commitsOn, containersOfRun, execPipeline, git, HOLD_UNTIL_RELEASED, pipelineYaml, projectsForThisFile, releaseStep, runCli, writePipeline } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 
@@ -106,6 +106,10 @@ test('a flaky step succeeds on its third attempt, each attempt starting from the
 
 test('three parallel steps editing different files merge cleanly, in file order; their branches and worktrees go', async () => {
   const f = await fixture();
+  // api holds until ui and docs have run, so the three overlap however slowly their containers start (api's
+  // sleep of 2 s made them overlap only when the machine started the other two within it)
+  let runId: string | undefined;
+  const ran = new Set<string>();
   const r = await execPipeline(
     f,
     await writePipeline(
@@ -114,18 +118,29 @@ test('three parallel steps editing different files merge cleanly, in file order;
     run: echo base > base.txt
   - id: api
     needs: [setup]
-    run: sleep 2; echo api > api.txt
+    run: |
+      ${HOLD_UNTIL_RELEASED}
+      echo api > api.txt
   - id: ui
     needs: [setup]
-    run: echo ui > ui.txt
+    run: echo ui > ui.txt; echo "ui ran"
   - id: docs
     needs: [setup]
-    run: sleep 1; echo docs > docs.txt
+    run: echo docs > docs.txt; echo "docs ran"
   - id: integrate
     needs: [api, ui, docs]
     run: cat api.txt ui.txt docs.txt base.txt > all.txt
 `),
     ),
+    [],
+    {
+      onLine: (line) => {
+        runId ??= /^runner: run (\S+):/.exec(line)?.[1];
+        const m = /^\[(api|ui|docs)\] (holding until released|ui ran|docs ran)$/.exec(line);
+        if (m) ran.add(m[1]!);
+        if (runId && ran.size === 3 && !ran.has('released')) ran.add('released'), releaseStep(runId, 'api');
+      },
+    },
   );
   assert.equal(r.code, 0, r.stderr);
   assert.equal(git(f.project, 'show', `${r.json.branch}:all.txt`), 'api\nui\ndocs\nbase');

@@ -133,7 +133,7 @@ test('steps at once stop together when their calls spend the run budget', { time
 
 // The four ways a step once used the model while almost nothing was metered, each against a $0.05 budget that never bound.
 // Each answer is 100k tokens in and 64k out; one call costs far more than the budget, so the first crosses it and no other may go.
-test('a budget binds whatever the step does with its calls: cut streams, hang-ups, no usage asked for', { timeout: 240_000 }, async () => {
+test('a budget binds whatever the step does with its calls: cut streams, hang-ups, no usage asked for', { timeout: 600_000 }, async () => {
   const f = await fixture({ owner: 1000 });
   const big = { input: 100_000, output: 64_000 };
   const models = {
@@ -198,7 +198,7 @@ steps:
   assert.equal(models.responses.requests[0]!.finished, true, 'read on after the step hung up');
 });
 
-test('an answer still open when its step ends is charged its worst case; a flood of calls keeps calls.jsonl bounded and the totals exact', { timeout: 240_000 }, async () => {
+test('an answer still open when its step ends is charged its worst case; a flood of calls keeps calls.jsonl bounded and the totals exact', { timeout: 600_000 }, async () => {
   const f = await fixture({ owner: 1000 });
   const hung = await PricedModel.start({ input: 100_000, output: 64_000, hang: true }, '0.0.0.0');
   const models = await PricedModel.start({ input: 1, output: 1 }, '0.0.0.0');

@@ -99,7 +99,8 @@ test('a hook that leaves a sleep behind is killed at its timeout, with nothing l
   const file = await writePipeline(f, withHooks(`  timeout: 2s\n  before_run: sleep ${tag}.5 & sleep ${tag}.5`));
   const t0 = Date.now();
   const r = await execPipeline(f, file);
-  assert.ok(Date.now() - t0 < 30_000);
+  // killed, not waited out: the hook's sleep alone would have held the run for more than `tag` seconds
+  assert.ok(Date.now() - t0 < Number(tag) * 1000, `the run took ${Date.now() - t0} ms: it waited for the hook's sleep of ${tag}.5 s`);
   assert.equal(r.code, 1, r.stderr);
   assert.match(r.stderr, /hook before_run timed out after 2\.0s \(its processes were killed\)/);
   await new Promise((res) => setTimeout(res, 300));
@@ -130,9 +131,17 @@ test('hooks of a task: after_create only when the task worktree is first made; R
 
 test('a hook that escapes its process group with setsid does not hold the runner', async () => {
   const f = await fixture();
-  const file = await writePipeline(f, withHooks(`  timeout: 5s\n  before_run: setsid sleep 25 &`));
+  // a sleep of its own length (600 s and more), so its processes can be told apart from any other
+  const tag = String(600 + Math.floor(Math.random() * 300));
+  const file = await writePipeline(f, withHooks(`  timeout: 5s\n  before_run: setsid sleep ${tag}.25 &`));
   const t0 = Date.now();
   const r = await execPipeline(f, file);
+  const took = Date.now() - t0;
+  // the escaped sleep is not the runner's to wait for: had the runner waited for it, it would have taken `tag` seconds
+  for (const line of execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' }).split('\n')) {
+    const m = /^\s*(\d+) sleep (\d+)\.25$/.exec(line);
+    if (m && m[2] === tag) process.kill(Number(m[1]));
+  }
   assert.equal(r.code, 0, r.stderr);
-  assert.ok(Date.now() - t0 < 15_000, `the runner exited after ${Date.now() - t0} ms`);
+  assert.ok(took < Number(tag) * 1000, `the runner exited after ${took} ms: it waited for the escaped sleep of ${tag}.25 s`);
 });

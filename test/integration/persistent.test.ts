@@ -1,7 +1,7 @@
 /** persistent_directory: the project directory itself is the workspace; no git; changes listed per step. */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -91,12 +91,27 @@ test('two concurrent runs on one directory are serialized; --no-wait fails fast'
       `  - id: slow
     run: |
       echo "start $RUNNER_RUN_ID $(date +%s%N)" >> log.txt
-      sleep 2
+      echo "holding the directory"
+      while [ ! -e release ]; do sleep 0.1; done
+      rm release
       echo "end $RUNNER_RUN_ID $(date +%s%N)" >> log.txt
 `,
     ),
   );
-  const [a, b] = await Promise.all([execPipeline(f, file), execPipeline(f, file)]);
+  // Each run's step holds the directory until the test releases it, so the runs overlap however slowly the
+  // machine starts them: the first is released only once the second has said it waits (a sleep in the step
+  // overlapped them only when the second runner started within it).
+  const release = () => writeFileSync(path.join(dir, 'release'), '');
+  let holding = 0;
+  let waiting = false;
+  const released: number[] = [];
+  const onLine = (line: string) => {
+    if (/^\[slow\] holding the directory$/.test(line)) holding++;
+    if (/is in use by another run; waiting for it to finish/.test(line)) waiting = true;
+    if (holding === 1 && waiting && !released.includes(1)) released.push(1), release();
+    if (holding === 2 && !released.includes(2)) released.push(2), release();
+  };
+  const [a, b] = await Promise.all([execPipeline(f, file, [], { onLine }), execPipeline(f, file, [], { onLine })]);
   assert.equal(a.code, 0, a.stderr);
   assert.equal(b.code, 0, b.stderr);
   const lines = (await readFile(path.join(dir, 'log.txt'), 'utf8')).trim().split('\n').map((l) => l.split(' ').slice(0, 2).join(' '));
@@ -105,9 +120,13 @@ test('two concurrent runs on one directory are serialized; --no-wait fails fast'
   assert.equal(ids[2], ids[3]);
   assert.match(a.stderr + b.stderr, /is in use by another run; waiting for it to finish/);
 
-  const holder = execPipeline(f, file);
-  await new Promise((r) => setTimeout(r, 800));
+  // --no-wait while a run holds the directory (its step said so, and waits to be released)
+  let held!: () => void;
+  const holds = new Promise<void>((r) => (held = r));
+  const holder = execPipeline(f, file, [], { onLine: (line) => /^\[slow\] holding the directory$/.test(line) && held() });
+  await holds;
   const impatient = await execPipeline(f, file, ['--no-wait']);
+  release();
   assert.equal(impatient.code, 3, impatient.stderr);
   assert.match(impatient.json.error.message, /is in use by another run/);
   assert.equal((await holder).code, 0);
@@ -184,10 +203,10 @@ test('shared_workspace: steps that run at once share the one directory; each lis
     dir,
     `  - id: a
     needs: []
-    run: echo a > a.txt; sleep 2; test -e b.txt
+    run: echo a > a.txt; while [ ! -e b.txt ]; do sleep 0.1; done
   - id: b
     needs: []
-    run: echo b > b.txt; sleep 1
+    run: echo b > b.txt; while [ ! -e a.txt ]; do sleep 0.1; done
   - id: both
     needs: [a, b]
     run: cat a.txt b.txt > both.txt

@@ -5,7 +5,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { CLI, commitsOn, containersOfRun, execPipeline, git, pipelineYaml, projectsForThisFile, runCli, startRun, writePipeline, otherWorktrees } from '../fixtures/project.js';
+import { CLI, commitsOn, containersOfRun, execPipeline, git, HOLD_UNTIL_RELEASED, pipelineYaml, projectsForThisFile, releaseStep, runCli, startRun, writePipeline, otherWorktrees } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 
@@ -54,18 +54,19 @@ test('reconciliation in one runner never touches another runner\'s live run', as
     f,
     pipelineYaml(`  - id: slow
     run: |
-      echo "slow step running"
-      sleep 4
+      ${HOLD_UNTIL_RELEASED}
       echo done > done.txt
 `),
   );
-  const { runId, done } = await startRun(file, f.home, '[slow] slow step running');
+  const { runId, done } = await startRun(file, f.home, '[slow] holding until released');
   const ls = await runCli(['runs', 'ls', '--home', f.home, '--json']);
   assert.equal(ls.code, 0, ls.stderr);
   assert.equal(JSON.parse(ls.stdout)[0].status, 'running');
   assert.equal(containersOfRun(runId).length, 1, 'the live run keeps its container');
   const other = await execPipeline(f, await writePipeline(f, pipelineYaml('  - id: quick\n    run: "true"\n'), 'quick.yaml'));
   assert.equal(other.code, 0, other.stderr);
+  assert.equal(containersOfRun(runId).length, 1, 'the live run still has its container');
+  releaseStep(runId, 'slow');
   assert.equal(await done, 0, 'the live run finished normally');
   const rec = JSON.parse(await readFile(path.join(f.home, 'runs', runId, 'run.json'), 'utf8'));
   assert.equal(rec.status, 'succeeded');
@@ -87,11 +88,12 @@ test('a second Ctrl-C kills the step at once, and the next command leaves no con
 test('a home named through a symlink is the same home: its live run is not taken for dead', async () => {
   const f = await fixture();
   const { symlink } = await import('node:fs/promises');
-  const file = await writePipeline(f, pipelineYaml(`  - id: slow\n    run: |\n      echo "slow step running"\n      sleep 3\n      echo ok > ok.txt\n`));
-  const { runId, done } = await startRun(file, f.home, '[slow] slow step running');
+  const file = await writePipeline(f, pipelineYaml(`  - id: slow\n    run: |\n      ${HOLD_UNTIL_RELEASED}\n      echo ok > ok.txt\n`));
+  const { runId, done } = await startRun(file, f.home, '[slow] holding until released');
   const alias = path.join(f.root, 'home-alias');
   await symlink(f.home, alias);
   const ls = await runCli(['runs', 'ls', '--home', alias, '--json']);
+  releaseStep(runId, 'slow');
   assert.equal(JSON.parse(ls.stdout)[0].status, 'running');
   assert.equal(await done, 0);
   assert.equal(git(f.project, 'show', `run/${runId}:ok.txt`), 'ok');
@@ -111,12 +113,12 @@ test('kill -9 during parallel steps: each lane\'s leftovers committed on its bra
     needs: []
     run: |
       echo two > two.txt
-      sleep 1
       echo "two running"
       sleep 300
 `),
   );
-  const { child, runId, done } = await startRun(file, f.home, '[two] two running');
+  // both lanes running (a second's head start for the first one held only on a quick machine)
+  const { child, runId, done } = await startRun(file, f.home, ['[one] one running', '[two] two running']);
   child.kill('SIGKILL');
   await done;
   const ls = await runCli(['runs', 'ls', '--home', f.home, '--json']);

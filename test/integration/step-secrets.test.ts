@@ -11,7 +11,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, test } from 'node:test';
-import { containersOfRun, execPipeline, IMAGE, pipelineYaml, projectsForThisFile, writePipeline, type Fixture } from '../fixtures/project.js';
+import { containersOfRun, execPipeline, HOLD_UNTIL_RELEASED, IMAGE, pipelineYaml, projectsForThisFile, releaseStep, writePipeline, type Fixture } from '../fixtures/project.js';
 
 const run = promisify(execFile);
 const fixture = projectsForThisFile();
@@ -37,6 +37,7 @@ function watchInspect(f: Fixture, secret: string) {
   const found = new Set<string>();
   const forms = [secret, JSON.stringify(secret).slice(1, -1), MARK];
   let stopped = false;
+  let rounds = 0;
   const ids = async (...args: string[]) => (await run('docker', [...args, '-q', '--filter', label])).stdout.split('\n').filter(Boolean);
   const inspect = async (kind: string, list: string[]) => {
     if (!list.length) return;
@@ -50,15 +51,34 @@ function watchInspect(f: Fixture, secret: string) {
       await inspect('container', await ids('ps', '-a'));
       await inspect('network', await ids('network', 'ls'));
       await inspect('volume', await ids('volume', 'ls'));
+      rounds++;
       await new Promise((r) => setTimeout(r, 100));
     }
   })();
   return {
+    /** resolves once a whole round of inspects has begun and ended after this call */
+    aRoundFromNow: async () => {
+      const want = rounds + 2;
+      while (rounds < want && !stopped) await new Promise((r) => setTimeout(r, 50));
+    },
     stop: async () => {
       stopped = true;
       await loop;
       return { seen: [...seen], found: [...found] };
     },
+  };
+}
+
+/**
+ * Each step holds (HOLD_UNTIL_RELEASED, or its own USR1 wait) until a whole round of the watcher's inspects has
+ * run while it held, then is released: a sleep of 2 or 3 s was outlasted by the inspects of a busy machine.
+ */
+function releasedOnceInspected(watch: ReturnType<typeof watchInspect>): (line: string) => void {
+  let runId: string | undefined;
+  return (line) => {
+    runId ??= /^runner: run (\S+):/.exec(line)?.[1];
+    const step = /^\[([\w-]+)\] holding until released$/.exec(line)?.[1];
+    if (step && runId) void watch.aRoundFromNow().then(() => releaseStep(runId!, step));
   };
 }
 
@@ -92,11 +112,11 @@ test('a run: step gets a secret of newlines, quotes, $(…), backslashes and a t
       printf %s "$RUNNER_TEST_HARD" > secret.txt
       cat > stdin.txt
       test ! -e /tmp/pwned
-      sleep 3
+      ${HOLD_UNTIL_RELEASED}
 `),
   );
   const watch = watchInspect(f, HARD);
-  const r = await execPipeline(f, file, [], { env: SECRET_ENV });
+  const r = await execPipeline(f, file, [], { env: SECRET_ENV, onLine: releasedOnceInspected(watch) });
   const { seen, found } = await watch.stop();
   assert.equal(r.code, 0, r.stderr);
   assert.ok(seen.some((s) => s.startsWith('container ')), `the step's container was inspected while it ran (${seen.join(', ')})`);
@@ -125,17 +145,17 @@ test('a command: step (exec form, no shell of its own) and a step on an image wi
     command:
       - perl
       - -e
-      - 'open(my $i, "<", "/proc/self/environ") or die; open(my $o, ">", "environ.bin") or die; local $/; print {$o} <$i>; close $o; sleep 3'
+      - '$SIG{USR1} = sub { $go = 1 }; $| = 1; open(my $i, "<", "/proc/self/environ") or die; open(my $o, ">", "environ.bin") or die; local $/; print {$o} <$i>; close $o; print "holding until released\\n"; select(undef, undef, undef, 0.1) until $go'
   - id: entrypoint
     image: ${entry}
     secrets: [RUNNER_TEST_HARD]
     run: |
       printf '%s:%s' "$FROM_ENTRYPOINT" "$RUNNER_TEST_HARD" > entrypoint.txt
-      sleep 2
+      ${HOLD_UNTIL_RELEASED}
 `),
   );
   const watch = watchInspect(f, HARD);
-  const r = await execPipeline(f, file, [], { env: SECRET_ENV });
+  const r = await execPipeline(f, file, [], { env: SECRET_ENV, onLine: releasedOnceInspected(watch) });
   const { seen, found } = await watch.stop();
   assert.equal(r.code, 0, r.stderr);
   assert.ok(seen.filter((s) => s.startsWith('container ')).length >= 2, `both steps' containers were inspected while they ran (${seen.join(', ')})`);

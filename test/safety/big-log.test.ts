@@ -18,9 +18,13 @@ const MiB = 1024 * 1024;
 async function bigLogRun(f: Fixture): Promise<string> {
   const file = await writePipeline(
     f,
+    // 10 million lines go through the runner: on a busy machine that took longer than the default 2 minutes,
+    // and the step's time is not what this file tests
     pipelineYaml(`  - id: short
+    timeout: 15m
     run: yes aaaaaaaaa | head -c ${100 * MiB}
   - id: long
+    timeout: 15m
     run: yes "$(printf '%0999d' 0)" | head -c ${100 * MiB}
 `),
   );
@@ -102,7 +106,9 @@ test('runner serve: one fast and four slow readers of a 100 MiB log, short lines
     );
     assert.ok(bytes > 200 * MiB, `the fast reader got the whole log (${bytes} bytes)`);
     assert.ok(peakMb > 0 && peakMb < 300, `serve's peak RSS ${peakMb.toFixed(0)} MB`);
-    assert.ok(worst < 2000, `/healthz took up to ${worst.toFixed(0)} ms while the log was read`);
+    // Never held for the read: a server that read the log in one go would hold /healthz for the whole read, which
+    // takes longer the busier the machine is; 2 s, or a quarter of the read on a machine slow enough to need it.
+    assert.ok(worst < Math.max(2000, (took * 1000) / 4), `/healthz took up to ${worst.toFixed(0)} ms while the log was read (in ${took.toFixed(1)} s)`);
   } finally {
     mem.stop();
     s.child.kill('SIGTERM');

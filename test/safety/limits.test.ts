@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { containersOfRun, execPipeline, ISOLATION, pipelineYaml, projectsForThisFile, watchPeakMemory, writePipeline } from '../fixtures/project.js';
+import { containersOfRun, execPipeline, HOLD_UNTIL_RELEASED, ISOLATION, pipelineYaml, projectsForThisFile, releaseStep, watchPeakMemory, writePipeline } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 
@@ -56,7 +56,7 @@ test('a background process left behind dies with the step', async () => {
     run: |
       nohup sleep ${marker} >/dev/null 2>&1 &
       echo "left sleep ${marker} running"
-      sleep 2
+      ${HOLD_UNTIL_RELEASED}
 `),
   );
   // The step's container, seen while it runs: under gVisor the step's
@@ -68,7 +68,11 @@ test('a background process left behind dies with the step', async () => {
   const r = await execPipeline(f, file, [], {
     onLine: (line) => {
       runId ??= /^runner: run (\S+):/.exec(line)?.[1];
-      if (runId && line.includes(`left sleep ${marker} running`)) for (const id of containersOfRun(runId)) seen.add(id);
+      // seen while it holds (a sleep of 2 s was not always long enough for a busy machine to look), then released
+      if (runId && line.endsWith('holding until released')) {
+        for (const id of containersOfRun(runId)) seen.add(id);
+        releaseStep(runId, 'daemon');
+      }
     },
   });
   assert.equal(r.code, 0, r.stderr);
@@ -127,7 +131,10 @@ test('1 GB of output keeps the runner bounded and the log capped', async () => {
   const f = await fixture();
   const file = await writePipeline(
     f,
+    // 24 million lines go through the runner: a busy machine took longer than the default 2 minutes, and the
+    // step's time is not what this test is about
     pipelineYaml(`  - id: flood
+    timeout: 15m
     run: |
       yes 'a line of output that repeats and repeats' | head -c 1000000000
 `),
