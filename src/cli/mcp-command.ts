@@ -49,7 +49,7 @@ export async function mcpCommand(args: string[]): Promise<number> {
   if (baseUrl !== undefined && !/^https?:\/\/[^\s'"\\$`]+$/.test(baseUrl)) throw new UsageError(`mcp: --agent-base-url takes an http or https URL, got "${baseUrl}"`);
   const say = (m: string) => process.stderr.write(`runner mcp: ${visible(m)}\n`);
   // The same settings as exec and serve, from the same flags and variables; every run this server starts gets them.
-  const settings = readSettings(values, process.env, (m) => say(`warning: ${m}`));
+  const settings = { ...readSettings(values, process.env, (m) => say(`warning: ${m}`)), secretsFromEnvironment: false };
   // Secrets come from this file alone, never from a tool argument nor from the client's environment.
   const { secretsFile } = settings;
   if (secretsFile) await readSecretsFile(secretsFile);

@@ -40,9 +40,16 @@ export async function waitForRun(
         .sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: Math.round(waited / 1000), total: Math.round(timeoutMs / 1000), message: progressLine(r) } })
         .catch(() => undefined);
     }
+    // One listener at a time on the call's signal: a listener left behind at each poll piled up (Node's
+    // MaxListenersExceededWarning on runner mcp's stderr after 11 s of waiting).
     await new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, Math.min(pollMs, timeoutMs - waited));
-      extra.signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+      const done = () => {
+        clearTimeout(t);
+        extra.signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const t = setTimeout(done, Math.min(pollMs, timeoutMs - waited));
+      extra.signal.addEventListener('abort', done, { once: true });
     });
   }
 }

@@ -88,7 +88,10 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
 
   // Everything that can be checked before a run exists is checked here, so a
   // bad project, a missing secret or an unreachable engine leaves nothing behind.
-  const secrets = resolveSecrets(secretsNeeded(plans), opts.secretSource);
+  const secrets = resolveSecrets(secretsNeeded(plans), opts.secretSource, {
+    environment: settings.secretsFromEnvironment !== false,
+    ...(settings.secretsFile ? { file: settings.secretsFile } : {}),
+  });
   const masker = new Masker(Object.values(secrets));
   const prepared = await maskErrors(masker, async () => {
     const userSettings = plans.map((s) => s.user);

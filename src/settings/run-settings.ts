@@ -31,6 +31,8 @@ export interface RunSettings {
   company?: CompanyNetwork;
   /** the --secrets-file, as an absolute path (each door says how it mixes it with the environment) */
   secretsFile?: string;
+  /** false: the door reads secrets from secretsFile alone, never from the environment (runner mcp); said when a secret is missing */
+  secretsFromEnvironment?: boolean;
 }
 
 /** `warn`: what is allowed but likely not meant (a one-certificate bundle, an inherited proxy on loopback). */

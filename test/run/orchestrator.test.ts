@@ -9,7 +9,8 @@ import { existsSync } from 'node:fs';
 import { chown, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { CanceledError, ContainerError } from '../../src/common/errors.js';
+import { CanceledError, ContainerError, RunnerError } from '../../src/common/errors.js';
+import { defaultSettings } from '../../src/settings/run-settings.js';
 import { LABELS } from '../../src/container/runtime.js';
 import { assertLeftNothing, coreProjects, FakeEngine, onBranch, pipeline, runCommits, runOn } from '../fixtures/core-run.js';
 import { git, otherWorktrees } from '../fixtures/project.js';
@@ -221,6 +222,23 @@ test("a step's secrets reach its process, never its container's config, and are 
   const runDir = path.join(f.home, 'runs', record.runId);
   for (const name of ['run.json', 'events.jsonl', 'steps/deploy.log']) assert.equal((await readFile(path.join(runDir, name), 'utf8')).includes(token), false, name);
   assert.equal(runCommits(f, record)[0]!.subject, 'step/deploy (runner/base:latest): deployed with ***');
+});
+
+test('a missing secret is said the way the door reads secrets: a door that never reads the environment names its file, not export', async () => {
+  const f = await project();
+  const file = await pipeline(f, '  - id: deploy\n    run: deploy\n    secrets: [DEPLOY_TOKEN]', 'secrets: [DEPLOY_TOKEN]');
+  const engine = new FakeEngine();
+  await assert.rejects(runOn(engine, f, file), (e: unknown) => e instanceof RunnerError && e.code === 'secret_missing' && /export DEPLOY_TOKEN=\.\.\..*--secrets-file/.test(e.message));
+  const fileOnly = { ...defaultSettings(), secretsFile: '/etc/runner/mcp.env', secretsFromEnvironment: false };
+  await assert.rejects(runOn(engine, f, file, { settings: fileOnly }), (e: unknown) => {
+    assert.ok(e instanceof RunnerError && e.code === 'secret_missing');
+    assert.match(e.message, /add it to \/etc\/runner\/mcp\.env \(a line DEPLOY_TOKEN=\.\.\.\): this runner reads secrets from its --secrets-file alone, never from the environment/);
+    assert.doesNotMatch(e.message, /export/);
+    return true;
+  });
+  const noFile = { ...defaultSettings(), secretsFromEnvironment: false };
+  await assert.rejects(runOn(engine, f, file, { settings: noFile }), (e: unknown) => e instanceof RunnerError && /start it again with --secrets-file F/.test(e.message) && !/export/.test(e.message));
+  assert.equal(engine.containers.length, 0);
 });
 
 test('an engine that does not answer, a missing image or a missing gVisor refuse the run before anything exists', async () => {
