@@ -77,7 +77,8 @@ test("an agent step's usage in runs show and in /metrics", { timeout: 600_000 },
   const seen = server.reportedUsage();
   assert.match(show.stdout, new RegExp(`\\n\\s+claude-\\S+: ${seen.input} in \\/ ${seen.output} out tokens, \\$\\d+\\.\\d{4}, 3 turns, ${seen.calls} calls\\n`));
   assert.match(show.stdout, /\n\s+said: Wrote hello\.txt and ran\.txt\.\n/, 'the agent\'s final message');
-  const s = await serveFolder(f, {}, '127.0.0.1:0');
+  // /metrics counts the runs of the projects the server serves: this one's, by --project (docs/operations.md)
+  const s = await serveFolder(f, {}, '127.0.0.1:0', { args: ['--project', f.project] });
   try {
     const metrics = await (await fetch(`${s.base}/metrics`)).text();
     assert.match(metrics, new RegExp(`^runner_agent_tokens_total\\{pipeline="agent",agent="coder",direction="input"\\} ${seen.input}$`, 'm'));

@@ -73,7 +73,7 @@ async function timedHealthz(base: string): Promise<number> {
 test('runner serve: one fast and four slow readers of a 100 MiB log, short lines and long', { timeout: 600_000 }, async () => {
   const f = await fixture();
   const runId = await bigLogRun(f);
-  const s = await serveFolder(f, {}, '127.0.0.1:0');
+  const s = await serveFolder(f, {}, '127.0.0.1:0', { args: ['--project', f.root] }); // serves the runs of projects under --project (docs/operations.md)
   const mem = watchPeakMemory(s.child.pid!);
   try {
     const url = `${s.base}/api/runs/${runId}/log`;

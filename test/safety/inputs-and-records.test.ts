@@ -146,7 +146,7 @@ test('a persistent directory step that makes 20,000 files keeps a small record; 
   console.log(`# 20,000 files in a persistent directory: run.json ${(size / 1024).toFixed(0)} KB (the whole list in its own file)`);
   assert.ok(size < 512 * 1024, `run.json is ${size} bytes`);
 
-  const s = await serveFolder(f, {}, '127.0.0.1:0');
+  const s = await serveFolder(f, {}, '127.0.0.1:0', { args: ['--project', f.root] }); // serves the runs of projects under --project (docs/operations.md)
   try {
     const list = await fetch(`${s.base}/api/runs`);
     const text = await list.text();

@@ -151,7 +151,7 @@ ${continueOnError ? '    continue_on_error: true\n' : ''}    run: |
     assert.match(show.stdout, /plant\s+not_recorded\s+/);
     assert.match(show.stdout, /status\s+failed: its work is not all recorded: \.GIT\/config/);
     if (!continueOnError) {
-      const s = await serveFolder(f, {}, '127.0.0.1:0');
+      const s = await serveFolder(f, {}, '127.0.0.1:0', { args: ['--project', f.root] }); // serves the runs of projects under --project (docs/operations.md)
       try {
         const api = (await (await fetch(`${s.base}/api/runs/${r.json.runId}`)).json()) as any;
         assert.equal(api.steps[0].status, 'not_recorded');
