@@ -96,7 +96,7 @@ export async function runContainer(
     const durationMs = Math.round(performance.now() - t0);
     // Drain what the step printed before the container goes.
     await withDeadline(streamsEnded, 5000);
-    const state = await handle.inspect();
+    const state = await exitState(handle, reason);
     return {
       reason,
       exitCode: state.exitCode,
@@ -119,4 +119,19 @@ function withDeadline(p: Promise<void>, ms: number): Promise<void> {
     timer = setTimeout(resolve, ms);
   });
   return Promise.race([p, deadline]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * How the container ended. A step that died of SIGKILL (137) on its own, not by the runner's hand, and that the
+ * engine has not (yet) marked OOM-killed is asked again for a while: the engine learns of an OOM kill by an event
+ * of its own, which on a loaded machine was seen to come after the exit (under gVisor: `failed, exit 137` where
+ * the memory cap had fired). The wait is only on that path; every other end is read once.
+ */
+export async function exitState(handle: { inspect(): Promise<ExitState> }, reason: string): Promise<ExitState> {
+  let state = await handle.inspect();
+  for (let i = 0; i < 15 && reason === 'exit' && state.exitCode === 137 && !state.oomKilled; i++) {
+    await new Promise((r) => setTimeout(r, 200));
+    state = await handle.inspect();
+  }
+  return state;
 }

@@ -1,0 +1,42 @@
+/** How a step's container ended, as the runner reads it from the engine. */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { ExitState } from '../../src/container/runtime.js';
+import { exitState } from '../../src/run/step-runner.js';
+
+/** A container whose engine answers these states in turn (the last one for good), counting the questions. */
+function answering(...states: ExitState[]) {
+  let asked = 0;
+  return {
+    get asked() {
+      return asked;
+    },
+    inspect: async () => states[Math.min(asked++, states.length - 1)]!,
+  };
+}
+
+test('an OOM kill the engine learns of after the exit is still reported as OOM', async () => {
+  const c = answering({ exitCode: 137, oomKilled: false }, { exitCode: 137, oomKilled: false }, { exitCode: 137, oomKilled: true });
+  assert.deepEqual(await exitState(c, 'exit'), { exitCode: 137, oomKilled: true });
+  assert.equal(c.asked, 3);
+});
+
+test('a SIGKILL that is no OOM kill stays exit 137, after a bounded wait', async () => {
+  const c = answering({ exitCode: 137, oomKilled: false });
+  assert.deepEqual(await exitState(c, 'exit'), { exitCode: 137, oomKilled: false });
+  assert.equal(c.asked, 16, 'asked once, then 15 more times at most');
+});
+
+test('any other end is read once: a clean exit, a failure, and a kill by the runner (timeout, cancel)', async () => {
+  for (const [state, reason] of [
+    [{ exitCode: 0, oomKilled: false }, 'exit'],
+    [{ exitCode: 1, oomKilled: false }, 'exit'],
+    [{ exitCode: 137, oomKilled: true }, 'exit'],
+    [{ exitCode: 137, oomKilled: false }, 'timeout'],
+    [{ exitCode: 137, oomKilled: false }, 'canceled'],
+  ] as const) {
+    const c = answering(state);
+    assert.deepEqual(await exitState(c, reason), state);
+    assert.equal(c.asked, 1, `${JSON.stringify(state)} ${reason}`);
+  }
+});
