@@ -40,3 +40,14 @@ test('any other end is read once: a clean exit, a failure, and a kill by the run
     assert.equal(c.asked, 1, `${JSON.stringify(state)} ${reason}`);
   }
 });
+
+test('under gVisor a SIGKILL the runner did not send is the memory cap; under runc, or a kill of the runner\'s own, it is not', async () => {
+  const { killedAtMemoryCap } = await import('../../src/run/run-step.js');
+  assert.equal(killedAtMemoryCap('gvisor', { reason: 'exit', exitCode: 137, oomKilled: false }), true);
+  assert.equal(killedAtMemoryCap('runc', { reason: 'exit', exitCode: 137, oomKilled: false }), false);
+  assert.equal(killedAtMemoryCap(undefined, { reason: 'exit', exitCode: 137, oomKilled: false }), false);
+  assert.equal(killedAtMemoryCap('gvisor', { reason: 'timeout', exitCode: 137, oomKilled: false }), false);
+  assert.equal(killedAtMemoryCap('gvisor', { reason: 'canceled', exitCode: 137, oomKilled: false }), false);
+  assert.equal(killedAtMemoryCap('gvisor', { reason: 'exit', exitCode: 1, oomKilled: false }), false);
+  assert.equal(killedAtMemoryCap('gvisor', { reason: 'exit', exitCode: 2, oomKilled: false }), false, 'a sandbox that died (exit 2) is not the memory cap');
+});
