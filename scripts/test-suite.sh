@@ -16,13 +16,27 @@
 # The gVisor pass has no skip: with no working runsc the runner refuses every step (no_gvisor) and the tests
 # fail; test/safety/container.test.ts checks the step saw gVisor's kernel. A failure anywhere fails the suite.
 # At the end: the seconds each file's tests took, slowest first (scripts/test-times.mjs).
+# Nothing may hang the suite: a test that runs past TEST_TIMEOUT_S (600) fails by name, a file whose tests are
+# done exits even with a handle left open (--test-force-exit), and a lane that runs past its cap (LANE_CAP_S,
+# 2100) is ended and reported as failed, its output shown. A CI run once hung in the gVisor lane until CI's own
+# limit ended it, and showed nothing of the lane; now it would show which test and fail in time.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${TEST_JOBS:-4}
+TEST_TIMEOUT_S=${TEST_TIMEOUT_S:-600}
+LANE_CAP_S=${LANE_CAP_S:-2100}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-# spec on the terminal (or a file), and each file's time into $out/times-NAME
-spec() { local name=$1; shift; node --test --test-reporter=spec --test-reporter-destination=stdout --test-reporter=./scripts/test-times.mjs --test-reporter-destination="$out/times-$name" "$@" </dev/null; }
+# spec on the terminal (or a file), and each file's time into $out/times-NAME; capped at $2 seconds
+spec() {
+  local name=$1 cap=$2; shift 2
+  timeout -k 30 "$cap" node --test --test-force-exit --test-timeout=$((TEST_TIMEOUT_S * 1000)) \
+    --test-reporter=spec --test-reporter-destination=stdout --test-reporter=./scripts/test-times.mjs \
+    --test-reporter-destination="$out/times-$name" "$@" </dev/null
+  local code=$?
+  [ "$code" = 124 ] && echo "# the $name lane ran past its cap of $cap s and was ended: a test hung (the last tests above it are the suspects)"
+  return "$code"
+}
 
 mapfile -t all < <(find dist/test -name '*.test.js' | sort)
 swarm=() slow=() rest=()
@@ -36,9 +50,9 @@ done
 
 started=$SECONDS
 # the gVisor lane writes to a file, shown whole when it ends, so the two lanes' lines do not mix
-RUNNER_ISOLATION=gvisor spec gvisor --test-concurrency=2 dist/test/safety/ >"$out/gvisor.log" 2>&1 &
+RUNNER_ISOLATION=gvisor spec gvisor "$LANE_CAP_S" --test-concurrency=2 dist/test/safety/ >"$out/gvisor.log" 2>&1 &
 gvisor_pid=$!
-spec main --test-concurrency="$JOBS" "${slow[@]}" "${rest[@]}"
+spec main "$LANE_CAP_S" --test-concurrency="$JOBS" "${slow[@]}" "${rest[@]}"
 main=$?
 echo "# main lane ($JOBS files at a time): $((SECONDS - started)) s (exit $main)"
 wait "$gvisor_pid"
@@ -48,7 +62,7 @@ echo "# test/safety under gVisor (2 files at a time, beside the main lane), its 
 cat "$out/gvisor.log"
 echo "# test/safety under gVisor: ended by $gvisor_done s (exit $gvisor)"
 t0=$SECONDS
-spec swarm --test-concurrency=1 "${swarm[@]}"
+spec swarm 1500 --test-concurrency=1 "${swarm[@]}"
 swarm_exit=$?
 echo "# the swarm files, one at a time and alone: $((SECONDS - t0)) s (exit $swarm_exit)"
 for name in main swarm gvisor; do

@@ -17,6 +17,8 @@ export interface ContainerRunOptions {
   onStdout: OutputHandler;
   onStderr: OutputHandler;
   onCleanupError: (message: string) => void;
+  /** how long a container the runner ended may outlive its kill before it is given up on (default 30 s) */
+  abandonAfterKillMs?: number;
 }
 
 export interface ContainerEnd {
@@ -69,16 +71,32 @@ export async function runContainer(
     const poller = setInterval(() => void pollPids(), 250);
     cleanups.push(() => clearInterval(poller));
 
+    // A container the runner ended must be gone soon after: one the engine does not end (a wedged sandbox)
+    // is killed, and one that outlives its kill too is given up on, so no run waits on it for ever.
+    let abandon: (() => void) | undefined;
+    const abandoned = new Promise<'abandoned'>((resolve) => (abandon = () => resolve('abandoned')));
+    const killNow = () => handle.kill().catch((err) => o.onCleanupError(`killing container: ${errorMessage(err)}`));
+    let escalation: NodeJS.Timeout | undefined;
+    const escalate = (afterMs: number) => {
+      if (escalation) return;
+      escalation = setTimeout(() => {
+        void killNow();
+        escalation = setTimeout(() => abandon?.(), o.abandonAfterKillMs ?? 30_000);
+      }, afterMs);
+    };
+    cleanups.push(() => clearTimeout(escalation));
     const end = (r: EndReason) => {
       if (reason) return;
       reason = r;
+      escalate(o.graceSeconds * 1000 + (o.abandonAfterKillMs ?? 30_000));
       void pollPids().finally(() =>
         handle.stop(o.graceSeconds).catch((err) => o.onCleanupError(`stopping container: ${errorMessage(err)}`)),
       );
     };
     const kill = () => {
       reason ??= 'canceled';
-      handle.kill().catch((err) => o.onCleanupError(`killing container: ${errorMessage(err)}`));
+      void killNow();
+      escalate(0);
     };
     const timer = setTimeout(() => end('timeout'), o.timeoutMs);
     const onCancel = () => end('canceled');
@@ -91,7 +109,12 @@ export async function runContainer(
     });
     if (o.signal.aborted) onCancel();
 
-    await waited;
+    if ((await Promise.race([waited, abandoned])) === 'abandoned') {
+      const durationMs = Math.round(performance.now() - t0);
+      close();
+      const message = `the engine did not end the container ${handle.id} after its stop and kill; it is removed by force (a wedged engine or sandbox: see the engine's log)`;
+      return { reason: reason ?? 'canceled', exitCode: null, oomKilled: false, durationMs, problem: { status: 'failed', message } };
+    }
     reason ??= 'exit';
     const durationMs = Math.round(performance.now() - t0);
     // Drain what the step printed before the container goes.

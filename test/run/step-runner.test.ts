@@ -51,3 +51,40 @@ test('under gVisor a SIGKILL the runner did not send is the memory cap; under ru
   assert.equal(killedAtMemoryCap('gvisor', { reason: 'exit', exitCode: 1, oomKilled: false }), false);
   assert.equal(killedAtMemoryCap('gvisor', { reason: 'exit', exitCode: 2, oomKilled: false }), false, 'a sandbox that died (exit 2) is not the memory cap');
 });
+
+test('a container the engine never ends after its timeout is stopped, killed, then given up on and removed: the run does not wait for ever', async () => {
+  const { runContainer } = await import('../../src/run/step-runner.js');
+  const calls: string[] = [];
+  const never = new Promise<void>(() => undefined);
+  const handle = {
+    id: 'wedged',
+    attach: async () => ({ ended: never, close: () => calls.push('close') }),
+    start: async () => void calls.push('start'),
+    wait: () => never,
+    waitNotRunning: () => never,
+    inspect: async () => ({ exitCode: null, oomKilled: false }),
+    pidsLimitHits: async () => undefined,
+    stop: async () => void calls.push('stop'),
+    kill: async () => void calls.push('kill'),
+    remove: async () => void calls.push('remove'),
+    connect: async () => undefined,
+    addressOn: async () => undefined,
+  };
+  const runtime = { create: async () => handle } as unknown as Parameters<typeof runContainer>[0];
+  const problems: string[] = [];
+  const end = await runContainer(runtime, {} as Parameters<typeof runContainer>[1], {
+    timeoutMs: 20,
+    signal: new AbortController().signal,
+    killSignal: new AbortController().signal,
+    graceSeconds: 0,
+    onStdout: () => undefined,
+    onStderr: () => undefined,
+    onCleanupError: (m) => problems.push(m),
+    abandonAfterKillMs: 50,
+  });
+  assert.equal(end.reason, 'timeout');
+  assert.equal(end.exitCode, null);
+  assert.match(end.problem?.message ?? '', /did not end the container wedged after its stop and kill; it is removed by force/);
+  assert.deepEqual(calls, ['start', 'stop', 'kill', 'close', 'remove']);
+  assert.deepEqual(problems, []);
+});
