@@ -32,6 +32,36 @@ export interface Allowance {
   tokensBy?: string;
 }
 
+/**
+ * A host the gateway inspects: it terminates the step's TLS to it with the gateway's own CA (made at its start;
+ * the key never leaves the gateway), judges each request by these rules, adds the credential, and re-encrypts
+ * upstream with full verification. Every other allowed host keeps the SNI-checked tunnel.
+ */
+export interface InspectedHost {
+  /** an exact name or a `*.` suffix, as in allow (no port: the rule holds on every port allow lets it use) */
+  host: string;
+  /** upper-case methods allowed; absent: any */
+  methods?: string[];
+  /** globs over the request's path (query excluded, after normalization: dot segments, `//`, %-decoding of unreserved characters); absent: any */
+  paths?: string[];
+  /** a body larger than inspect.maxBodyBytes is checked in a sliding window as it streams, not refused */
+  stream?: boolean;
+  /** which egress entry of the file made this rule, in the file's words, for refusals: `{ host: api.github.com, methods: [GET] }` */
+  rule?: string;
+  /** set on every request to the host, replacing what the step sent; named as in the file's credentials: */
+  credential?: { name: string; headers: Record<string, string> };
+}
+
+export interface Inspection {
+  hosts: InspectedHost[];
+  /** inspect: all: every allowed host is inspected (secrets checked), rules or not */
+  all?: boolean;
+  /** every secret value the run holds (step secrets and credentials' values), by name: none may leave in a request the gateway reads */
+  secrets: Array<{ name: string; value: string }>;
+  /** a request body is held and checked whole up to this size (10 MiB); larger: refused unless its host says stream */
+  maxBodyBytes: number;
+}
+
 export interface GatewayConfig {
   /** hosts the proxy lets through: exact names and `*.` suffixes, each with an optional `:port` */
   allow: string[];
@@ -53,6 +83,8 @@ export interface GatewayConfig {
   ca?: string;
   /** the company's proxy the gateway reaches out through (--egress-proxy, or the runner's HTTPS_PROXY) */
   proxy?: UpstreamProxy;
+  /** hosts to inspect (credentials, method and path rules, secret checks): absent, every allowed host is a tunnel */
+  inspect?: Inspection;
   /** after this long the gateway stops by itself (the step's timeout and then some): a runner that died cannot stop it */
   deadlineMs?: number;
 }
@@ -95,7 +127,12 @@ export interface CallStartEvent {
 }
 
 export type GatewayEvent =
-  | { event: 'ready'; address: string }
+  /** caPem: the certificate of the gateway's own CA, when it inspects (the step trusts it; its key stays in the gateway) */
+  | { event: 'ready'; address: string; caPem?: string }
+  /** a request to an inspected host refused by its rules: `rule` as the file wrote it */
+  | { event: 'egress_refused'; host: string; method: string; path: string; rule: string; reason: string }
+  /** a request that carried a secret's value (in `where`): the secret named, never its value */
+  | { event: 'secret_refused'; host: string; secret: string; where: 'url' | 'header' | 'body'; form: string }
   | CallStartEvent
   | CallEvent
   | { event: 'refused'; host: string; reason: string }
