@@ -159,6 +159,36 @@ export function parseConfig(text: string | undefined): GatewayConfig | string {
   if (typeof c.prices !== 'object' || c.prices === null) return 'prices must be an object';
   if (c.ca !== undefined && typeof c.ca !== 'string') return 'ca must be a PEM text';
   if (c.proxy !== undefined && !(typeof c.proxy?.host === 'string' && Number.isInteger(c.proxy.port) && Array.isArray(c.proxy.noProxy))) return 'proxy must be { host, port, noProxy }';
+  if (c.inspect !== undefined) {
+    const problem = inspectionProblem(c.inspect);
+    if (problem) return `inspect: ${problem}`;
+  }
   if (c.relay && !(Number.isInteger(c.relay.port) && typeof c.relay.to?.host === 'string' && Number.isInteger(c.relay.to.port))) return 'relay must be { port, to: { host, port } }';
   return c;
+}
+
+const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every((s) => typeof s === 'string');
+
+/** What is wrong with an inspection's settings, or undefined. */
+function inspectionProblem(i: Inspection): string | undefined {
+  if (typeof i !== 'object' || i === null) return 'must be an object';
+  if (!Array.isArray(i.hosts)) return 'hosts must be a list';
+  for (const h of i.hosts) {
+    if (typeof h?.host !== 'string' || !/^(\*\.)?[a-z0-9.-]+$/.test(h.host)) return `hosts: ${JSON.stringify(h?.host)} is not a host name (lower case, or a *. suffix, no port)`;
+    if (h.methods !== undefined && !(isStrings(h.methods) && h.methods.every((m) => /^[A-Z]+$/.test(m)))) return `${h.host}: methods must be upper-case method names`;
+    if (h.paths !== undefined && !(isStrings(h.paths) && h.paths.every((p) => p.startsWith('/')))) return `${h.host}: paths must be globs starting with /`;
+    if (h.stream !== undefined && typeof h.stream !== 'boolean') return `${h.host}: stream must be true or false`;
+    if (h.rule !== undefined && typeof h.rule !== 'string') return `${h.host}: rule must be text`;
+    if (h.credential !== undefined) {
+      const c = h.credential;
+      if (typeof c?.name !== 'string' || typeof c.headers !== 'object' || c.headers === null) return `${h.host}: credential must be { name, headers }`;
+      for (const [k, v] of Object.entries(c.headers)) {
+        if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(k) || typeof v !== 'string' || /[\r\n\0]/.test(v)) return `${h.host}: credential ${c.name} has a header that is not a header name and one-line value`;
+      }
+    }
+  }
+  if (i.all !== undefined && typeof i.all !== 'boolean') return 'all must be true or false';
+  if (!Array.isArray(i.secrets) || !i.secrets.every((s) => typeof s?.name === 'string' && typeof s.value === 'string')) return 'secrets must be a list of { name, value }';
+  if (!Number.isInteger(i.maxBodyBytes) || i.maxBodyBytes < 1 || i.maxBodyBytes > 64 * 1024 ** 2) return 'maxBodyBytes must be a whole number of bytes up to 64 MiB (what the gateway holds of all requests at once)';
+  return undefined;
 }

@@ -12,6 +12,7 @@ import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { addressProblem, type AddressPolicy } from './address-policy.js';
 import { helloProblem, readClientHello } from './client-hello.js';
+import type { Inspector } from './inspected.js';
 import { portsFor } from './hosts.js';
 import { bypassesProxy, connectThrough, type UpstreamProxy } from './upstream-proxy.js';
 
@@ -25,7 +26,8 @@ export class Refusals {
 
   constructor(private readonly onFirst: (host: string, reason: string) => void) {}
 
-  note(host: string, reason: string): void {
+  /** `say`: how a first refusal is said, when not by onFirst (a rule's or a secret's, as their own events) */
+  note(host: string, reason: string, say?: () => void): void {
     const h = host.slice(0, 255);
     const n = this.hosts.get(h);
     if (n !== undefined) this.hosts.set(h, n + 1);
@@ -34,7 +36,8 @@ export class Refusals {
     const key = `${h}\n${reason}`;
     if (this.said.size < MAX_HOSTS * 2 && !this.said.has(key)) {
       this.said.add(key);
-      this.onFirst(h, reason);
+      if (say) say();
+      else this.onFirst(h, reason);
     }
   }
 }
@@ -46,6 +49,8 @@ export interface Egress {
   policy: AddressPolicy;
   /** the company's proxy the gateway reaches out through (NO_PROXY's names go direct) */
   proxy?: UpstreamProxy | undefined;
+  /** the hosts whose requests the gateway reads (TLS terminated), and the secret checks on plain HTTP; absent, every host is a tunnel */
+  inspector?: Inspector | undefined;
 }
 
 /** How long a tunnel's client has to send its ClientHello once the tunnel is open. */
@@ -106,7 +111,7 @@ function proxyFor(e: Egress, host: string, port: number): UpstreamProxy | undefi
 }
 
 /** A TCP connection to an allowed host: direct (to an address checked), or through the company's proxy. */
-function openUpstream(e: Egress, host: string, port: number): Promise<net.Socket> {
+export function openUpstream(e: Egress, host: string, port: number): Promise<net.Socket> {
   const proxy = proxyFor(e, host, port);
   if (proxy) return checkBeforeProxy(e.policy, host).then(() => connectThrough(proxy, host, port));
   return new Promise((resolve, reject) => {
@@ -166,7 +171,15 @@ export function forwardHttp(e: Egress, req: http.IncomingMessage, res: http.Serv
     : { host, port, path: url.pathname + url.search, lookup: checkedLookup(e.policy) };
   const checked = proxy ? checkBeforeProxy(e.policy, host) : Promise.resolve();
   checked.then(
-    () => sendHttp(e, req, res, host, { ...where, method: req.method, headers }),
+    () => {
+      if (!e.inspector) return sendHttp(e, req, res, host, { ...where, method: req.method, headers });
+      // read as an inspected request: the rule (if the host has one), secret checks, the credential
+      e.inspector.plain(req, res, url, (o, onAnswer) => {
+        const h = proxy?.authorization ? { ...o.headers, 'proxy-authorization': proxy.authorization } : o.headers;
+        const options = proxy ? { ...where, path: `http://${url.host}${o.path}` } : { ...where, path: o.path };
+        return http.request({ ...options, method: o.method, headers: h }, onAnswer);
+      });
+    },
     (err: NodeJS.ErrnoException) => {
       res.writeHead(403, { 'content-type': 'text/plain' });
       res.end(upstreamFailure(e, host, err));
@@ -219,6 +232,7 @@ export function tunnel(e: Egress, req: http.IncomingMessage, client: Duplex, hea
     waiting = false;
   };
   client.on('close', doneWaiting);
+  if (e.inspector?.reads(host)) return inspectedTunnel(e, e.inspector, client, head, host, port, doneWaiting);
   let up: net.Socket | undefined;
   let closed = false;
   client.on('close', () => {
@@ -253,6 +267,23 @@ export function tunnel(e: Egress, req: http.IncomingMessage, client: Duplex, hea
       else client.destroy();
     },
   );
+}
+
+/**
+ * A tunnel to a host the gateway reads: opened at once (each request then
+ * reaches the host on its own, and says so when it cannot), its ClientHello
+ * checked as any tunnel's, then its TLS terminated by the gateway.
+ */
+function inspectedTunnel(e: Egress, inspector: Inspector, client: Duplex, head: Buffer, host: string, port: number, doneWaiting: () => void): void {
+  client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+  readHello(client, head, host, (hello, why) => {
+    doneWaiting();
+    if (why) {
+      e.refusals.note(host, why);
+      return void client.destroy();
+    }
+    inspector.terminate(client, hello, host, port);
+  });
 }
 
 function refuse(e: Egress, client: Duplex, host: string, reason: string, status: 403 | 502, note = true): void {

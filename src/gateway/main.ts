@@ -10,17 +10,22 @@
 import { GATEWAY_PORT, parseConfig, type GatewayEvent } from './config.js';
 import { addressIn } from './address.js';
 import { startDns } from './dns.js';
-import { Refusals } from './egress.js';
+import { Refusals, type Egress } from './egress.js';
 import { Ledger } from './ledger.js';
 import { ModelCalls } from './model-calls.js';
 import { withRoots } from './outgoing.js';
 import { startRelay } from './relay.js';
+import { RunCa } from './run-ca.js';
 import { gatewayServer } from './server.js';
+import { Inspector } from './inspected.js';
 
 const emit = (e: GatewayEvent) => process.stdout.write(`${JSON.stringify(e)}\n`);
 /** the config is small; a runner that sends nothing is not waited for long */
 const MAX_CONFIG = 4 * 1024 * 1024;
 const CONFIG_MS = 15_000;
+const HOUR_MS = 3_600_000;
+/** how long the run's CA is valid when the gateway has no deadline */
+const WEEK_MS = 7 * 24 * HOUR_MS;
 
 /** The first line on standard input (the runner closes it after). */
 function readConfigLine(): Promise<string> {
@@ -54,20 +59,27 @@ async function main(): Promise<void> {
   const outgoing = { ...(ca ? { ca } : {}), ...(config.proxy ? { proxy: config.proxy } : {}) };
   const calls = config.model ? new ModelCalls(config.model, new Ledger(config.allowance), config.prices, emit, budgetRefusals, outgoing) : undefined;
   const policy = { hostAddresses: config.hostAddresses ?? [], privateAllowed: config.privateAllowed ?? [], hostNetworks: config.hostNetworks ?? [] };
-  const server = gatewayServer(config, calls, { allow: config.allow, refusals, policy, proxy: config.proxy });
+  const egress: Egress = { allow: config.allow, refusals, policy, proxy: config.proxy };
+  // inspecting: a CA of the gateway's own, valid while the step may run, for the hosts it reads only
+  if (config.inspect) {
+    const runCa = await RunCa.make(config.inspect.all ? config.allow : config.inspect.hosts.map((h) => h.host), (config.deadlineMs ?? WEEK_MS) + HOUR_MS);
+    egress.inspector = new Inspector(config.inspect, runCa, egress, ca, emit);
+  }
+  const server = gatewayServer(config, calls, egress);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(GATEWAY_PORT, address, resolve);
   });
   const dns = await startDns(address, 53, config.listenSubnet, (message) => emit({ event: 'error', message }));
   const relay = config.relay && (await startRelay(address, config.relay.port, config.listenSubnet, config.relay.to, (message) => emit({ event: 'error', message })));
-  emit({ event: 'ready', address });
+  emit({ event: 'ready', address, ...(egress.inspector ? { caPem: egress.inspector.ca.pem } : {}) });
   const stop = () => {
     // what was sent and not yet answered is owed all the same
     calls?.abandonAll();
     emit({ event: 'refusals', hosts: Object.fromEntries(refusals.hosts), others: refusals.others, budget: budgetRefusals.count, paths: calls?.pathRefusals.count ?? 0 });
     dns.close();
     relay?.close();
+    egress.inspector?.close();
     server.closeAllConnections();
     server.close();
     process.stdout.write('', () => process.exit(0));

@@ -1,0 +1,229 @@
+/**
+ * One request the gateway reads (inside a TLS it terminated, or plain HTTP):
+ * its target normalized as the upstream will receive it and judged by its
+ * host's rule; the URL, the headers and the body checked for the run's
+ * secrets before anything goes upstream (the body held whole up to
+ * maxBodyBytes, or, for a host that says stream, checked in a sliding window
+ * as it goes); the credential set, replacing what the step sent; hop-by-hop
+ * headers dropped; the answer streamed back as it comes (a redirect too:
+ * passed back, never followed).
+ */
+import type http from 'node:http';
+import type http2 from 'node:http2';
+import type { GatewayEvent, InspectedHost, Inspection } from './config.js';
+import type { Refusals } from './egress.js';
+import { normalizeTarget, refusalLine, ruleFor, ruleProblem } from './request-rules.js';
+import type { ByteBudget, SecretHit, SecretScanner } from './secret-scan.js';
+
+export interface InspectContext {
+  inspect: Inspection;
+  scanner: SecretScanner;
+  /** what every held body together may take */
+  budget: ByteBudget;
+  refusals: Refusals;
+  emit: (e: GatewayEvent) => void;
+}
+
+/** Where a request goes: its host and port as checked, and the target the step wrote (origin form). */
+export interface Destination {
+  host: string;
+  port: number;
+  /** the Host header the upstream gets */
+  hostHeader: string;
+  rawTarget: string;
+}
+
+export type Opener = (o: { method: string; path: string; headers: http.OutgoingHttpHeaders }, onAnswer: (answer: http.IncomingMessage) => void) => http.ClientRequest;
+
+type Req = http.IncomingMessage | http2.Http2ServerRequest;
+type Res = http.ServerResponse | http2.Http2ServerResponse;
+
+/** Hop-by-hop headers (RFC 9110 7.6.1) and the ones HTTP/2 forbids: never passed on, either way. */
+const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect', 'http2-settings', 'host']);
+
+const MIB = 1024 * 1024;
+
+/** The headers to send: the step's less hop-by-hop ones (and what Connection names), the credential's in place of any of the same name (and of Authorization). Pure. */
+export function outgoingHeaders(given: http.IncomingHttpHeaders, credential: InspectedHost['credential'], hostHeader: string): { headers: http.OutgoingHttpHeaders; stepHeaders: Array<[string, string]> } {
+  const named = new Set(
+    String(given.connection ?? '')
+      .split(',')
+      .map((s) => s.trim().toLowerCase())
+      .filter(Boolean),
+  );
+  const replaced = new Set(Object.keys(credential?.headers ?? {}).map((k) => k.toLowerCase()));
+  if (credential) replaced.add('authorization');
+  const headers: http.OutgoingHttpHeaders = {};
+  const stepHeaders: Array<[string, string]> = [];
+  for (const [k, v] of Object.entries(given)) {
+    const name = k.toLowerCase();
+    if (v === undefined || name.startsWith(':') || HOP.has(name) || named.has(name) || replaced.has(name)) continue;
+    headers[name] = v;
+    for (const one of Array.isArray(v) ? v : [v]) stepHeaders.push([name, one]);
+  }
+  headers.host = hostHeader;
+  for (const [k, v] of Object.entries(credential?.headers ?? {})) headers[k.toLowerCase()] = v;
+  return { headers, stepHeaders };
+}
+
+/** An answer's headers fit to pass back on HTTP/1.1 or HTTP/2. Pure. */
+export function answerHeaders(given: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
+  const named = new Set(
+    String(given.connection ?? '')
+      .split(',')
+      .map((s) => s.trim().toLowerCase())
+      .filter(Boolean),
+  );
+  const out: http.OutgoingHttpHeaders = {};
+  for (const [k, v] of Object.entries(given)) if (v !== undefined && !HOP.has(k) && !named.has(k)) out[k] = v;
+  return out;
+}
+
+function say(res: Res, status: number, text: string, close = false): void {
+  if (res.headersSent) return void res.destroy();
+  const headers: http.OutgoingHttpHeaders = { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(text) };
+  // HTTP/1.1: a refused body is not read to its end; the connection goes with the answer
+  if (close && 'shouldKeepAlive' in res) headers.connection = 'close';
+  res.writeHead(status, headers);
+  res.end(text);
+}
+
+/** The request's body length as declared: a number, 0 for none, or undefined when it streams without one. */
+function declaredLength(req: Req): number | undefined {
+  const cl = req.headers['content-length'];
+  if (cl !== undefined && /^\d+$/.test(String(cl))) return Number(cl);
+  if ('stream' in req) return req.stream.endAfterHeaders ? 0 : undefined;
+  return req.headers['transfer-encoding'] !== undefined ? undefined : 0;
+}
+
+/** Judges the request, checks it for secrets, and sends it upstream with `open` (or answers the refusal). */
+export function handleInspected(x: InspectContext, req: Req, res: Res, d: Destination, open: Opener): void {
+  req.on('error', () => undefined);
+  res.on('error', () => undefined);
+  const method = (req.method ?? 'GET').toUpperCase();
+  const target = normalizeTarget(d.rawTarget);
+  if ('problem' in target) {
+    x.refusals.note(d.host, target.problem);
+    return say(res, 400, `runner gateway: ${d.host}: ${target.problem}\n`, true);
+  }
+  const query = target.query ? (target.query.startsWith('?') ? target.query : `?${target.query}`) : '';
+  const path = target.path + query;
+  const rule = ruleFor(x.inspect.hosts, d.host);
+  const why = rule && ruleProblem(rule, method, target.path);
+  if (rule && why) {
+    const ruleText = rule.rule ?? rule.host;
+    x.refusals.note(d.host, `rule ${ruleText}: ${why}`, () => x.emit({ event: 'egress_refused', host: d.host, method, path: target.path, rule: ruleText, reason: why }));
+    return say(res, 403, refusalLine(d.host, method, target.path, rule, why), true);
+  }
+  const refuseSecret = (hit: SecretHit, where: 'url' | 'header' | 'body') => {
+    x.refusals.note(d.host, `secret ${hit.secret} in the ${where}`, () => x.emit({ event: 'secret_refused', host: d.host, secret: hit.secret, where, form: hit.form }));
+    say(res, 403, `runner gateway: a request to ${d.host} carried the value of the secret ${hit.secret} (${hit.form}, in its ${where}): refused; a secret the run holds never leaves in a request\n`, true);
+  };
+  const inUrl = x.scanner.findIn(d.rawTarget) ?? x.scanner.findIn(path);
+  if (inUrl) return refuseSecret(inUrl, 'url');
+  const { headers, stepHeaders } = outgoingHeaders(req.headers, rule?.credential, d.hostHeader);
+  const inHeader = x.scanner.findIn(stepHeaders.map(([k, v]) => `${k}: ${v}`).join('\n'));
+  if (inHeader) return refuseSecret(inHeader, 'header');
+
+  const max = x.inspect.maxBodyBytes;
+  const declared = declaredLength(req);
+  const streams = rule?.stream === true;
+  const tooLarge = (size: string) =>
+    say(res, 413, `runner gateway: a request body of ${size} to ${d.host} is more than the ${(max / MIB).toFixed(max % MIB ? 1 : 0)} MiB the gateway reads whole to check for secrets: refused; to send larger bodies there, checked as they stream, set stream: true on its egress entry\n`, true);
+  if (declared !== undefined && declared > max && !streams) return tooLarge(`${declared} bytes`);
+
+  // what this request may hold: reserved whole before a byte is read, so requests waiting for room hold nothing
+  const reserve = Math.min(declared ?? max, max);
+  let state: 'waiting' | 'held' | 'done' = 'waiting';
+  const release = () => {
+    if (state === 'held') x.budget.give(reserve);
+    state = 'done';
+  };
+  res.on('close', release);
+  void x.budget.take(reserve).then(() => {
+    if (state === 'done') return x.budget.give(reserve);
+    state = 'held';
+    if (res.destroyed || res.writableEnded) return release();
+    readAndSend();
+  });
+
+  function readAndSend(): void {
+    const window = x.scanner.stream();
+    let held: Buffer[] = [];
+    let size = 0;
+    let up: http.ClientRequest | undefined;
+    let answered = false;
+    let failed = false;
+    const fail = (then: () => void) => {
+      failed = true;
+      req.removeListener('data', onData);
+      req.removeListener('end', onEnd);
+      up?.destroy();
+      held = [];
+      then();
+      req.resume();
+    };
+    const start = (length: number | undefined): http.ClientRequest => {
+      const h = { ...headers };
+      delete h['content-length'];
+      if (length !== undefined) h['content-length'] = length;
+      const u = open({ method, path, headers: h }, (answer) => {
+        answered = true;
+        if (res.destroyed) return void answer.destroy();
+        res.writeHead(answer.statusCode ?? 502, answerHeaders(answer.headers));
+        answer.pipe(res as http.ServerResponse);
+        answer.on('error', () => res.destroy());
+      });
+      u.on('error', (err: NodeJS.ErrnoException) => {
+        if (failed) return;
+        failed = true;
+        say(res, err.code === 'EFORBIDDEN' ? 403 : 502, upstreamProblem(d.host, err), true);
+      });
+      u.on('finish', release);
+      res.on('close', () => {
+        if (!answered || !res.writableFinished) u.destroy();
+      });
+      return u;
+    };
+    const onData = (chunk: Buffer) => {
+      if (failed) return;
+      size += chunk.length;
+      const hit = window.push(chunk);
+      if (hit) return fail(() => refuseSecret(hit, 'body'));
+      if (!up) {
+        if (size <= max) return void held.push(chunk);
+        if (!streams) return fail(() => tooLarge(`more than ${size} bytes`));
+        // past the size held whole: on to the host as it comes, checked in the window
+        up = start(declared);
+        for (const b of held) up.write(b);
+        held = [];
+      }
+      if (!up.write(chunk)) {
+        req.pause();
+        up.once('drain', () => req.resume());
+      }
+    };
+    const onEnd = () => {
+      if (failed) return;
+      if (up) return void up.end();
+      const body = Buffer.concat(held);
+      held = [];
+      const hit = x.scanner.findIn(body);
+      if (hit) return fail(() => refuseSecret(hit, 'body'));
+      const u = start(body.length > 0 || req.headers['content-length'] !== undefined ? body.length : undefined);
+      u.end(body);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+  }
+}
+
+/** The line a step reads when its request could not reach the host: a certificate that did not verify says which and how to trust it. */
+export function upstreamProblem(host: string, err: NodeJS.ErrnoException): string {
+  const code = err.code ?? '';
+  if (/CERT|SELF_SIGNED|UNABLE_TO|ERR_TLS_CERT_ALTNAME|HOSTNAME/.test(code) || /certificate/i.test(err.message)) {
+    return `runner gateway: the certificate of ${host} did not verify (${err.message}): the gateway trusts Node's roots and the runner's --ca-file only, and sends nothing to a host it cannot verify\n`;
+  }
+  if (code === 'EFORBIDDEN') return `runner gateway: ${err.message}\n`;
+  return `runner gateway: ${host} did not answer (${err.message})\n`;
+}
