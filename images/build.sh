@@ -3,7 +3,7 @@
 # without any registry: runner/toolchain (git, Node 20 with npm, Python 3, make,
 # C/C++, ripgrep, curl) and one image per supported agent CLI, installed from
 # the npm registry at the pinned versions below: Claude Code, Codex, opencode;
-# and runner/gateway, a step's gateway (the runner's dist/src/gateway on Node 20).
+# and runner/gateway, a step's gateway (the runner's dist/src/gateway, bundled into one file, on Node 20).
 #
 #   images/build.sh            build what is missing or out of date
 #   FORCE=1 images/build.sh    rebuild all
@@ -35,10 +35,10 @@ build() {
   # The CA certificates this machine trusts (npm in the build reaches the registry through them).
   cp "${NODE_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}" "$ctx/build-ca.crt" 2>/dev/null || : >"$ctx/build-ca.crt"
   if [[ "$1" == gateway ]]; then
-    # The gateway's own code (dist/src/gateway, Node's modules only) and this machine's Node 20.
+    # The gateway's own code, bundled with its libraries into one file (scripts/bundle-gateway.mjs), and this machine's Node 20.
     cp "$(readlink -f "$(command -v node)")" "$ctx/node"
     mkdir -p "$ctx/gateway"
-    cp "$ROOT"/dist/src/gateway/*.js "$ctx/gateway/"
+    cp "$ROOT/dist/src/gateway/gateway-bundle.js" "$ctx/gateway/main.js"
     echo '{"type":"module"}' >"$ctx/gateway/package.json"
     # the swarm transfer helper's source, built into a static program in the image (images/gateway/transfer)
     cp "$ROOT/dist/src/gateway/runner-transfer.c" "$ctx/"
@@ -75,8 +75,9 @@ build() {
 
 build toolchain toolchain
 # The gateway's version is its code's hash: the runner checks it before a step uses the image (src/gateway/host/image.ts).
-# The transfer helper's source is part of it (the build copies it beside the code).
-[[ -f "$ROOT/dist/src/gateway/runner-transfer.c" ]] || { echo "images: dist/src/gateway is missing or old: run make build first" >&2; exit 1; }
+# The transfer helper's source is part of it (the build copies it beside the code), and so is the bundle the image
+# runs (beside the code too): a library's new version changes the version as our code does.
+[[ -f "$ROOT/dist/src/gateway/runner-transfer.c" && -f "$ROOT/dist/src/gateway/gateway-bundle.js" ]] || { echo "images: dist/src/gateway is missing or old: run make build first" >&2; exit 1; }
 build gateway gateway "$(cd "$ROOT/dist/src/gateway" && LC_ALL=C ls *.js runner-transfer.c | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)"
 build claude-code claude-code "$CLAUDE_CODE_VERSION"
 build codex codex "$CODEX_VERSION"
