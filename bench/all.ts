@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { met, resultsIn, type BenchResult } from './report.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const BENCHES = ['overhead', 'workspace', 'concurrency', 'logs', 'agent-start', 'gateway-latency', 'runs-ls', 'swarm', 'cache', 'gvisor'];
+const BENCHES = ['overhead', 'workspace', 'concurrency', 'logs', 'agent-start', 'gateway-latency', 'inspection', 'runs-ls', 'swarm', 'cache', 'gvisor'];
 const chosen = process.argv.length > 2 ? process.argv.slice(2) : BENCHES;
 
 function runBench(name: string): Promise<{ output: string; code: number | null }> {
