@@ -43,9 +43,10 @@ export function checkCredentialRules(p: PipelineFile): RuleIssue[] {
         });
       }
     });
-    if (level.network !== undefined) {
+    // defaults' network: is for plain steps, its credentials: and inspect: for the steps that have a gateway: both may be there
+    if (level.network !== undefined && at[0] !== 'defaults') {
       for (const key of ['credentials', 'inspect'] as const) {
-        if (level[key] !== undefined && !(key === 'credentials' && level.credentials!.length === 0)) {
+        if (key === 'credentials' ? (level.credentials?.length ?? 0) > 0 : level.inspect === 'all') {
           issues.push({
             path: [...at, key],
             atKey: true,
@@ -72,8 +73,8 @@ export function checkCredentialRules(p: PipelineFile): RuleIssue[] {
     const where = named.at === levels.at.step ? '' : ` (from ${formatPath(named.at)}.credentials)`;
     const way = stepWay(levels);
     if (way && 'network' in way.way) {
-      // said once where both are on one level (above)
-      if (way.at !== named.at) {
+      // said once where both are on one level (above); credentials from defaults are for the steps that have a gateway
+      if (way.at !== named.at && named.at !== levels.at.defaults) {
         issues.push({
           path: [...named.at, 'credentials'],
           atKey: true,

@@ -164,3 +164,26 @@ test('templates: ${NAME} parts, a lone $ kept, values filled in', () => {
   assert.throws(() => fillTemplate('${A}', {}), /secret A has no value/);
   assert.ok(!Array.isArray(parseSecretTemplate('${A')));
 });
+
+test("defaults' credentials: and inspect: are for the steps that have a gateway: beside defaults' network:, and on a plain step with a network, they are not refused", () => {
+  const text = `version: 1
+name: x
+secrets: [T, ANTHROPIC_API_KEY]
+credentials:
+  c: { hosts: [api.example.com], header: { X-Token: "\${T}" } }
+defaults:
+  image: runner/base:latest
+  network: none
+  inspect: all
+  credentials: [c]
+agents:
+  a: { use: claude-code, egress: [api.example.com] }
+steps:
+  - id: plain
+    run: "true"
+  - id: agent
+    agent: a
+    prompt: go
+`;
+  assert.deepEqual(problems(text), []);
+});
