@@ -140,12 +140,18 @@ export function handleInspected(x: InspectContext, req: Req, res: Res, d: Destin
     state = 'done';
   };
   res.on('close', release);
-  void x.budget.take(reserve).then(() => {
-    if (state === 'done') return x.budget.give(reserve);
-    state = 'held';
-    if (res.destroyed || res.writableEnded) return release();
-    readAndSend();
-  });
+  x.budget.take(reserve).then(
+    () => {
+      if (state === 'done') return x.budget.give(reserve);
+      state = 'held';
+      if (res.destroyed || res.writableEnded) return release();
+      readAndSend();
+    },
+    (err: Error) => {
+      state = 'done';
+      say(res, 503, `runner gateway: ${err.message}\n`, true);
+    },
+  );
 
   function readAndSend(): void {
     const window = x.scanner.stream();
