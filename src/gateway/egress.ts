@@ -26,8 +26,7 @@ export class Refusals {
 
   constructor(private readonly onFirst: (host: string, reason: string) => void) {}
 
-  /** `say`: how a first refusal is said, when not by onFirst (a rule's or a secret's, as their own events) */
-  note(host: string, reason: string, say?: () => void): void {
+  note(host: string, reason: string): void {
     const h = host.slice(0, 255);
     const n = this.hosts.get(h);
     if (n !== undefined) this.hosts.set(h, n + 1);
@@ -36,8 +35,7 @@ export class Refusals {
     const key = `${h}\n${reason}`;
     if (this.said.size < MAX_HOSTS * 2 && !this.said.has(key)) {
       this.said.add(key);
-      if (say) say();
-      else this.onFirst(h, reason);
+      this.onFirst(h, reason);
     }
   }
 }

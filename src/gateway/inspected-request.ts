@@ -22,6 +22,17 @@ export interface InspectContext {
   budget: ByteBudget;
   refusals: Refusals;
   emit: (e: GatewayEvent) => void;
+  /** rule and secret refusals told so far (each is an event the runner counts; past MAX_TOLD, not told) */
+  told: { count: number };
+}
+
+/** Rule and secret refusals a gateway tells, one event each; past them it says so once and stops telling. */
+export const MAX_TOLD = 10_000;
+
+function tell(x: InspectContext, e: GatewayEvent): void {
+  x.told.count++;
+  if (x.told.count <= MAX_TOLD) x.emit(e);
+  else if (x.told.count === MAX_TOLD + 1) x.emit({ event: 'error', message: `more than ${MAX_TOLD} requests refused by rules or for secrets: the rest are refused without an event` });
 }
 
 /** Where a request goes: its host and port as checked, and the target the step wrote (origin form). */
@@ -112,11 +123,11 @@ export function handleInspected(x: InspectContext, req: Req, res: Res, d: Destin
   const why = rule && ruleProblem(rule, method, target.path);
   if (rule && why) {
     const ruleText = rule.rule ?? rule.host;
-    x.refusals.note(d.host, `rule ${ruleText}: ${why}`, () => x.emit({ event: 'egress_refused', host: d.host, method, path: target.path, rule: ruleText, reason: why }));
+    tell(x, { event: 'egress_refused', host: d.host, method, path: target.path.slice(0, 500), rule: ruleText, reason: why });
     return say(res, 403, refusalLine(d.host, method, target.path, rule, why), true);
   }
   const refuseSecret = (hit: SecretHit, where: 'url' | 'header' | 'body') => {
-    x.refusals.note(d.host, `secret ${hit.secret} in the ${where}`, () => x.emit({ event: 'secret_refused', host: d.host, secret: hit.secret, where, form: hit.form }));
+    tell(x, { event: 'secret_refused', host: d.host, secret: hit.secret, where, form: hit.form });
     say(res, 403, `runner gateway: a request to ${d.host} carried the value of the secret ${hit.secret} (${hit.form}, in its ${where}): refused; a secret the run holds never leaves in a request\n`, true);
   };
   const inUrl = x.scanner.findIn(d.rawTarget) ?? x.scanner.findIn(path);

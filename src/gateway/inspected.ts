@@ -34,7 +34,7 @@ export class Inspector {
     emit: (e: GatewayEvent) => void,
     budget = new ByteBudget(HELD_BYTES),
   ) {
-    this.context = { inspect, scanner: new SecretScanner(inspect.secrets), budget, refusals: egress.refusals, emit };
+    this.context = { inspect, scanner: new SecretScanner(inspect.secrets), budget, refusals: egress.refusals, emit, told: { count: 0 } };
     this.upstreams = new Upstreams(egress, roots);
   }
 
