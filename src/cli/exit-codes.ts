@@ -17,6 +17,8 @@ const BAD_INPUT_CODES = new Set([
   'not_a_repository',
   'base_missing',
   'secret_missing',
+  // a credential's secret whose value a header cannot carry (a line break)
+  'secret_invalid',
   'unsafe_name',
   'project_symlink',
   'user_mismatch',

@@ -97,6 +97,9 @@ async function runsShow(args: string[]): Promise<number> {
       ...(s.usage ? [`  ${''.padEnd(16)} ${describeUsage(s.usage)}`] : []),
       // behind a gateway: the hosts it was refused
       ...(s.egress?.refused.length ? [`  ${''.padEnd(16)} egress refused: ${describeRefused(s.egress)}`] : []),
+      // an inspecting gateway: requests its rules refused, and requests stopped for carrying a secret (by name)
+      ...(s.egress?.rules?.length ? [`  ${''.padEnd(16)} rules refused: ${describeCounts(s.egress.rules.map((r) => ({ name: r.rule, count: r.count })))}`] : []),
+      ...(s.egress?.secrets?.length ? [`  ${''.padEnd(16)} secrets stopped: ${describeCounts(s.egress.secrets.map((r) => ({ name: r.secret, count: r.count })))}`] : []),
       ...flowNotes(s, together[i]!).map((n) => `  ${''.padEnd(16)} ${n}`),
     ]),
     ...flowLines(r),
@@ -210,6 +213,13 @@ export function describeRefused(e: NonNullable<StepResult['egress']>): string {
   const hidden = e.refused.length - shown.length;
   const others = e.others ? `, and ${e.others} more refusal(s) of other hosts` : '';
   return `${shown.join(', ')}${hidden > 0 ? `, and ${hidden} more host(s) (runner logs --step)` : ''}${others}`;
+}
+
+/** `{ host: api.github.com, methods: [GET] } ×2, …`: rules or secrets that refused a step's requests, most first. */
+export function describeCounts(counts: ReadonlyArray<{ name: string; count: number }>): string {
+  const shown = counts.slice(0, 8).map((r) => `${r.name} ×${r.count}`);
+  const hidden = counts.length - shown.length;
+  return `${shown.join(', ')}${hidden > 0 ? `, and ${hidden} more (runner logs --step)` : ''}`;
 }
 
 /** An agent step's final message, its first lines (the rest counted): what `runs show` says it said. */

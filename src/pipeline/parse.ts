@@ -111,8 +111,11 @@ function flowHint(key: string): string {
 }
 
 function knownKeysAt(path: DocPath): readonly string[] {
-  const [a, , c, d] = path;
+  const [a, b, c, d] = path;
   if (path.length === 0) return KNOWN_KEYS.root;
+  if (a === 'credentials') return c === 'basic' ? KNOWN_KEYS.basic : KNOWN_KEYS.credential;
+  // an egress entry with rules: defaults.egress[i], agents.X.egress[i], steps[i].egress[j]
+  if ((a === 'defaults' && b === 'egress') || ((a === 'agents' || a === 'steps') && c === 'egress')) return KNOWN_KEYS.egressRule;
   if (a === 'project') return KNOWN_KEYS.project;
   if (a === 'hooks') return KNOWN_KEYS.hooks;
   if (a === 'delivery') return KNOWN_KEYS.delivery;

@@ -7,6 +7,7 @@ import { PRESETS } from '../agents/presets.js';
 import { checkFlow } from '../flow/check.js';
 import { flowShape, type FlowShape } from '../flow/graph.js';
 import { cronProblem } from '../schedule/cron.js';
+import { checkCredentialRules } from './credential-rules.js';
 import type { DocPath } from './positions.js';
 import type { PipelineFile, StepFile } from './schema.js';
 import { describeExpression, findExpressions, isWholeExpression } from './template.js';
@@ -26,6 +27,7 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
   const credentialsAsked = new Set<string>();
   const shape = flowShape(p.steps);
   issues.push(...checkFlow(p));
+  issues.push(...checkCredentialRules(p));
 
   for (const [name, value] of Object.entries(p.env ?? {})) {
     if (findExpressions(value).length > 0) {

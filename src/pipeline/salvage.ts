@@ -18,6 +18,7 @@ interface Def {
   keyType?: z.ZodType;
   valueType?: z.ZodType;
   shape?: Record<string, z.ZodType>;
+  options?: z.ZodType[];
 }
 
 const defOf = (s: z.ZodType): Def => (s as unknown as { _zod: { def: Def } })._zod.def;
@@ -40,6 +41,13 @@ export function salvageValue(schema: z.ZodType, raw: unknown): unknown {
     return out;
   }
   if (def.type === 'object' && def.shape && isObject(raw)) return salvageFields(def.shape, raw);
+  // a union (an egress entry: a host, or { host, methods, paths }): what the first option that keeps something keeps
+  if (def.type === 'union' && def.options) {
+    for (const option of def.options) {
+      const kept = salvageValue(option, raw);
+      if (kept !== undefined) return kept;
+    }
+  }
   return undefined;
 }
 

@@ -6,8 +6,8 @@
 import { z } from 'zod';
 import { PRESET_NAMES } from '../agents/presets.js';
 import { parseDuration, parseSize } from '../common/durations.js';
-import { hostPatternProblem } from '../gateway/hosts.js';
 import { cacheSetting } from './cache-setting.js';
+import { BASIC_KEYS, CREDENTIAL_KEYS, credentialSchema, EGRESS_RULE_KEYS, egressEntrySchema, inspectSchema } from './credentials.js';
 
 export const NAME_RE = /^[A-Za-z0-9._-]+$/;
 export const STEP_ID_RE = /^[a-z0-9_-]+$/;
@@ -54,11 +54,6 @@ const user = z
   .string()
   .regex(/^(auto|\d+(:\d+)?)$/, 'expected auto, or a numeric uid or uid:gid like 1000:1000');
 
-const hostPattern = z.string().superRefine((h, ctx) => {
-  const problem = hostPatternProblem(h);
-  if (problem) ctx.addIssue({ code: 'custom', message: problem });
-});
-
 /** What a step (an agent's), a run or a pipeline's day may spend on model calls, metered by the gateway. */
 export const budgetSchema = z
   .strictObject({
@@ -84,8 +79,15 @@ export const stepSettings = {
   image: z.string().min(1).optional(),
   resources: resources.optional(),
   network: network.optional(),
-  /** hosts the step may reach through its gateway (exact names, `*.` suffixes); an agent preset's model API is always allowed */
-  egress: z.array(hostPattern).optional(),
+  /**
+   * hosts the step may reach through its gateway (exact names, `*.` suffixes), each a name or `{ host, methods, paths,
+   * stream }` (rules the gateway judges each request by); an agent preset's model API is always allowed
+   */
+  egress: z.array(egressEntrySchema).optional(),
+  /** names of the file's credentials: the step's gateway adds them on their hosts, the step never sees them */
+  credentials: z.array(z.string().min(1, 'expected the name of one of the top-level credentials:')).optional(),
+  /** all: every allowed host is inspected (TLS ended at the gateway, secrets checked); rules (default): only hosts with a credential or a rule */
+  inspect: inspectSchema.optional(),
   timeout: duration.optional(),
   user: user.optional(),
   read_only: z.boolean().optional(),
@@ -201,6 +203,8 @@ export const pipelineSchema = z.strictObject({
   defaults: z.strictObject(stepSettings).optional(),
   env: envMap.optional(),
   secrets: z.array(envName).optional(),
+  /** name → a header or HTTP basic made of secrets, which a step's gateway adds on the named hosts: the step never holds it */
+  credentials: z.record(z.string().regex(NAME_RE, 'expected a credential name of letters, digits, ".", "_" and "-"'), credentialSchema).optional(),
   inputs: z.record(z.string().regex(ENV_NAME_RE, 'expected an input name of letters, digits and "_", like topic'), inputSchema).optional(),
   agents: z.record(z.string().regex(NAME_RE, 'expected an agent name of letters, digits, ".", "_" and "-"'), agentSchema).optional(),
   steps: z.array(stepSchema).min(1, 'a pipeline needs at least one step'),
@@ -226,6 +230,7 @@ export type PipelineFile = z.output<typeof pipelineSchema>;
 export type StepFile = z.output<typeof stepSchema>;
 export type AgentFile = z.output<typeof agentSchema>;
 export type BudgetFile = z.output<typeof budgetSchema>;
+export type { CredentialFile, EgressEntry, EgressRule } from './credentials.js';
 
 /** Every key the schema knows at each level, for "did you mean" hints. */
 export const KNOWN_KEYS = {
@@ -242,4 +247,7 @@ export const KNOWN_KEYS = {
   delivery: ['paths'],
   hooks: Object.keys(hooksSchema.shape),
   defaults: Object.keys(stepSettings),
+  credential: CREDENTIAL_KEYS,
+  basic: BASIC_KEYS,
+  egressRule: EGRESS_RULE_KEYS,
 };

@@ -8,7 +8,9 @@ import type { AgentPreset, AgentSettings, ModelApi } from '../agents/preset.js';
 import { AGENT_RESULT_FILE } from '../agents/preset.js';
 import { PRESETS } from '../agents/presets.js';
 import { GATEWAY_HOST, GATEWAY_PORT } from '../gateway/config.js';
-import type { AgentFile, BudgetFile, Isolation, PipelineFile } from '../pipeline/schema.js';
+import { credentialSecrets, describeEntry, entryHost, type EgressEntry } from '../pipeline/credentials.js';
+import type { AgentFile, BudgetFile, CredentialFile, Isolation, PipelineFile } from '../pipeline/schema.js';
+import { nearest, wayOf, type Levels } from '../pipeline/step-way.js';
 import { CONTAINER_PATHS } from './render.js';
 import { planCaches, type CachePlan } from './cache-plan.js';
 
@@ -30,9 +32,35 @@ export const PROXY_ENV: Readonly<Record<string, string>> = {
 
 /** A step's gateway: where it may go, the model API it stands in for, what the step may spend. */
 export interface GatewayPlan {
+  /** the hosts it allows (with their ports), as the gateway's allow list */
   egress: string[];
   model?: { kind: ModelApi['kind']; upstream: string; credential?: string };
   budget?: BudgetFile;
+  /** egress entries written as objects: method and path rules (and stream:), the entry in the file's words as `rule` */
+  rules?: EgressRulePlan[];
+  /** the credentials it adds, as the file wrote them: `${SECRET}` templates, never a value (filled in as the gateway starts) */
+  credentials?: CredentialPlan[];
+  /** inspect: all: every allowed host inspected */
+  inspectAll?: boolean;
+}
+
+export interface EgressRulePlan {
+  /** the host as written, with its port if any */
+  host: string;
+  methods?: string[];
+  paths?: string[];
+  stream?: boolean;
+  rule: string;
+}
+
+export interface CredentialPlan {
+  name: string;
+  hosts: string[];
+  /** header name → a template of secret names; or basic, made into an Authorization header */
+  header?: Record<string, string>;
+  basic?: { username: string; password: string };
+  /** the secrets its templates name */
+  secrets: string[];
 }
 
 export const BUILTIN_DEFAULTS = {
@@ -104,8 +132,15 @@ export function planSteps(p: PipelineFile, opts: PlanOptions = {}): StepPlan[] {
     const way = wayOf(s) ?? wayOf(a) ?? (preset && fallback && 'network' in fallback ? undefined : fallback);
     const api = preset && !('network' in (way ?? {})) ? preset.api(settings) : undefined;
     // The nearest of step, agent and defaults that says network: or egress: decides; an agent preset goes through a gateway unless told otherwise.
-    const egress = way && 'egress' in way ? way.egress : api ? [] : undefined;
-    const gated = egress !== undefined && (egress.length > 0 || api !== undefined);
+    const entries: EgressEntry[] | undefined = way && 'egress' in way ? way.egress : api ? [] : undefined;
+    const egress = entries?.map(entryHost);
+    // credentials: and inspect: likewise, each on its own (validate refuses credentials a step's way cannot reach)
+    const levels: Levels = { defaults: d, agent: a, step: s, preset: preset !== undefined, at: { defaults: ['defaults'], agent: ['agent'], step: ['step'] } };
+    const credentials = way && 'network' in way ? [] : (nearest(levels, 'credentials')?.value ?? []).flatMap((n) => (p.credentials?.[n] ? [credentialPlan(n, p.credentials[n])] : []));
+    const rules = (entries ?? []).flatMap((e) => (typeof e === 'string' ? [] : [{ ...e, rule: describeEntry(e) }]));
+    const inspectAll = nearest(levels, 'inspect')?.value === 'all';
+    // a step whose gateway holds credentials or rules has one, whatever else it says
+    const gated = egress !== undefined && (egress.length > 0 || api !== undefined || credentials.length > 0);
     // Behind a gateway, the CLI calls the gateway, which knows the real endpoint.
     const cliSettings = gated && api ? { ...settings, baseUrl: GATEWAY_URL } : settings;
     const ownCommand = s.run !== undefined || s.command !== undefined;
@@ -146,6 +181,9 @@ export function planSteps(p: PipelineFile, opts: PlanOptions = {}): StepPlan[] {
         egress: egress!,
         ...(api ? { model: { kind: api.kind, upstream: api.upstream, ...(credential ? { credential } : {}) } } : {}),
         ...(a.budget ? { budget: a.budget } : {}),
+        ...(rules.length ? { rules } : {}),
+        ...(credentials.length ? { credentials } : {}),
+        ...(inspectAll ? { inspectAll } : {}),
       };
     }
     if (s.agent !== undefined) plan.agent = s.agent;
@@ -168,14 +206,16 @@ export function presetCredentials(preset: AgentPreset | undefined, p: Pick<Pipel
 
 /** Every secret some step (or its gateway) receives, for checking they exist before anything starts. */
 export function secretsNeeded(plans: readonly StepPlan[]): string[] {
-  return [...new Set(plans.flatMap((p) => [...p.secrets, ...(p.gateway?.model?.credential ? [p.gateway.model.credential] : [])]))].sort();
+  return [
+    ...new Set(
+      plans.flatMap((p) => [...p.secrets, ...(p.gateway?.model?.credential ? [p.gateway.model.credential] : []), ...(p.gateway?.credentials ?? []).flatMap((c) => c.secrets)]),
+    ),
+  ].sort();
 }
 
-/** Which level said how a step reaches out: `network:` or `egress:` (validate refuses both at one level). */
-function wayOf(level: { network?: string | undefined; egress?: string[] | undefined }): { network: string } | { egress: string[] } | undefined {
-  if (level.network !== undefined) return { network: level.network };
-  if (level.egress !== undefined) return { egress: level.egress };
-  return undefined;
+/** A credential as the file wrote it, its templates unfilled: a plan holds no secret's value. */
+function credentialPlan(name: string, c: CredentialFile): CredentialPlan {
+  return { name, hosts: c.hosts, ...(c.header ? { header: c.header } : {}), ...(c.basic ? { basic: c.basic } : {}), secrets: credentialSecrets(c) };
 }
 
 /** Who a step runs as when the project belongs to root: a step never runs as root unless the file says `user: "0:0"`. */

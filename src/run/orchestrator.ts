@@ -16,6 +16,7 @@ import { pushLaterHint } from '../git/push.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
 import { resolveInputs } from '../pipeline/inputs.js';
 import { planSteps, secretsNeeded } from '../plan/step-plan.js';
+import { credentialValueProblems } from '../plan/gateway-inspection.js';
 import { flowPlan, inputListProblem } from '../flow/flow-plan.js';
 import { RunnerHome } from '../workspace/home.js';
 import { openWorkspace, prepareWorkspace, type TaskFlags } from '../workspace/open.js';
@@ -92,6 +93,9 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     environment: settings.secretsFromEnvironment !== false,
     ...(settings.secretsFile ? { file: settings.secretsFile } : {}),
   });
+  // a credential's value a header cannot carry: said by the secret's name before anything starts
+  const credentialProblems = [...new Set(plans.flatMap((p) => credentialValueProblems(p.gateway, secrets)))];
+  if (credentialProblems.length) throw new RunnerError('secret_invalid', credentialProblems.join('; '));
   const masker = new Masker(Object.values(secrets));
   const prepared = await maskErrors(masker, async () => {
     const userSettings = plans.map((s) => s.user);

@@ -17,6 +17,7 @@ import { startGateway } from '../gateway/host/step-gateway.js';
 import { DEFAULT_PRICES, type Price } from '../gateway/prices.js';
 import type { StepPlan } from '../plan/step-plan.js';
 import { mirrorAllow, type CompanyNetwork } from '../plan/company-network.js';
+import { inspectionFor } from '../plan/gateway-inspection.js';
 import type { UpstreamProxy } from '../gateway/upstream-proxy.js';
 
 /** What a run's steps spend against, and where their gateways reach out. */
@@ -50,6 +51,10 @@ export interface StepWayReport {
   refusedOthers: number;
   /** requests refused for not being model calls */
   pathsRefused: number;
+  /** requests an egress rule refused, by rule */
+  rulesRefused?: Array<{ rule: string; count: number }>;
+  /** requests stopped for carrying a secret's value, by secret name */
+  secretsRefused?: Array<{ secret: string; count: number }>;
 }
 
 export interface StepWay {
@@ -61,6 +66,8 @@ export interface StepWay {
   relay?: RelayTarget;
   /** names the step finds without a name server: its gateway's */
   hosts?: Record<string, string>;
+  /** the gateway's CA certificate, once `up` resolved, when it inspects TLS: the step must trust it */
+  caPem?(): string | undefined;
   close(cliUsage: AgentUsage | undefined): Promise<StepWayReport | undefined>;
 }
 
@@ -99,6 +106,8 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
     upstream: g.model.upstream,
     ...(key ? { auth: authFor(g.model.credential!, key) } : {}),
   };
+  // the credentials' values and every secret of the run: in the gateway's stdin, nowhere else
+  const inspect = inspectionFor(g, o.secrets);
   const spend = s.spend;
   let calls = 0;
   const day = spend.daySpent();
@@ -119,6 +128,7 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
       ...(s.company?.ca ? { ca: s.company.ca.pem } : {}),
       ...(s.egressProxy ? { proxy: s.egressProxy } : {}),
       ...(relayTo ? { relay: { port: RELAY_PORT, to: relayTo } } : {}),
+      ...(inspect ? { inspect } : {}),
     },
     onEvent: (e) => {
       if (e.event === 'call' && !e.refused) {
@@ -139,6 +149,7 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
     up: gw.listening,
     hosts: { [GATEWAY_HOST]: gw.dns[0]! },
     ...(relayTo ? { relay: { host: gw.dns[0]!, port: RELAY_PORT } } : {}),
+    caPem: gw.caPem,
     close: async (cliUsage) => {
       unwatch();
       const r = await gw.close();
@@ -150,6 +161,8 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
         refused: [...r.refused].map(([host, count]) => ({ host: o.masker.mask(host), count })).sort((a, b) => b.count - a.count),
         refusedOthers: r.refusedOthers,
         pathsRefused: r.pathsRefused,
+        rulesRefused: [...r.rulesRefused].map(([rule, count]) => ({ rule: o.masker.mask(rule), count })).sort((a, b) => b.count - a.count),
+        secretsRefused: [...r.secretsRefused].map(([secret, count]) => ({ secret: o.masker.mask(secret), count })).sort((a, b) => b.count - a.count),
       };
     },
   };

@@ -40,8 +40,17 @@ export interface StepResult {
   isolation?: Isolation;
   /** the node it ran on (swarm) */
   node?: string;
-  /** behind a gateway: the hosts it refused the step, most refused first (`others`: refusals past the bound on hosts) */
-  egress?: { refused: Array<{ host: string; count: number }>; others?: number };
+  /**
+   * behind a gateway: the hosts it refused the step, most refused first (`others`: refusals past the bound on hosts);
+   * `rules`: requests an egress rule refused, by the rule as the file wrote it; `secrets`: requests stopped for
+   * carrying a secret's value, by the secret's name (never its value)
+   */
+  egress?: {
+    refused: Array<{ host: string; count: number }>;
+    others?: number;
+    rules?: Array<{ rule: string; count: number }>;
+    secrets?: Array<{ secret: string; count: number }>;
+  };
   // Flow (src/flow/): which run of the step this was, and how its work came back.
   /** visits and retries counted together: 1, 2, … (absent in records of older runners: 1) */
   attempt?: number;

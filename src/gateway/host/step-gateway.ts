@@ -35,6 +35,10 @@ export interface GatewayReport {
   refused: Map<string, number>;
   /** refusals of hosts past the gateway's bound on distinct hosts */
   refusedOthers: number;
+  /** requests to inspected hosts refused by their rules: the rule (in the file's words) → how many */
+  rulesRefused: Map<string, number>;
+  /** requests that carried a secret's value: the secret's name → how many (never a value) */
+  secretsRefused: Map<string, number>;
   /** the gateway ended before the step did (out of memory, a crash): what it metered is not all */
   died?: string;
   /** it never listened (died says why): the step had no way out at all */
@@ -53,6 +57,14 @@ export function addCall(t: CallTotals, e: CallEvent): void {
   if (e.model) t.model = e.model;
 }
 
+/** Distinct keys a refusal count keeps (rules and secrets come from the file, so there are few): the rest are not kept apart. */
+export const MAX_REFUSAL_KEYS = 64;
+
+function countIn(m: Map<string, number>, key: string): void {
+  const k = key.slice(0, 300);
+  if (m.has(k) || m.size < MAX_REFUSAL_KEYS) m.set(k, (m.get(k) ?? 0) + 1);
+}
+
 export interface OpenGateway {
   /** the step's network: its only one */
   network: string;
@@ -63,6 +75,8 @@ export interface OpenGateway {
    * listen within READY_MS. Not rejected by close().
    */
   listening: Promise<void>;
+  /** the certificate of the gateway's own CA, once it listens, when it inspects TLS (its ready event says it); its key stays in the gateway */
+  caPem(): string | undefined;
   close(): Promise<GatewayReport>;
 }
 
@@ -124,6 +138,8 @@ export async function startGateway(runtime: ContainerRuntime, o: GatewayOptions)
     pathsRefused: 0,
     refused: new Map(),
     refusedOthers: 0,
+    rulesRefused: new Map(),
+    secretsRefused: new Map(),
   };
   let summary = false;
   /** calls sent and not yet settled: if the gateway dies with them open, they are charged their worst case here */
@@ -131,6 +147,7 @@ export async function startGateway(runtime: ContainerRuntime, o: GatewayOptions)
   let stopping = false;
   let stderr = '';
   let readyAddress: ((a: string) => void) | undefined;
+  let caPem: string | undefined;
   const ready = new Promise<string>((resolve) => (readyAddress = resolve));
   const lines = new LineSplitter((line) => {
     let e: GatewayEvent;
@@ -139,7 +156,11 @@ export async function startGateway(runtime: ContainerRuntime, o: GatewayOptions)
     } catch {
       return;
     }
-    if (e.event === 'ready') readyAddress!(e.address);
+    if (e.event === 'ready') {
+      // the first ready only: a certificate is PEM text, and the step's trust is built from it
+      if (caPem === undefined && typeof e.caPem === 'string' && e.caPem.length <= 65_536 && e.caPem.includes('-----BEGIN CERTIFICATE-----') && !/PRIVATE KEY/.test(e.caPem)) caPem = e.caPem;
+      readyAddress!(e.address);
+    }
     else if (e.event === 'call_start') open.set(e.id, e);
     else if (e.event === 'call') {
       if (e.id !== undefined) open.delete(e.id);
@@ -147,6 +168,8 @@ export async function startGateway(runtime: ContainerRuntime, o: GatewayOptions)
       if (e.refused === 'budget') report.budgetRefused = Math.max(1, report.budgetRefused);
     }
     else if (e.event === 'refused') report.refused.set(e.host, Math.max(1, report.refused.get(e.host) ?? 0));
+    else if (e.event === 'egress_refused') countIn(report.rulesRefused, String(e.rule));
+    else if (e.event === 'secret_refused') countIn(report.secretsRefused, String(e.secret));
     else if (e.event === 'refusals') {
       summary = true;
       for (const [h, n] of Object.entries(e.hosts)) report.refused.set(h, n);
@@ -272,7 +295,7 @@ export async function startGateway(runtime: ContainerRuntime, o: GatewayOptions)
     }
     // an engine that does not say the address: the one the gateway says, once it listens
     const address = given ?? (await listening);
-    return { network, dns: [address], listening: listening.then(() => undefined), close };
+    return { network, dns: [address], listening: listening.then(() => undefined), caPem: () => caPem, close };
   } catch (err) {
     await close();
     throw err;

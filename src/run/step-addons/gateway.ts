@@ -7,12 +7,18 @@
  * came up, stops the step; at its end it reports the metered usage, the hosts
  * it refused, and a budget spent.
  */
+import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { writeFileAtomic } from '../../common/atomic-write.js';
 import { errorMessage } from '../../common/errors.js';
 import type { GatewayPlace } from '../../container/runtime.js';
 import type { GatewayEvent } from '../../gateway/config.js';
-import { openStepWay, type StepWayReport } from '../step-network.js';
+import { SYSTEM_BUNDLE_PATH } from '../../plan/company-network.js';
+import { inspectsTls } from '../../plan/gateway-inspection.js';
+import { trustBundle, trustPart } from '../../plan/gateway-trust.js';
+import { openStepWay, type StepWay, type StepWayReport } from '../step-network.js';
 import type { RunStore } from '../store.js';
-import { StepRefused, type AddonReport, type StepAddon } from './addon.js';
+import { StepRefused, type AddonPart, type AddonReport, type AddonStep, type StepAddon } from './addon.js';
 
 export function gatewayAddon(place: GatewayPlace): StepAddon {
   return {
@@ -23,6 +29,8 @@ export function gatewayAddon(place: GatewayPlace): StepAddon {
       let overBudget = false;
       // the way did not come up after the step's container started: the step stops, its gateway's failure said
       let lost = false;
+      // rules and secrets a refusal was said for: said once each, the rest counted (the step's record, its log at the end)
+      const said = new Set<string>();
       let way;
       try {
         way = await openStepWay({
@@ -46,15 +54,27 @@ export function gatewayAddon(place: GatewayPlace): StepAddon {
             step.say(`runner gateway: ${why}: the step is stopped`);
             step.stop();
           },
-          onEvent: (e) => gatewayEvent(c.store, c.unit.name, e, step.say),
+          onEvent: (e) => gatewayEvent(c.store, c.unit.name, e, step.say, said),
         });
       } catch (err) {
         throw new StepRefused('gateway_failed', errorMessage(err));
       }
+      // a gateway that inspects TLS: the step trusts its CA, which it says once it listens
+      let trust: { part: AddonPart; file: string } | undefined;
+      if (inspectsTls(c.plan.gateway)) {
+        try {
+          trust = await gatewayTrust(step, way);
+        } catch (err) {
+          await way.close(undefined).catch(() => undefined);
+          throw new StepRefused('gateway_failed', errorMessage(err));
+        }
+      }
       return {
+        ...(trust?.part ?? {}),
         way: { network: way.network, ...(way.dns ? { dns: way.dns } : {}), ...(way.hosts ? { hosts: way.hosts } : {}), ...(way.relay ? { relay: way.relay } : {}) },
         ...(way.up ? { holdUntil: way.up } : {}),
         close: async (end) => {
+          if (trust) await rm(trust.file, { force: true }).catch(() => undefined);
           const r = await way.close(end.usage).catch((e: unknown) => {
             c.deps.reporter.warn(`closing the step's gateway: ${errorMessage(e)}`);
             return undefined;
@@ -66,11 +86,42 @@ export function gatewayAddon(place: GatewayPlace): StepAddon {
   };
 }
 
+/** The machine's own roots, when it has them: what a step trusts besides the gateway's CA when the run has no company bundle. */
+export const RUNNER_SYSTEM_BUNDLE = SYSTEM_BUNDLE_PATH;
+
+/**
+ * The bundle the step trusts (the company's, else this machine's system bundle, and the gateway's CA), written in
+ * the runner home beside the company's copy (the engine sees the home where the runner does), for the step alone.
+ */
+async function gatewayTrust(step: AddonStep, way: StepWay): Promise<{ part: AddonPart; file: string }> {
+  const { c } = step;
+  await way.up;
+  const ca = way.caPem?.();
+  if (!ca) {
+    throw new Error(
+      "the step's gateway did not say its CA: it does not inspect TLS, so this step's credentials and egress rules cannot hold (rebuild the gateway image with make images)",
+    );
+  }
+  const company = c.spending.company?.ca?.pem;
+  const roots = company ?? (await readFile(RUNNER_SYSTEM_BUNDLE, 'utf8').catch(() => undefined));
+  if (!roots) step.say(`runner: this machine has no ${RUNNER_SYSTEM_BUNDLE}: the step trusts its gateway's CA alone, so TLS to hosts its gateway does not inspect fails verification (give a bundle with --ca-file)`);
+  const bundle = trustBundle(ca, roots);
+  const dir = path.join(c.home, 'network');
+  await mkdir(dir, { recursive: true });
+  const file = path.join(dir, `gateway-ca-${step.name}.pem`);
+  await writeFileAtomic(file, bundle);
+  // every step's user reads it, whoever it runs as
+  await chmod(file, 0o644);
+  return { part: trustPart(bundle, file), file };
+}
+
 /** What a step's way reported, for its record. Pure. */
 export function wayReport(r: StepWayReport | undefined, o: { overRun: boolean; exited: boolean }): AddonReport {
   const logLines = [
     ...(r?.refused ?? []).map((x) => `runner gateway: refused ${x.host} ${x.count} time${x.count === 1 ? '' : 's'} in all`),
     ...(r?.pathsRefused ? [`runner gateway: refused ${r.pathsRefused} request${r.pathsRefused === 1 ? '' : 's'} that were not model calls`] : []),
+    ...(r?.rulesRefused ?? []).map((x) => `runner gateway: the rule ${x.rule} refused ${x.count} request${x.count === 1 ? '' : 's'} in all`),
+    ...(r?.secretsRefused ?? []).map((x) => `runner gateway: stopped ${x.count} request${x.count === 1 ? '' : 's'} carrying secret ${x.secret} in all`),
   ];
   const budget = (r?.budgetExhausted && o.exited) || o.overRun;
   const problems = [
@@ -83,7 +134,16 @@ export function wayReport(r: StepWayReport | undefined, o: { overRun: boolean; e
     ...(budget ? { status: 'budget_exhausted' as const } : r?.died ? { status: 'failed' as const } : {}),
     // behind a gateway, what the model API reported is the step's usage, whatever the CLI printed
     ...(r?.usage ? { usage: r.usage } : {}),
-    ...(r?.refused.length ? { egress: { refused: r.refused, ...(r.refusedOthers ? { others: r.refusedOthers } : {}) } } : {}),
+    ...(r && (r.refused.length || r.rulesRefused?.length || r.secretsRefused?.length)
+      ? {
+          egress: {
+            refused: r.refused,
+            ...(r.refusedOthers ? { others: r.refusedOthers } : {}),
+            ...(r.rulesRefused?.length ? { rules: r.rulesRefused } : {}),
+            ...(r.secretsRefused?.length ? { secrets: r.secretsRefused } : {}),
+          },
+        }
+      : {}),
     ...(r?.error ? { error: r.error } : {}),
     ...(problems.length ? { problems } : {}),
     ...(logLines.length ? { logLines } : {}),
@@ -91,7 +151,8 @@ export function wayReport(r: StepWayReport | undefined, o: { overRun: boolean; e
 }
 
 /** What the step's gateway said as it happened: in the step's log, the run's events and calls.jsonl. */
-function gatewayEvent(store: RunStore, name: string, e: GatewayEvent, say: (line: string) => void): void {
+function gatewayEvent(store: RunStore, name: string, e: GatewayEvent, say: (line: string) => void, said: Set<string>): void {
+  const first = (key: string): boolean => (said.has(key) || said.size >= 256 ? false : (said.add(key), true));
   if (e.event === 'call') {
     store.recordCall({ step: name, ...e });
     if (e.worstCase) {
@@ -105,6 +166,15 @@ function gatewayEvent(store: RunStore, name: string, e: GatewayEvent, say: (line
   } else if (e.event === 'refused') {
     say(`runner gateway: refused ${e.host} (${e.reason})`);
     store.event('egress_refused', { step: name, host: e.host, reason: e.reason }, 'warn');
+  } else if (e.event === 'egress_refused') {
+    // a rule the file wrote: said the first time, with what was asked; every one is an event
+    const path = String(e.path).slice(0, 200);
+    if (first(`rule ${e.rule}`)) say(`runner gateway: refused ${e.method} ${e.host}${path} (${e.reason}; the rule is ${e.rule})`);
+    store.event('egress_refused', { step: name, host: e.host, method: e.method, path, rule: e.rule, reason: e.reason }, 'warn');
+  } else if (e.event === 'secret_refused') {
+    // the secret by its name, never its value
+    if (first(`secret ${e.secret}`)) say(`runner gateway: stopped a request to ${e.host} that carried secret ${e.secret} (${e.form}, in its ${e.where})`);
+    store.event('secret_refused', { step: name, host: e.host, secret: e.secret, where: e.where, form: e.form }, 'warn');
   } else if (e.event === 'error') {
     say(`runner gateway: ${e.message}`);
     store.event('gateway_error', { step: name, message: e.message }, 'warn');

@@ -30,3 +30,10 @@ test('mirrors without a bundle: their variables only; a bundle not yet copied fo
   assert.equal(part.mounts, undefined);
   assert.equal(part.files, undefined);
 });
+
+test("a step whose gateway inspects gets the company's variables here, and its bundle (with the gateway's CA) from the gateway add-on", () => {
+  const part = companyPart({ ca: { pem: 'PEM', certificates: 140, from: '/etc/ca.pem', hostPath: '/home/r/network/ca-1.pem' } }, { bundleElsewhere: true })!;
+  assert.equal(part.mounts, undefined);
+  assert.equal(part.files, undefined);
+  assert.equal(part.envDefaults?.SSL_CERT_FILE, '/run/runner/ca.pem');
+});

@@ -46,3 +46,16 @@ test("metered usage replaces the CLI's", () => {
   const usage = { model: 'm', inputTokens: 1, outputTokens: 2, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.1, turns: 1, sessionId: null, calls: 1 };
   assert.deepEqual(wayReport({ ...quiet, usage }, { overRun: false, exited: true }).usage, usage);
 });
+
+test('requests refused by a rule, and requests stopped for a secret: in the record by rule and secret name, a line each in the log', () => {
+  const r = wayReport(
+    { ...quiet, rulesRefused: [{ rule: '{ host: api.github.com, methods: [GET] }', count: 3 }], secretsRefused: [{ secret: 'DB_PASSWORD', count: 1 }] },
+    { overRun: false, exited: true },
+  );
+  assert.deepEqual(r.egress, { refused: [], rules: [{ rule: '{ host: api.github.com, methods: [GET] }', count: 3 }], secrets: [{ secret: 'DB_PASSWORD', count: 1 }] });
+  assert.deepEqual(r.logLines, [
+    'runner gateway: the rule { host: api.github.com, methods: [GET] } refused 3 requests in all',
+    'runner gateway: stopped 1 request carrying secret DB_PASSWORD in all',
+  ]);
+  assert.equal(r.status, undefined);
+});

@@ -85,6 +85,12 @@ export function stepRows(r, live) {
     if (s.egress && s.egress.refused.length) {
       notes.push(el('span', { class: 'note egress', title: 'hosts its gateway refused it' }, `egress refused: ${s.egress.refused.slice(0, 5).map((/** @type {{ host: string, count: number }} */ r) => `${r.host} ×${r.count}`).join(', ')}${s.egress.refused.length > 5 || s.egress.others ? ', …' : ''}`));
     }
+    if (s.egress && s.egress.rules && s.egress.rules.length) {
+      notes.push(el('span', { class: 'note egress', title: 'requests its egress rules refused, by rule' }, `rules refused: ${s.egress.rules.slice(0, 3).map((/** @type {{ rule: string, count: number }} */ r) => `${r.rule} ×${r.count}`).join(', ')}${s.egress.rules.length > 3 ? ', …' : ''}`));
+    }
+    if (s.egress && s.egress.secrets && s.egress.secrets.length) {
+      notes.push(el('span', { class: 'note egress', title: 'requests its gateway stopped for carrying a secret (named, never its value)' }, `secrets stopped: ${s.egress.secrets.slice(0, 5).map((/** @type {{ secret: string, count: number }} */ r) => `${r.secret} ×${r.count}`).join(', ')}${s.egress.secrets.length > 5 ? ', …' : ''}`));
+    }
     /** @type {HTMLElement | string} */
     let bar = '';
     if (here && known.length) {
