@@ -30,9 +30,9 @@ trap 'rm -rf "$out"' EXIT
 # spec on the terminal (or a file), and each file's time into $out/times-NAME; capped at $2 seconds
 spec() {
   local name=$1 cap=$2; shift 2
-  timeout -k 30 "$cap" node --test --test-force-exit --test-timeout=$((TEST_TIMEOUT_S * 1000)) \
+  TEST_TIMES_FILE="$out/times-$name" timeout -k 30 "$cap" node --test --test-force-exit --test-timeout=$((TEST_TIMEOUT_S * 1000)) \
     --test-reporter=spec --test-reporter-destination=stdout --test-reporter=./scripts/test-times.mjs \
-    --test-reporter-destination="$out/times-$name" "$@" </dev/null
+    --test-reporter-destination=/dev/null "$@" </dev/null
   local code=$?
   [ "$code" = 124 ] && echo "# the $name lane ran past its cap of $cap s and was ended: a test hung (the last tests above it are the suspects)"
   return "$code"

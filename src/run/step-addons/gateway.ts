@@ -14,6 +14,7 @@ import { errorMessage } from '../../common/errors.js';
 import type { GatewayPlace } from '../../container/runtime.js';
 import type { GatewayEvent } from '../../gateway/config.js';
 import { SYSTEM_BUNDLE_PATH } from '../../plan/company-network.js';
+import { MIN_SECRET_BYTES } from '../../gateway/secret-scan.js';
 import { inspectsTls } from '../../plan/gateway-inspection.js';
 import { trustBundle, trustPart } from '../../plan/gateway-trust.js';
 import { openStepWay, type StepWay, type StepWayReport } from '../step-network.js';
@@ -58,6 +59,10 @@ export function gatewayAddon(place: GatewayPlace): StepAddon {
         });
       } catch (err) {
         throw new StepRefused('gateway_failed', errorMessage(err));
+      }
+      const short = shortSecrets(c.secrets);
+      if (short.length) {
+        step.say(`runner gateway: ${short.join(', ')} ${short.length === 1 ? 'is' : 'are'} shorter than ${MIN_SECRET_BYTES} bytes: the gateway does not look for ${short.length === 1 ? 'it' : 'them'} in requests (too short to tell from ordinary traffic)`);
       }
       // a gateway that inspects TLS: the step trusts its CA, which it says once it listens
       let trust: { part: AddonPart; file: string } | undefined;
@@ -179,4 +184,12 @@ function gatewayEvent(store: RunStore, name: string, e: GatewayEvent, say: (line
     say(`runner gateway: ${e.message}`);
     store.event('gateway_error', { step: name, message: e.message }, 'warn');
   }
+}
+
+/** The run's secrets too short for the gateway's check (it names them at the step's start), by name. */
+export function shortSecrets(secrets: Readonly<Record<string, string>>): string[] {
+  return Object.entries(secrets)
+    .filter(([, v]) => v !== '' && Buffer.byteLength(v, 'utf8') < MIN_SECRET_BYTES)
+    .map(([name]) => name)
+    .sort();
 }

@@ -59,3 +59,9 @@ test('requests refused by a rule, and requests stopped for a secret: in the reco
   ]);
   assert.equal(r.status, undefined);
 });
+
+test('the secrets too short for the gateway to look for are named at the step\'s start, by name only', async () => {
+  const { shortSecrets } = await import('../../../src/run/step-addons/gateway.js');
+  assert.deepEqual(shortSecrets({ PIN: '1234', DB_PASSWORD: 'a long enough value', EMPTY: '', CODE: 'abcdefg' }), ['CODE', 'PIN']);
+  assert.deepEqual(shortSecrets({ TOKEN: 'ghp_0123456789' }), []);
+});
