@@ -77,8 +77,8 @@ steps:
       probe query GET '/acme/other.git/info/refs?p=/acme/app.git/x&m=${mark}'
 `);
   const r = await execPipeline(f, file, flags());
-  const log = r.json ? stepLog(f, r.json.runId, 'probe') : r.stderr;
-  assert.equal(r.code, 0, log);
+  const log = r.json ? stepLog(f, r.json.runId, 'probe') : r.stderr + r.stdout;
+  assert.equal(r.code, 0, `${log}\n${r.stderr}`);
   const s = said(log);
   // the allowed request passed the gateway and reached the server (which wants a credential this step has none of)
   assert.match(s.allowed!, /^401\|/, log);
@@ -139,8 +139,8 @@ steps:
       done
 `);
   const r = await execPipeline(f, file, flags(), { env: { DB_PASSWORD: password } });
-  const log = r.json ? stepLog(f, r.json.runId, 'leak') : r.stderr;
-  assert.equal(r.code, 0, log);
+  const log = r.json ? stepLog(f, r.json.runId, 'leak') : r.stderr + r.stdout;
+  assert.equal(r.code, 0, `${log}\n${r.stderr}`);
   const s = said(log);
   assert.match(s.control!, /^401\|/, `the host is reachable, without the secret: ${log}`);
   const attempts = ['plain', 'urlenc', 'b64', 'hex'].flatMap((form) => ['url', 'query', 'header', 'body'].map((where) => `${form}_${where}`));
@@ -189,8 +189,8 @@ steps:
 `);
   const token = server.token;
   const r = await execPipeline(f, file, flags(), { env: { GIT_TOKEN: token } });
-  const log = r.json ? stepLog(f, r.json.runId, 'pin') : r.stderr;
-  assert.equal(r.code, 0, log);
+  const log = r.json ? stepLog(f, r.json.runId, 'pin') : r.stderr + r.stdout;
+  assert.equal(r.code, 0, `${log}\n${r.stderr}`);
   const s = said(log);
   assert.match(s.curl!, /^000 exit 60$/, `curl refuses the gateway's certificate: ${log}`);
   assert.match(s.git!, /^exit [1-9]\d* [1-9]/, `git refuses it, for its certificate: ${log}`);

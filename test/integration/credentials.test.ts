@@ -203,8 +203,8 @@ steps:
       echo "credential_helpers=$(git config --get-all credential.helper | wc -l)"
 `);
   const { result: r, found } = await watchInspect(f, [gitServer.token], () => execPipeline(f, file, flags(), { env: { GIT_TOKEN: gitServer.token } }));
-  const log = r.json ? readFileSync(path.join(f.home, 'runs', r.json.runId, 'steps', 'push.log'), 'utf8') : r.stderr;
-  assert.equal(r.code, 0, log);
+  const log = r.json ? readFileSync(path.join(f.home, 'runs', r.json.runId, 'steps', 'push.log'), 'utf8') : r.stderr + r.stdout;
+  assert.equal(r.code, 0, `${log}\n${r.stderr}`);
   const head = /^head=([0-9a-f]{40})$/m.exec(log)?.[1];
   assert.ok(head, log);
   assert.equal(gitServer.branches()['from-the-step'], head, 'the server has the branch, at the commit the step was on');
