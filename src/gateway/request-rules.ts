@@ -11,7 +11,8 @@
  *   decoded (`%2e` is `.`, `%41` is `A`); every other percent-encoding is kept,
  *   its hex digits upper-cased; `%00`, a `%` without two hex digits and
  *   percent-encoded bytes that are not UTF-8 (the overlong `%C0%AE`, once read
- *   as `.`) are refused;
+ *   as `.`) are refused, and so is a dot, slash or backslash encoded twice
+ *   (`%252e`, `%252F`, which a server that decodes twice reads as `.` or `/`);
  * - dot segments are resolved (`..` above the root is refused); a dot segment
  *   with parameters (`..;x`, which Java servers read as `..`) or next to an
  *   encoded slash (`..%2F`) is refused; empty segments (`//`) are dropped;
@@ -35,6 +36,8 @@ export const MAX_TARGET_LENGTH = 16384;
 const UNRESERVED = /[A-Za-z0-9\-._~]/;
 const HEX = /^[0-9A-Fa-f]{2}$/;
 const ENCODED_SEPARATOR = /(%2F|%5C)/;
+/** a dot, slash or backslash encoded twice or more (`%252e`, `%25252F`): a server that decodes twice reads `.`, `/` or `\\` */
+const DOUBLE_ENCODED = /%25(?:25)*(?:2E|2F|5C)/i;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
@@ -81,6 +84,7 @@ export function normalizeTarget(raw: string): Target | { problem: string } {
       bytes.push(byte);
       i += 2;
     }
+    if (DOUBLE_ENCODED.test(out)) return { problem: `the path has a dot or separator encoded twice ("${seg}"), which a server that decodes twice reads as "." or "/"` };
     segments.push(out);
   }
   try {
@@ -118,9 +122,10 @@ export function normalizeTarget(raw: string): Target | { problem: string } {
   return { path, query };
 }
 
-/** The rule of the inspected host for `host` (exact names first, then the longest `*.` suffix), or undefined. host is lower-cased, no port. */
+/** The rule of the inspected host for `host` (exact names first, then the longest `*.` suffix), or undefined. host has no port; any case, a trailing dot or not. */
 export function ruleFor(hosts: readonly InspectedHost[], host: string): InspectedHost | undefined {
-  const name = host.toLowerCase();
+  // a trailing dot names the same host (the allowlist takes it): without this, `CONNECT api.github.com.:443` was an uninspected tunnel
+  const name = host.toLowerCase().replace(/\.$/, '');
   const exact = hosts.find((h) => !h.host.startsWith('*.') && h.host.toLowerCase() === name);
   if (exact) return exact;
   let best: InspectedHost | undefined;

@@ -89,6 +89,9 @@ test('backslashes, NULs, bad percent-encodings, fragments and odd characters are
   assert.match(problem('/a%C0%AE%C0%AE/x'), /not UTF-8/);
   assert.match(problem('/a%ff'), /not UTF-8/);
   assert.equal(norm('/caf%C3%A9'), '/caf%C3%A9', 'encoded UTF-8 is fine');
+  // a dot or separator encoded twice (or more), however it is spelled: a server that decodes twice reads "." or "/"
+  for (const raw of ['/a/%252e%252e/x', '/a/%252E./x', '/a%252fb', '/a%255Cb', '/a/%25252e/x', '/a/%25%32%65%25%32%65/x']) assert.match(problem(raw), /encoded twice/, raw);
+  assert.equal(norm('/a/%2541'), '/a/%2541', 'a "%" sent encoded before another character is kept');
   assert.match(problem('/a#frag'), /fragment/);
   for (const raw of ['/a b', '/a\tb', '/a\u0000b', '/caf\u00e9', '/a\u007f']) assert.match(problem(raw), /space, control or non-ASCII character/, JSON.stringify(raw));
 });
@@ -196,6 +199,7 @@ test('globs are checked for the loader', () => {
 test('the rule for a host: exact names first, then the longest "*." suffix', () => {
   const hosts: InspectedHost[] = [{ host: '*.example.com' }, { host: '*.api.example.com' }, { host: 'api.example.com' }, { host: 'github.com' }];
   assert.equal(ruleFor(hosts, 'api.example.com'), hosts[2]);
+  assert.equal(ruleFor(hosts, 'API.Example.com.'), hosts[2], 'a trailing dot and any case name the same host');
   assert.equal(ruleFor(hosts, 'v1.api.example.com'), hosts[1]);
   assert.equal(ruleFor(hosts, 'www.example.com'), hosts[0]);
   assert.equal(ruleFor(hosts, 'example.com'), undefined, 'a wildcard does not match its own name');
