@@ -73,9 +73,21 @@ export class Inspector {
     server.emit('connection', client);
   }
 
-  /** A plain-HTTP request (absolute form) to an allowed host: read as an inspected one, then sent with `open`. */
+  /** A plain-HTTP request (absolute form) to an allowed host: read as an inspected one, then sent with `open`; refused to a host with a credential. */
   plain(req: http.IncomingMessage, res: http.ServerResponse, url: URL, open: Opener): void {
-    handleInspected(this.context, req, res, { host: url.hostname.toLowerCase(), port: Number(url.port || 80), hostHeader: url.host, rawTarget: originForm(req.url ?? '/') }, open);
+    const host = url.hostname.toLowerCase().replace(/\.$/, '');
+    // a credential goes out over verified TLS only: in clear text anyone on the way (or a forged answer to the name) would read it
+    const credential = ruleFor(this.inspect.hosts, host)?.credential;
+    if (credential) {
+      const why = `plain HTTP to a host with a credential (${credential.name}), which the gateway adds over HTTPS only`;
+      this.context.refusals.note(host, why);
+      const text = `runner gateway: ${host} refused (${why}); ask for https://${url.host}${originForm(req.url ?? '/').slice(0, 200)} instead\n`;
+      res.writeHead(403, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(text), connection: 'close' });
+      res.end(text);
+      req.resume();
+      return;
+    }
+    handleInspected(this.context, req, res, { host, port: Number(url.port || 80), hostHeader: url.host, rawTarget: originForm(req.url ?? '/') }, open);
   }
 
   close(): void {
