@@ -99,6 +99,19 @@ function say(res: Res, status: number, text: string, close = false): void {
   res.end(text);
 }
 
+/** Headers that ask a server to act as if the method were another (Google's APIs, Rails, Laravel, Spring's filter read them). */
+export const METHOD_OVERRIDES = ['x-http-method-override', 'x-http-method', 'x-method-override'];
+
+/** The methods a request's override headers name, as sent (judged like its method). Pure. */
+export function overrides(headers: http.IncomingHttpHeaders): string[] {
+  const named: string[] = [];
+  for (const h of METHOD_OVERRIDES) {
+    const v = headers[h];
+    for (const one of Array.isArray(v) ? v : v === undefined ? [] : [v]) named.push(...String(one).split(',').map((m) => m.trim()));
+  }
+  return named;
+}
+
 /** The request's body length as declared: a number, 0 for none, or undefined when it streams without one. */
 function declaredLength(req: Req): number | undefined {
   const cl = req.headers['content-length'];
@@ -120,11 +133,12 @@ export function handleInspected(x: InspectContext, req: Req, res: Res, d: Destin
   const query = target.query ? (target.query.startsWith('?') ? target.query : `?${target.query}`) : '';
   const path = target.path + query;
   const rule = ruleFor(x.inspect.hosts, d.host);
-  const why = rule && ruleProblem(rule, method, target.path);
-  if (rule && why) {
-    const ruleText = rule.rule ?? rule.host;
-    tell(x, { event: 'egress_refused', host: d.host, method, path: target.path.slice(0, 500), rule: ruleText, reason: why });
-    return say(res, 403, refusalLine(d.host, method, target.path, rule, why), true);
+  // a method override header is judged as the method it names: many servers act on it
+  for (const judged of rule ? [method, ...overrides(req.headers)] : []) {
+    const why = ruleProblem(rule!, judged, target.path);
+    if (!why) continue;
+    tell(x, { event: 'egress_refused', host: d.host, method: judged.toUpperCase().slice(0, 32), path: target.path.slice(0, 500), rule: rule!.rule ?? rule!.host, reason: why });
+    return say(res, 403, refusalLine(d.host, judged, target.path, rule!, why), true);
   }
   const refuseSecret = (hit: SecretHit, where: 'url' | 'header' | 'body') => {
     tell(x, { event: 'secret_refused', host: d.host, secret: hit.secret, where, form: hit.form });
