@@ -285,13 +285,13 @@ test('smuggling between the step and the gateway: TE with CL, two Content-Length
     const smuggled = 'DELETE /repos/acme/app HTTP/1.1\r\nHost: api.example\r\nContent-Length: 0\r\n\r\n';
     // Transfer-Encoding and Content-Length together
     const teCl = await raw(g, 'api.example', `POST /repos/acme/app/x HTTP/1.1\r\nHost: api.example\r\nContent-Length: ${5 + smuggled.length}\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n${smuggled}`);
-    assert.doesNotMatch(teCl, /^HTTP\/1\.1 200[\s\S]*HTTP\/1\.1 200/, teCl);
+    assert.match(teCl, /^HTTP\/1\.1 400/, teCl);
     // two different Content-Lengths
     const twoCl = await raw(g, 'api.example', `POST /repos/acme/app/x HTTP/1.1\r\nHost: api.example\r\nContent-Length: 0\r\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}`);
     assert.match(twoCl, /^HTTP\/1\.1 400/, twoCl);
     // a header folded over two lines (obs-fold), the secret split across the fold
     const fold = await raw(g, 'api.example', `GET /repos/acme/app/x HTTP/1.1\r\nHost: api.example\r\nX-Note: ${DB_PASSWORD.slice(0, 10)}\r\n ${DB_PASSWORD.slice(10)}\r\nConnection: close\r\n\r\n`);
-    assert.doesNotMatch(fold, /^HTTP\/1\.1 200/, fold);
+    assert.match(fold, /^HTTP\/1\.1 400/, fold);
     // pipelined: an allowed GET, then a DELETE the rule refuses, on one keep-alive connection
     const piped = await raw(g, 'api.example', `GET /repos/acme/app/one HTTP/1.1\r\nHost: api.example\r\n\r\n${smuggled}GET /repos/acme/app/three HTTP/1.1\r\nHost: api.example\r\nConnection: close\r\n\r\n`);
     assert.match(piped, /^HTTP\/1\.1 200/, piped);
