@@ -7,7 +7,8 @@
  * credential crosses the wire in clear, with a method override header, with
  * a path encoded twice; and looks for the credential's value in its
  * environment, /proc, its files and the CA bundle it was given, and in every
- * answer the gateway made. Every attempt is refused and nothing of it
+ * answer the gateway made; and the same through runner serve's API, whose
+ * answers (run, log, list, metrics) hold the credential's name at most. Every attempt is refused and nothing of it
  * arrives; the value is nowhere the step, or the run's records, can read.
  * (Engine-free attacks on the same code: test/gateway/inspected-attacks.test.ts.)
  */
@@ -17,7 +18,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { startGitHttps, type GitHttps } from '../fixtures/git-https.js';
-import { execPipeline, projectsForThisFile, writePipeline } from '../fixtures/project.js';
+import { execPipeline, projectsForThisFile, serveFolder, until, writePipeline } from '../fixtures/project.js';
 import { startTestCa, type TestCa } from '../fixtures/test-ca.js';
 import { makeTestNetwork, type TestNetwork } from '../fixtures/test-network.js';
 
@@ -104,4 +105,58 @@ steps:
   for (const t of texts) assert.ok(!t.includes(token) && !t.includes(Buffer.from(`x-access-token:${token}`).toString('base64')), 'no record holds the value');
   const events = readFileSync(path.join(runDir, 'events.jsonl'), 'utf8');
   assert.match(events, /egress_refused/);
+});
+
+test("through runner serve's API: the credential holds the same, and no answer of the API holds its value", { timeout: 300_000 }, async () => {
+  const f = await fixture();
+  const mark = `door-${randomBytes(4).toString('hex')}`;
+  const token = server.token;
+  const file = `version: 1
+name: door
+project: { path: ${f.project}, push: never }
+secrets: [GIT_TOKEN]
+credentials:
+  company-git:
+    hosts: [git.company.example]
+    basic: { username: x-access-token, password: "\${GIT_TOKEN}" }
+steps:
+  - id: door
+    image: runner/toolchain:latest
+    timeout: 2m
+    credentials: [company-git]
+    egress: [{ host: git.company.example, methods: [GET], paths: ["/acme/app.git/**"] }]
+    run: |
+      echo "control=$(curl -s -o /dev/null -w '%{http_code}' -m 20 'https://git.company.example/acme/app.git/info/refs?service=git-upload-pack&m=${mark}-control')"
+      echo "plain=$(curl -s -o /dev/null -w '%{http_code}' -m 20 'http://git.company.example/acme/app.git/info/refs?m=${mark}')"
+      echo "dot=$(curl -s -o /dev/null -w '%{http_code}' -m 20 -X DELETE 'https://git.company.example./acme/app.git/info/refs?m=${mark}')"
+      echo "env=$(env | grep -c '[${token[0]}]${token.slice(1)}')"
+`;
+  const serve = await serveFolder(f, { 'door.yaml': file }, '127.0.0.1:0', { env: { GIT_TOKEN: token }, args: [...net.egressFlags, '--ca-file', ca.bundleFile] });
+  try {
+    const trig = await fetch(`${serve.base}/api/pipelines/door/runs`, { method: 'POST' });
+    assert.equal(trig.status, 202, await trig.clone().text());
+    const { runId } = (await trig.json()) as { runId: string };
+    const done = await until(
+      'the run to end',
+      async () => {
+        const r = (await (await fetch(`${serve.base}/api/runs/${runId}`)).json()) as { status: string };
+        return ['succeeded', 'failed', 'cancelled'].includes(r.status) ? r : undefined;
+      },
+      240_000,
+    );
+    const answers = [JSON.stringify(done)];
+    for (const p of [`/api/runs/${runId}`, `/api/runs/${runId}/log`, '/api/runs', '/api/pipelines', '/metrics']) answers.push(await (await fetch(`${serve.base}${p}`)).text());
+    const log = answers[2]!;
+    assert.equal(done.status, 'succeeded', `${JSON.stringify(done)}\n${log}\n${serve.out()}`);
+    assert.match(log, /control=200/, log);
+    assert.match(log, /plain=403/, log);
+    assert.match(log, /dot=403/, log);
+    assert.match(log, /env=0/, log);
+    const basic = Buffer.from(`x-access-token:${token}`).toString('base64');
+    for (const a of [...answers, serve.out()]) assert.ok(!a.includes(token) && !a.includes(basic), 'no answer of the API, nor the server\'s output, holds the value');
+    assert.deepEqual(server.arrived().filter((q) => q.url.includes(mark)).map((q) => q.url), [`/acme/app.git/info/refs?service=git-upload-pack&m=${mark}-control`]);
+  } finally {
+    serve.child.kill('SIGTERM');
+    await serve.exited;
+  }
 });
