@@ -13,7 +13,11 @@ import type { CachePlan } from '../plan/cache-plan.js';
 import { cacheEnv } from '../plan/cache-plan.js';
 import { handOver } from '../workspace/ownership.js';
 import { cachePaths, ensureOwnDir, projectCacheDir, readMeta, writeMeta, type CachePaths } from './cache-dirs.js';
+import { waitLock } from '../common/kernel-lock.js';
 import { beginUse, whileUnused, type CacheUse, type RunAlive } from './cache-use.js';
+
+/** the lock under which a cache's owner is settled and a step's use of it put on record */
+const OWNER_SCOPE = 'cache-owner';
 import { pruneToBound } from './disk-usage.js';
 
 export interface StepCaches {
@@ -51,26 +55,36 @@ export async function openStepCaches(o: OpenCaches): Promise<StepCaches> {
       await mkdir(paths.data, { mode: 0o755 }).catch((e: NodeJS.ErrnoException) => {
         if (e.code !== 'EEXIST') throw e;
       });
-      const data = await lstat(paths.data);
-      if (!data.isDirectory()) throw new Error(`${paths.data} is not a directory: remove it (runner cache prune) and run again`);
-      const use = await beginUse(paths, o.runId, o.signal);
-      const x = { plan, paths, use, real, layered: plan.readOnly };
+      // Who owns the cache is settled one step at a time, before the step's use is on record: two first runs
+      // at once both saw the other's use and both wrote a throw-away layer (a CI run lost both runs' entries).
+      // A step waiting here has no use on record, and none of its own mounted: only mounted ones keep a hand-over off.
+      const owner = await waitLock(OWNER_SCOPE, paths.dir, { pollMs: 100, ...(o.signal ? { signal: o.signal } : {}) });
+      let use: CacheUse;
+      let layered = plan.readOnly;
+      try {
+        const data = await lstat(paths.data);
+        if (!data.isDirectory()) throw new Error(`${paths.data} is not a directory: remove it (runner cache prune) and run again`);
+        // The cache goes to the step's user. With user: auto that is the project's owner, run after run, and nothing moves.
+        if (!plan.readOnly && (data.uid !== o.user.uid || data.gid !== o.user.gid)) {
+          if (!isRoot()) notes.push(`cache ${plan.name} belongs to uid ${data.uid} and the step runs as ${o.user.uid}: the runner (not root) cannot give it over, so the step may not write it`);
+          else {
+            // Never while another step has it mounted: that step could swap a directory for a symlink under the walk,
+            // and the hand-over (as root, on the host) would chown what the link leads to. Then this step writes a throw-away layer.
+            const given = await whileUnused(paths, o.alive, () => handOver(paths.data, o.user.uid, o.user.gid, { recursive: true }));
+            if (!given.ran) {
+              layered = true;
+              notes.push(`cache ${plan.name} belongs to uid ${data.uid}, the step runs as ${o.user.uid}, and it cannot be given over now (${given.why}): the step reads it, and what it writes there is thrown away`);
+            }
+          }
+        }
+        use = await beginUse(paths, o.runId, o.signal);
+      } finally {
+        await owner.release();
+      }
+      const x = { plan, paths, use, real, layered };
       opened.push(x);
       const meta = await readMeta(paths.meta);
       await writeMeta(paths.meta, { ...meta, name: plan.name, project: real, maxBytes: plan.maxBytes, lastUsed: o.now().toISOString() });
-      // The cache goes to the step's user. With user: auto that is the project's owner, run after run, and nothing moves.
-      if (!plan.readOnly && (data.uid !== o.user.uid || data.gid !== o.user.gid)) {
-        if (!isRoot()) notes.push(`cache ${plan.name} belongs to uid ${data.uid} and the step runs as ${o.user.uid}: the runner (not root) cannot give it over, so the step may not write it`);
-        else {
-          // Never while another step has it mounted: that step could swap a directory for a symlink under the walk,
-          // and the hand-over (as root, on the host) would chown what the link leads to. Then this step writes a throw-away layer.
-          const given = await whileUnused(paths, o.alive, () => handOver(paths.data, o.user.uid, o.user.gid, { recursive: true }), use.id);
-          if (!given.ran) {
-            x.layered = true;
-            notes.push(`cache ${plan.name} belongs to uid ${data.uid}, the step runs as ${o.user.uid}, and it cannot be given over now (${given.why}): the step reads it, and what it writes there is thrown away`);
-          }
-        }
-      }
       if (x.layered) {
         if (/[,:]/.test(paths.dir)) throw new Error(`cache ${plan.name} cannot be used read-only from ${paths.dir}: the engine takes an overlay's directories as a list split at "," and ":"; use a runner home without them`);
         // the step's writes land in a layer of its own, removed when the use ends

@@ -49,7 +49,12 @@ export interface InspectedHost {
   /** which egress entry of the file made this rule, in the file's words, for refusals: `{ host: api.github.com, methods: [GET] }` */
   rule?: string;
   /** set on every request to the host, replacing what the step sent; named as in the file's credentials: */
-  credential?: { name: string; headers: Record<string, string> };
+  credential?: {
+    name: string;
+    headers: Record<string, string>;
+    /** the secrets its headers are made of, by name (of inspect.secrets): an answer that carries one of them back is cut */
+    secrets?: string[];
+  };
 }
 
 export interface Inspection {
@@ -132,7 +137,7 @@ export type GatewayEvent =
   /** a request to an inspected host refused by its rules: `rule` as the file wrote it */
   | { event: 'egress_refused'; host: string; method: string; path: string; rule: string; reason: string }
   /** a request that carried a secret's value (in `where`): the secret named, never its value */
-  | { event: 'secret_refused'; host: string; secret: string; where: 'url' | 'header' | 'body'; form: string }
+  | { event: 'secret_refused'; host: string; secret: string; where: 'url' | 'header' | 'body' | 'answer'; form: string }
   | CallStartEvent
   | CallEvent
   | { event: 'refused'; host: string; reason: string }
@@ -175,7 +180,7 @@ function inspectionProblem(i: Inspection): string | undefined {
   if (!Array.isArray(i.hosts)) return 'hosts must be a list';
   for (const h of i.hosts) {
     if (typeof h?.host !== 'string' || !/^(\*\.)?[a-z0-9.-]+$/.test(h.host)) return `hosts: ${JSON.stringify(h?.host)} is not a host name (lower case, or a *. suffix, no port)`;
-    if (h.methods !== undefined && !(isStrings(h.methods) && h.methods.every((m) => /^[A-Z]+$/.test(m)))) return `${h.host}: methods must be upper-case method names`;
+    if (h.methods !== undefined && !(isStrings(h.methods) && h.methods.every((m) => /^[!#$%&'*+.^_`|~0-9A-Z-]+$/.test(m)))) return `${h.host}: methods must be upper-case HTTP tokens`;
     if (h.paths !== undefined && !(isStrings(h.paths) && h.paths.every((p) => p.startsWith('/')))) return `${h.host}: paths must be globs starting with /`;
     if (h.stream !== undefined && typeof h.stream !== 'boolean') return `${h.host}: stream must be true or false`;
     if (h.rule !== undefined && typeof h.rule !== 'string') return `${h.host}: rule must be text`;

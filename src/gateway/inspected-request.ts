@@ -13,7 +13,7 @@ import type http2 from 'node:http2';
 import type { GatewayEvent, InspectedHost, Inspection } from './config.js';
 import type { Refusals } from './egress.js';
 import { normalizeTarget, refusalLine, ruleFor, ruleProblem } from './request-rules.js';
-import type { ByteBudget, SecretHit, SecretScanner } from './secret-scan.js';
+import { SecretScanner, type ByteBudget, type SecretHit } from './secret-scan.js';
 
 export interface InspectContext {
   inspect: Inspection;
@@ -125,6 +125,13 @@ export function handleInspected(x: InspectContext, req: Req, res: Res, d: Destin
   req.on('error', () => undefined);
   res.on('error', () => undefined);
   const method = (req.method ?? 'GET').toUpperCase();
+  const refuseSecret = (hit: SecretHit, where: 'url' | 'header' | 'body') => {
+    tell(x, { event: 'secret_refused', host: d.host, secret: hit.secret, where, form: hit.form });
+    say(res, 403, `runner gateway: a request to ${d.host} carried the value of the secret ${hit.secret} (${hit.form}, in its ${where}): refused; a secret the run holds never leaves in a request\n`, true);
+  };
+  // the URL is checked for secrets first: a refusal for its rule or its form names its path in events and logs
+  const inRaw = x.scanner.findIn(d.rawTarget);
+  if (inRaw) return refuseSecret(inRaw, 'url');
   const target = normalizeTarget(d.rawTarget);
   if ('problem' in target) {
     x.refusals.note(d.host, target.problem);
@@ -132,6 +139,8 @@ export function handleInspected(x: InspectContext, req: Req, res: Res, d: Destin
   }
   const query = target.query ? (target.query.startsWith('?') ? target.query : `?${target.query}`) : '';
   const path = target.path + query;
+  const inPath = x.scanner.findIn(path);
+  if (inPath) return refuseSecret(inPath, 'url');
   const rule = ruleFor(x.inspect.hosts, d.host);
   // a method override header is judged as the method it names: many servers act on it
   for (const judged of rule ? [method, ...overrides(req.headers)] : []) {
@@ -140,12 +149,6 @@ export function handleInspected(x: InspectContext, req: Req, res: Res, d: Destin
     tell(x, { event: 'egress_refused', host: d.host, method: judged.toUpperCase().slice(0, 32), path: target.path.slice(0, 500), rule: rule!.rule ?? rule!.host, reason: why });
     return say(res, 403, refusalLine(d.host, judged, target.path, rule!, why), true);
   }
-  const refuseSecret = (hit: SecretHit, where: 'url' | 'header' | 'body') => {
-    tell(x, { event: 'secret_refused', host: d.host, secret: hit.secret, where, form: hit.form });
-    say(res, 403, `runner gateway: a request to ${d.host} carried the value of the secret ${hit.secret} (${hit.form}, in its ${where}): refused; a secret the run holds never leaves in a request\n`, true);
-  };
-  const inUrl = x.scanner.findIn(d.rawTarget) ?? x.scanner.findIn(path);
-  if (inUrl) return refuseSecret(inUrl, 'url');
   const { headers, stepHeaders } = outgoingHeaders(req.headers, rule?.credential, d.hostHeader);
   const inHeader = x.scanner.findIn(stepHeaders.map(([k, v]) => `${k}: ${v}`).join('\n'));
   if (inHeader) return refuseSecret(inHeader, 'header');
@@ -194,17 +197,22 @@ export function handleInspected(x: InspectContext, req: Req, res: Res, d: Destin
       then();
       req.resume();
     };
-    const start = (length: number | undefined): http.ClientRequest => {
+    const start = (length: number | undefined): http.ClientRequest | undefined => {
       const h = { ...headers };
       delete h['content-length'];
       if (length !== undefined) h['content-length'] = length;
-      const u = open({ method, path, headers: h }, (answer) => {
-        answered = true;
-        if (res.destroyed) return void answer.destroy();
-        res.writeHead(answer.statusCode ?? 502, answerHeaders(answer.headers));
-        answer.pipe(res as http.ServerResponse);
-        answer.on('error', () => res.destroy());
-      });
+      let u: http.ClientRequest;
+      try {
+        u = open({ method, path, headers: h }, (answer) => {
+          answered = true;
+          if (res.destroyed) return void answer.destroy();
+          passAnswer(x, d.host, rule, answer, res);
+        });
+      } catch (err) {
+        // a header the upstream request cannot carry (checked at the run's start; this is the backstop)
+        fail(() => say(res, 502, `runner gateway: the request to ${d.host} could not be made (${(err as Error).message})\n`, true));
+        return undefined;
+      }
       u.on('error', (err: NodeJS.ErrnoException) => {
         if (failed) return;
         failed = true;
@@ -226,6 +234,7 @@ export function handleInspected(x: InspectContext, req: Req, res: Res, d: Destin
         if (!streams) return fail(() => tooLarge(`more than ${size} bytes`));
         // past the size held whole: on to the host as it comes, checked in the window
         up = start(declared);
+        if (!up) return;
         for (const b of held) up.write(b);
         held = [];
       }
@@ -241,12 +250,67 @@ export function handleInspected(x: InspectContext, req: Req, res: Res, d: Destin
       held = [];
       const hit = x.scanner.findIn(body);
       if (hit) return fail(() => refuseSecret(hit, 'body'));
-      const u = start(body.length > 0 || req.headers['content-length'] !== undefined ? body.length : undefined);
-      u.end(body);
+      start(body.length > 0 || req.headers['content-length'] !== undefined ? body.length : undefined)?.end(body);
     };
     req.on('data', onData);
     req.on('end', onEnd);
   }
+}
+
+/** The scanners of answers, one per credentialed host's rule: the credential's own secrets only (the step may hold its other secrets). */
+const answerScanners = new WeakMap<InspectedHost, SecretScanner>();
+
+function answerScanner(x: InspectContext, rule: InspectedHost | undefined): SecretScanner | undefined {
+  const names = rule?.credential?.secrets ?? [];
+  if (!rule || names.length === 0) return undefined;
+  let scanner = answerScanners.get(rule);
+  if (!scanner) {
+    scanner = new SecretScanner(x.inspect.secrets.filter((s) => names.includes(s.name)));
+    answerScanners.set(rule, scanner);
+  }
+  return scanner;
+}
+
+/**
+ * The answer, passed back as it comes. From a host with a credential it is read on the way: an answer that carries
+ * one of the credential's secrets back (a host that echoes the request's headers, an error page quoting them) is cut
+ * before the value reaches the step, a tail as long as the value's longest form held back until the next bytes
+ * show it is not one.
+ */
+function passAnswer(x: InspectContext, host: string, rule: InspectedHost | undefined, answer: http.IncomingMessage, res: Res): void {
+  const scanner = answerScanner(x, rule);
+  answer.on('error', () => res.destroy());
+  if (!scanner) {
+    res.writeHead(answer.statusCode ?? 502, answerHeaders(answer.headers));
+    answer.pipe(res as http.ServerResponse);
+    return;
+  }
+  const cut = (hit: SecretHit) => {
+    tell(x, { event: 'secret_refused', host, secret: hit.secret, where: 'answer', form: hit.form });
+    answer.destroy();
+    if (!res.headersSent) say(res, 502, `runner gateway: the answer of ${host} carried the value of the secret ${hit.secret} back (${hit.form}): cut; the credential ${rule!.credential!.name} is the gateway's to hold\n`, true);
+    else res.destroy();
+  };
+  const inHeaders = scanner.findIn(Object.entries(answer.headers).map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(', ') : (v ?? '')}`).join('\n'));
+  if (inHeaders) return cut(inHeaders);
+  res.writeHead(answer.statusCode ?? 502, answerHeaders(answer.headers));
+  const hold = 6 * Math.max(...x.inspect.secrets.filter((s) => rule!.credential!.secrets!.includes(s.name)).map((s) => Buffer.byteLength(s.value))) + 8;
+  const window = scanner.stream();
+  let pending: Buffer = Buffer.alloc(0);
+  const out = res as http.ServerResponse;
+  answer.on('data', (chunk: Buffer) => {
+    const hit = window.push(chunk);
+    if (hit) return cut(hit);
+    pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+    if (pending.length <= hold) return;
+    const ready = pending.subarray(0, pending.length - hold);
+    pending = Buffer.from(pending.subarray(pending.length - hold));
+    if (!out.write(ready)) {
+      answer.pause();
+      out.once('drain', () => answer.resume());
+    }
+  });
+  answer.on('end', () => out.end(pending));
 }
 
 /** The line a step reads when its request could not reach the host: a certificate that did not verify says which and how to trust it. */

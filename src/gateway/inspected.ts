@@ -54,6 +54,9 @@ export class Inspector {
     const server = http2.createSecureServer(
       {
         allowHTTP1: true,
+        // one step's tunnel: bounded streams and memory per session (Node's defaults are generous)
+        settings: { maxConcurrentStreams: 100 },
+        maxSessionMemory: 32,
         SNICallback: (servername, done) => {
           // checked before (client-hello.ts), and again here: this server presents one host's leaf, no other
           if (servername.toLowerCase().replace(/\.$/, '') !== name) return done(new Error(`a ClientHello for ${servername.slice(0, 100)} in a tunnel opened for ${name}`), null as never);

@@ -388,6 +388,8 @@ export class ByteBudget {
       return Promise.reject(new Error(`a body of ${n} bytes is larger than the ${this.totalBytes} bytes the gateway holds for all request bodies at once`));
     }
     if (signal?.aborted) return Promise.reject(signal.reason ?? new Error('aborted'));
+    // a request without a body holds nothing: it never waits behind bodies that do
+    if (n === 0) return Promise.resolve();
     if (this.waiting.length === 0 && this.used + n <= this.totalBytes) {
       this.used += n;
       return Promise.resolve();

@@ -105,20 +105,25 @@ export function checkCredentialRules(p: PipelineFile): RuleIssue[] {
         byHost.set(host, c);
       }
     }
-    // a credential's secret in the step's own environment would undo what the credential is for
-    const inContainer = new Set([...(agent?.secrets ?? []), ...(step.secrets ?? [])]);
-    for (const c of used) {
-      for (const s of credentialSecrets(credentials[c]!)) {
-        if (inContainer.has(s)) {
-          const stepSaid = step.secrets?.includes(s);
-          issues.push({
-            path: stepSaid ? ['steps', i, 'secrets', step.secrets!.indexOf(s)] : ['agents', step.agent!, 'secrets', agent!.secrets!.indexOf(s)],
-            message: `${s} is in credential ${c}, which keeps it out of the step, and in the secrets: of ${stepSaid ? `step "${step.id}"` : `agent ${step.agent}`}, which puts it in its container: drop it from those secrets: (the gateway adds the credential)`,
-          });
-        }
-      }
-    }
   });
+  // a credential's secret in any container (another step's or agent's secrets:) would undo what the credential is
+  // for: a value one step holds reaches the others through the workspace
+  const held = new Map<string, string>();
+  for (const [c, cred] of Object.entries(credentials)) for (const s of credentialSecrets(cred)) if (!held.has(s)) held.set(s, c);
+  const places: Array<{ secrets: string[] | undefined; at: DocPath; who: string }> = [
+    ...Object.entries(p.agents ?? {}).map(([name, a]) => ({ secrets: a.secrets, at: ['agents', name, 'secrets'] as DocPath, who: `agent ${name}` })),
+    ...p.steps.map((st, i) => ({ secrets: st.secrets, at: ['steps', i, 'secrets'] as DocPath, who: `step "${st.id}"` })),
+  ];
+  for (const { secrets, at, who } of places) {
+    (secrets ?? []).forEach((s, k) => {
+      const c = held.get(s);
+      if (c === undefined) return;
+      issues.push({
+        path: [...at, k],
+        message: `${s} is in credential ${c}, which keeps it out of every step, and in the secrets: of ${who}, which puts it in a container: drop it from those secrets: (the gateway adds the credential where it is listed)`,
+      });
+    });
+  }
   return issues;
 }
 

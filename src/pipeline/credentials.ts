@@ -6,6 +6,7 @@
  * and the `${SECRET}` templates; the checks across the file are in
  * credential-rules.ts. Pure.
  */
+import { pathGlobProblem } from '../gateway/request-rules.js';
 import { z } from 'zod';
 import { hostPatternProblem } from '../gateway/hosts.js';
 
@@ -131,6 +132,11 @@ const pathGlob = z.string().superRefine((p, ctx) => {
   if (!p.startsWith('/')) ctx.addIssue({ code: 'custom', message: `${JSON.stringify(p)}: a path starts with "/", like "/repos/acme/app/**"` });
   else if (/[?#]/.test(p)) ctx.addIssue({ code: 'custom', message: `${JSON.stringify(p)}: paths are matched without the query or fragment: write the path alone, like "${p.split(/[?#]/)[0]}"` });
   else if (/[\s\0-\x1f]/.test(p)) ctx.addIssue({ code: 'custom', message: `${JSON.stringify(p)}: a path has no spaces or control characters (write them %-encoded)` });
+  else {
+    // the gateway's own test of a glob: one that could never match a normalized path is refused here, not at the request
+    const problem = pathGlobProblem(p);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  }
 });
 
 const hostPattern = z.string().superRefine((h, ctx) => {

@@ -8,6 +8,7 @@
  * the gateway's stdin only: never in a plan, an env, a record or a log. Pure.
  */
 import type { InspectedHost, Inspection } from '../gateway/config.js';
+import { ruleFor } from '../gateway/request-rules.js';
 import { fillTemplate } from '../pipeline/credentials.js';
 import type { CredentialPlan, GatewayPlan } from './step-plan.js';
 
@@ -40,16 +41,22 @@ export function inspectionFor(g: GatewayPlan, secrets: Readonly<Record<string, s
       rule: r.rule,
     });
   }
+  // a credential's host without a rule of its own keeps the rule of the `*.` entry over it: naming it for a
+  // credential must not lift that rule's methods and paths (the exact name would win over the suffix)
+  const ruled = [...hosts.values()];
   for (const c of credentials) {
     for (const h of c.hosts) {
       const host = h.toLowerCase();
-      if (!hosts.has(host)) hosts.set(host, { host });
+      if (hosts.has(host)) continue;
+      const over = ruleFor(ruled, host);
+      hosts.set(host, over ? { ...over, host } : { host });
     }
   }
   // each host its credential: its own, else the `*.` suffix over it
   for (const [host, entry] of hosts) {
     const c = credentialFor(credentials, host);
-    if (c) entry.credential = { name: c.name, headers: credentialHeaders(c, secrets) };
+    if (c) entry.credential = { name: c.name, headers: credentialHeaders(c, secrets), secrets: [...c.secrets] };
+    else delete entry.credential;
   }
   const held = Object.entries(secrets)
     .filter(([, value]) => value !== '')
@@ -76,7 +83,9 @@ export function credentialValueProblems(g: GatewayPlan | undefined, secrets: Rea
   const problems: string[] = [];
   for (const c of g?.credentials ?? []) {
     for (const s of c.secrets) {
-      if (/[\r\n\0]/.test(secrets[s] ?? '')) problems.push(`secret ${s}, used by credential ${c.name}, holds a line break or NUL, which a header cannot carry: give its value on one line`);
+      if (/[^\t\x20-\x7e\x80-\xff]/.test(secrets[s] ?? '')) {
+        problems.push(`secret ${s}, used by credential ${c.name}, holds a line break, a control character or a character beyond Latin-1, which an HTTP header cannot carry: give its value as the service issued it, on one line`);
+      }
     }
     if (c.basic && fillTemplate(c.basic.username, secrets).includes(':')) {
       problems.push(`credential ${c.name}: its basic username holds ":" once its secrets are filled in, which HTTP basic cannot carry (":" ends the username)`);

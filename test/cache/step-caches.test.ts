@@ -69,3 +69,16 @@ test('a cache another run uses now is not handed over to a step of another user:
   for (const p of [data, path.join(data, 'd'), path.join(data, 'd', 'shadow')]) assert.equal((await lstat(p)).uid, 2000);
   await c.close();
 });
+
+test('two first runs of one user at once both get the cache itself: its owner is settled one at a time, before either use is on record', async () => {
+  // a CI run saw both runs write throw-away layers (each saw the other's use while handing over) and lose their entries
+  const s = await setup();
+  const live = new Set(['run-x', 'run-y', 'run-z']);
+  const opened = await Promise.all(['run-x', 'run-y', 'run-z'].map((id) => openStepCaches(opts(s, id, 1000, live))));
+  for (const o of opened) {
+    assert.equal(o.mounts[0]!.overlay, undefined, o.notes.join('\n'));
+    assert.deepEqual(o.notes, []);
+  }
+  assert.equal((await lstat(opened[0]!.mounts[0]!.source)).uid, 1000);
+  await Promise.all(opened.map((o) => o.close()));
+});

@@ -487,3 +487,25 @@ test("the run's CA key cannot be exported, and its certificate names no address 
     assert.equal(ok, false, name);
   }
 });
+
+test('an upstream that echoes the request back cannot hand the step its credential: the answer is cut before the value, said by name', async () => {
+  // found in review: answers were passed back unread, and a host that reflects its request's headers returned the token
+  const withSecrets: Inspection = {
+    ...inspect,
+    hosts: inspect.hosts.map((h) => (h.credential ? { ...h, credential: { ...h.credential, secrets: ['api-token'] } } : h)),
+  };
+  const g = await startGateway(withSecrets);
+  try {
+    const got = await raw(g, 'api.example', 'GET /repos/acme/app/echo HTTP/1.1\r\nHost: api.example\r\nConnection: close\r\n\r\n');
+    noValueIn('what the step read', got);
+    assert.ok(!got.includes(TOKEN.slice(0, 12)), 'not even the start of the token');
+    const cut = g.events.filter((e) => e.event === 'secret_refused');
+    assert.deepEqual(cut.map((e) => e.event === 'secret_refused' && [e.secret, e.where]), [['api-token', 'answer']]);
+    assert.ok(arrived.some((a) => a.url === '/repos/acme/app/echo' && a.headers.authorization === `Bearer ${TOKEN}`), 'the host had the credential: only its echo was cut');
+    // a host without the credential's secrets to watch (nocred.example) is passed back as it comes
+    const other = await h1(g, 'nocred.example', '/anything');
+    assert.equal(other.status, 200);
+  } finally {
+    g.close();
+  }
+});

@@ -256,6 +256,8 @@ test('the byte budget holds what fits, queues the rest in order, and refuses wha
   const small = b.take(10).then(() => order.push('small'));
   await new Promise((r) => setImmediate(r));
   assert.deepEqual(order, [], 'a small one waits behind a big one that does not fit');
+  await b.take(0);
+  assert.equal(b.inUse, 60, 'a request without a body never waits: it holds nothing');
   b.give(60);
   await Promise.all([big, small]);
   assert.deepEqual(order, ['big', 'small']);

@@ -146,9 +146,12 @@ test('a host listed twice in one egress list, once with rules, is refused', () =
   assert.match(out[0]!, /agents\.coder\.egress\[3\]: api\.github\.com is listed twice in this egress: \(also at \[2\]\)/);
 });
 
-test("a credential's secret also given to the step as a secret is refused: it would be in the container", () => {
+test("a credential's secret also given to any step or agent as a secret is refused: it would be in a container", () => {
   const out = problems(edited('    secrets: [DB_PASSWORD]', '    secrets: [DB_PASSWORD, GITHUB_TOKEN]'));
-  assert.ok(out.some((l) => /steps\[0\]\.secrets\[1\]: GITHUB_TOKEN is in credential github-api, which keeps it out of the step, and in the secrets: of step "implement"/.test(l)), out.join('\n'));
+  assert.ok(out.some((l) => /steps\[0\]\.secrets\[1\]: GITHUB_TOKEN is in credential github-api, which keeps it out of every step, and in the secrets: of step "implement"/.test(l)), out.join('\n'));
+  // another step, one that does not use the credential at all
+  const other = problems(`${ISSUE_EXAMPLE}  - id: other\n    image: runner/base:latest\n    run: "true"\n    secrets: [NPM_TOKEN]\n`);
+  assert.ok(other.some((l) => /steps\[1\]\.secrets\[0\]: NPM_TOKEN is in credential company-npm, which keeps it out of every step, and in the secrets: of step "other"/.test(l)), other.join('\n'));
 });
 
 test('credentials: [] on a step drops what its agent names; a step naming credentials of its own takes them over its agent', () => {
@@ -186,4 +189,13 @@ steps:
     prompt: go
 `;
   assert.deepEqual(problems(text), []);
+});
+
+test('a path glob that could never match a normalized path is refused at load, not left to refuse every request', () => {
+  for (const glob of ['/repos/acme/app/../**', '/repos//acme/**', '/repos/**x', '/a%zz/**']) {
+    const p = problems(edited('paths: ["/repos/acme/app/**"]', `paths: [${JSON.stringify(glob)}]`));
+    assert.equal(p.length, 1, `${glob}: ${p.join('\n')}`);
+    assert.match(p[0]!, /agents\.coder\.egress\[2\]\.paths\[0\]: /, p[0]);
+  }
+  assert.deepEqual(problems(edited('methods: [GET, post]', 'methods: [GET, M-SEARCH]')), [], 'a method with a dash is an HTTP token');
 });

@@ -43,14 +43,15 @@ test('the inspect config: one host per rule and credential host, headers filled 
     methods: ['GET', 'POST'],
     paths: ['/repos/acme/app/**'],
     rule: '{ host: api.github.com, methods: [GET, POST], paths: ["/repos/acme/app/**"] }',
-    credential: { name: 'github-api', headers: { Authorization: 'Bearer ghp_github-token-0002' } },
+    credential: { name: 'github-api', headers: { Authorization: 'Bearer ghp_github-token-0002' }, secrets: ['GITHUB_TOKEN'] },
   });
   assert.deepEqual(byHost['github.com']!.credential, {
     name: 'github-git',
     headers: { Authorization: `Basic ${Buffer.from('x-access-token:ghp_github-token-0002').toString('base64')}` },
+    secrets: ['GITHUB_TOKEN'],
   });
   assert.deepEqual(byHost['github.com']!.paths, ['/acme/app.git/**']);
-  assert.deepEqual(byHost['npm.company.example'], { host: 'npm.company.example', credential: { name: 'company-npm', headers: { Authorization: 'Bearer npm-token-0003' } } });
+  assert.deepEqual(byHost['npm.company.example'], { host: 'npm.company.example', credential: { name: 'company-npm', headers: { Authorization: 'Bearer npm-token-0003' }, secrets: ['NPM_TOKEN'] } });
   // registry.npmjs.org has neither: its tunnel is today's
   assert.equal(byHost['registry.npmjs.org'], undefined);
   assert.deepEqual(
@@ -101,7 +102,7 @@ steps:
   assert.deepEqual(plan!.gateway!.egress, ['*.github.com', 'api.github.com:8443']);
   const inspect = inspectionFor(plan!.gateway!, { T: 'tok' })!;
   const api = inspect.hosts.find((h) => h.host === 'api.github.com');
-  assert.deepEqual(api?.credential, { name: 'gh', headers: { 'X-Token': 'tok' } });
+  assert.deepEqual(api?.credential, { name: 'gh', headers: { 'X-Token': 'tok' }, secrets: ['T'] });
   assert.deepEqual(api?.methods, ['GET']);
   assert.ok(inspect.hosts.some((h) => h.host === '*.github.com' && h.credential?.name === 'gh'));
 });
@@ -126,6 +127,40 @@ test('a credential value a header cannot carry is said by the secret\'s name bef
   assert.deepEqual(credentialValueProblems(plan!.gateway, SECRETS), []);
   const bad = credentialValueProblems(plan!.gateway, { ...SECRETS, GITHUB_TOKEN: 'tok\r\nX-Evil: 1' });
   assert.equal(bad.length, 2);
-  assert.match(bad[0]!, /^secret GITHUB_TOKEN, used by credential github-api, holds a line break or NUL/);
+  assert.match(bad[0]!, /^secret GITHUB_TOKEN, used by credential github-api, holds a line break, a control character or a character beyond Latin-1/);
   assert.ok(bad.every((m) => !m.includes('X-Evil')));
+});
+
+test('a control character or a character beyond Latin-1 in a credential\'s value is refused by name too (it would throw in the gateway)', () => {
+  const [plan] = planSteps(parsePipeline(ISSUE_EXAMPLE, 'x.yaml'));
+  for (const value of ['tok\u0001en-value', 'tok€en-value']) {
+    const bad = credentialValueProblems(plan!.gateway, { ...SECRETS, GITHUB_TOKEN: value });
+    assert.ok(bad.some((m) => m.startsWith('secret GITHUB_TOKEN, used by credential github-api')), JSON.stringify(bad));
+    assert.ok(bad.every((m) => !m.includes(value)));
+  }
+});
+
+test('a credential for one host under a ruled `*.` entry keeps that entry\'s rule, and names the secrets it is made of', () => {
+  const text = `version: 1
+name: x
+project: { path: . }
+secrets: [GITHUB_TOKEN]
+credentials:
+  gh:
+    hosts: [api.github.com]
+    header: { Authorization: "Bearer \${GITHUB_TOKEN}" }
+steps:
+  - id: s
+    image: runner/base:latest
+    run: "true"
+    credentials: [gh]
+    egress:
+      - { host: "*.github.com", methods: [GET] }
+`;
+  const [plan] = planSteps(parsePipeline(text, 'x.yaml'));
+  const inspect = inspectionFor(plan!.gateway!, { GITHUB_TOKEN: 'ghp_0123456789abcdef' })!;
+  const api = inspect.hosts.find((h) => h.host === 'api.github.com')!;
+  assert.deepEqual(api.methods, ['GET'], 'the credential does not lift the *. rule');
+  assert.deepEqual(api.credential?.secrets, ['GITHUB_TOKEN']);
+  assert.equal(api.credential?.headers.Authorization, 'Bearer ghp_0123456789abcdef');
 });

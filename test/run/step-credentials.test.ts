@@ -80,7 +80,7 @@ test('credentials and rules: the gateway is told them (values on its stdin only)
       methods: ['GET'],
       paths: ['/repos/acme/**'],
       rule: '{ host: api.github.com, methods: [GET], paths: ["/repos/acme/**"] }',
-      credential: { name: 'github-api', headers: { Authorization: `Bearer ${TOKEN}` } },
+      credential: { name: 'github-api', headers: { Authorization: `Bearer ${TOKEN}` }, secrets: ['GITHUB_TOKEN'] },
     },
   ]);
   assert.deepEqual(inspect.secrets.map((s) => s.name).sort(), ['DB_PASSWORD', 'GITHUB_TOKEN']);
