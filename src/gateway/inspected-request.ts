@@ -54,6 +54,9 @@ const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-auth
 
 const MIB = 1024 * 1024;
 
+/** methods a request may be sent again with (RFC 9110 9.2.2) when its kept-alive connection was closed under it */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
+
 /** The headers to send: the step's less hop-by-hop ones (and what Connection names), the credential's in place of any of the same name (and of Authorization). Pure. */
 export function outgoingHeaders(given: http.IncomingHttpHeaders, credential: InspectedHost['credential'], hostHeader: string): { headers: http.OutgoingHttpHeaders; stepHeaders: Array<[string, string]> } {
   const named = new Set(
@@ -197,7 +200,7 @@ export function handleInspected(x: InspectContext, req: Req, res: Res, d: Destin
       then();
       req.resume();
     };
-    const start = (length: number | undefined): http.ClientRequest | undefined => {
+    const start = (length: number | undefined, body?: Buffer, retried = false): http.ClientRequest | undefined => {
       const h = { ...headers };
       delete h['content-length'];
       if (length !== undefined) h['content-length'] = length;
@@ -215,6 +218,12 @@ export function handleInspected(x: InspectContext, req: Req, res: Res, d: Destin
       }
       u.on('error', (err: NodeJS.ErrnoException) => {
         if (failed) return;
+        // a kept-alive connection the host closed just as it was taken again: an idempotent request, held whole,
+        // is sent once more on a new one (the host never read it)
+        if (!answered && !retried && body !== undefined && u.reusedSocket && err.code === 'ECONNRESET' && IDEMPOTENT.has(method)) {
+          start(length, body, true)?.end(body);
+          return;
+        }
         failed = true;
         say(res, err.code === 'EFORBIDDEN' ? 403 : 502, upstreamProblem(d.host, err), true);
       });
@@ -250,7 +259,8 @@ export function handleInspected(x: InspectContext, req: Req, res: Res, d: Destin
       held = [];
       const hit = x.scanner.findIn(body);
       if (hit) return fail(() => refuseSecret(hit, 'body'));
-      start(body.length > 0 || req.headers['content-length'] !== undefined ? body.length : undefined)?.end(body);
+      const length = body.length > 0 || req.headers['content-length'] !== undefined ? body.length : undefined;
+      start(length, body)?.end(body);
     };
     req.on('data', onData);
     req.on('end', onEnd);

@@ -126,7 +126,7 @@ steps:
     credentials: [company-git]
     egress: [{ host: git.company.example, methods: [GET], paths: ["/acme/app.git/**"] }]
     run: |
-      echo "control=$(curl -s -o /dev/null -w '%{http_code}' -m 20 'https://git.company.example/acme/app.git/info/refs?service=git-upload-pack&m=${mark}-control')"
+      echo "control=$(curl -s -o /tmp/control.out -w '%{http_code}' -m 20 'https://git.company.example/acme/app.git/info/refs?service=git-upload-pack&m=${mark}-control')"; head -c 300 /tmp/control.out | grep -a 'runner gateway' || true
       echo "plain=$(curl -s -o /dev/null -w '%{http_code}' -m 20 'http://git.company.example/acme/app.git/info/refs?m=${mark}')"
       echo "dot=$(curl -s -o /dev/null -w '%{http_code}' -m 20 -X DELETE 'https://git.company.example./acme/app.git/info/refs?m=${mark}')"
       echo "env=$(env | grep -c '[${token[0]}]${token.slice(1)}')"

@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { containersOfRun, execPipeline, HOLD_UNTIL_RELEASED, ISOLATION, pipelineYaml, projectsForThisFile, releaseStep, watchPeakMemory, writePipeline } from '../fixtures/project.js';
+import { containersOfRun, execPipeline, holdUntilReleasedOr, ISOLATION, pipelineYaml, projectsForThisFile, releaseStep, watchPeakMemory, writePipeline } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 
@@ -56,7 +56,7 @@ test('a background process left behind dies with the step', async () => {
     run: |
       nohup sleep ${marker} >/dev/null 2>&1 &
       echo "left sleep ${marker} running"
-      ${HOLD_UNTIL_RELEASED}
+      ${holdUntilReleasedOr(30)}
 `),
   );
   // The step's container, seen while it runs: under gVisor the step's
