@@ -30,6 +30,10 @@ export interface DeliveryView {
   checkoutDirty: boolean;
   /** the last delivery that was done, as the record has it */
   delivered: RunRecord['delivered'];
+  /** why a merge has nowhere to go (every branch holds the run's work already), when so: the doors offer no Merge */
+  mergeWhy?: string;
+  /** why an apply has nothing to bring (the branch checked out holds the run's work already), when so: the doors offer no Apply */
+  applyWhy?: string;
 }
 
 /** At most so many branches are listed: a repository with thousands is offered the first ones by name. */
@@ -64,7 +68,15 @@ export async function deliveryView(rec: RunRecord): Promise<DeliveryView> {
   } catch (err) {
     return { ...view, why: errorMessage(err) };
   }
-  return { ...view, deliverable: true };
+  return { ...view, deliverable: true, ...offers(view) };
+}
+
+/** What a delivery could still do, from the branches that hold the run's work. Pure. */
+export function offers(v: Pick<DeliveryView, 'branches' | 'mergedInto' | 'currentBranch'>): { mergeWhy?: string; applyWhy?: string } {
+  const out: { mergeWhy?: string; applyWhy?: string } = {};
+  if (v.branches.length > 0 && v.branches.every((b) => v.mergedInto.includes(b))) out.mergeWhy = `every branch of the project (${v.branches.slice(0, 5).join(', ')}${v.branches.length > 5 ? ', …' : ''}) holds this run's work already: there is nothing to merge`;
+  if (v.currentBranch !== null && v.mergedInto.includes(v.currentBranch)) out.applyWhy = `the branch checked out, ${v.currentBranch}, holds this run's work already: there is nothing to apply`;
+  return out;
 }
 
 /** What a merge or an apply of the run would do (delivery_preview, GET /api/runs/:id/delivery); a run the door still holds has not run yet. */

@@ -464,6 +464,9 @@ test('a run is delivered from its page: a refusal shows its reason, a merge asks
     await until('both attempts listed', async () => ((await attempts.count()) === 2 ? true : undefined));
     assert.match(await attempts.nth(0).innerText(), /merge into main done .* via dashboard/);
     assert.match(await attempts.nth(1).innerText(), /apply refused \(target_dirty\).* via dashboard/);
+    // nothing offered that cannot be done: main, the branch checked out, holds the work now
+    await until('Apply disabled after the merge', async () => ((await page.getByRole('button', { name: 'Apply…' }).isDisabled()) ? true : undefined));
+    assert.equal(await page.getByRole('button', { name: 'Apply…' }).getAttribute('title'), "the branch checked out, main, holds this run's work already: there is nothing to apply");
     await screenshot(page, f, 'merged');
 
     // re-run the greet run: a new run with the same inputs, linked to the old one

@@ -13,7 +13,7 @@ import { when } from '../lib/format.js';
 import { onLeave } from '../lib/poll.js';
 
 /**
- * @typedef {{ project: string, branch: string, currentBranch: string | null, branches: string[], mergedInto?: string[], deliverable: boolean, why?: string, checkoutDirty?: boolean }} Delivery
+ * @typedef {{ project: string, branch: string, currentBranch: string | null, branches: string[], mergedInto?: string[], deliverable: boolean, why?: string, checkoutDirty?: boolean, mergeWhy?: string, applyWhy?: string }} Delivery
  * @typedef {{ action: 'merge' | 'apply', at: string, by?: { via?: string, user?: string, from?: string }, into?: string, squash?: boolean, commit?: string, ok: boolean, refused?: string, message?: string }} Attempt
  */
 
@@ -154,16 +154,17 @@ export function actions(runId, refresh) {
     const gitRun = r.workspace !== 'persistent_directory' && Boolean(r.branch);
     if (ended && gitRun && delivery === undefined) void ask().then(() => (lastKey = '', update(r)));
     const d = delivery;
-    const key = JSON.stringify([r.status, gitRun, d && d.deliverable, d && d.why, r.delivered, r.deliveries]);
+    const key = JSON.stringify([r.status, gitRun, d && d.deliverable, d && d.why, d && d.mergeWhy, d && d.applyWhy, r.delivered, r.deliveries]);
     if (key === lastKey) return; // redrawn only when it changed: a dialog's button must not move under the pointer
     lastKey = key;
     const refusedWhy = d && !d.deliverable ? (d.why ?? 'the server says this run cannot be delivered') : undefined;
     fill(buttons, [
       live && el('button', { class: 'danger', onclick: cancel }, 'Cancel run'),
-      ended && gitRun && el('button', { onclick: merge, disabled: Boolean(refusedWhy), title: refusedWhy }, 'Merge…'),
-      ended && gitRun && el('button', { class: 'secondary', onclick: apply, disabled: Boolean(refusedWhy), title: refusedWhy }, 'Apply…'),
+      // nothing offered that cannot be done: after a merge into every branch, or into the one checked out, say so instead
+      ended && gitRun && el('button', { onclick: merge, disabled: Boolean(refusedWhy ?? d?.mergeWhy), title: refusedWhy ?? d?.mergeWhy }, 'Merge…'),
+      ended && gitRun && el('button', { class: 'secondary', onclick: apply, disabled: Boolean(refusedWhy ?? d?.applyWhy), title: refusedWhy ?? d?.applyWhy }, 'Apply…'),
       !live && r.pipelineFile !== undefined && el('button', { class: 'secondary', onclick: rerun }, 'Re-run'),
-      ended && gitRun && refusedWhy && el('span', { class: 'muted why' }, refusedWhy),
+      ended && gitRun && (refusedWhy ?? d?.applyWhy ?? d?.mergeWhy) && el('span', { class: 'muted why' }, refusedWhy ?? [d?.mergeWhy, d?.applyWhy].filter(Boolean).join('; ')),
     ]);
     fill(history, [deliveries(r)]);
   };
