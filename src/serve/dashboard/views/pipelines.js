@@ -56,7 +56,8 @@ function row(p, form) {
  */
 function showRunForm(into, p) {
   const fields = Object.entries(p.inputs).map(([name, input]) => {
-    const field = /** @type {HTMLInputElement} */ (el('input', { id: `input-${name}`, name, type: 'text' }));
+    // a task is often a paragraph: each input is a text box that grows, not a one-line field
+    const field = /** @type {HTMLTextAreaElement} */ (el('textarea', { id: `input-${name}`, name, rows: '2' }));
     if (input.default !== undefined) field.value = input.default;
     else field.required = true;
     return { name, field, row: el('div', { class: 'field' }, el('label', { for: `input-${name}` }, name), field, input.description && el('small', { class: 'muted' }, input.description)) };
