@@ -20,6 +20,7 @@ export interface RunEndNotice {
   secrets: Readonly<Record<string, string>>;
   /** the run's events.jsonl */
   eventsFile: string;
+  /** the run's clock, for the body's time and the events' (a signature's timestamp is always the wall clock's: a receiver compares it with its own) */
   now: () => Date;
   limits?: SendLimits;
 }
@@ -34,7 +35,7 @@ export function notifyRunEnd(n: RunEndNotice, status: NotifyStatus | undefined =
     for (const [name, entry] of Object.entries(n.notify)) {
       if (!entryFires(entry, status)) continue;
       const secret = entry.secret !== undefined ? n.secrets[entry.secret] : undefined;
-      const delivery = deliver(n, name, status, { url: entry.webhook, body: renderBody(body, entry.format), ...(secret !== undefined ? { secret } : {}), now: n.now });
+      const delivery = deliver(n, name, status, { url: entry.webhook, body: renderBody(body, entry.format), ...(secret !== undefined ? { secret } : {}), now: () => new Date() });
       pending.add(delivery);
       void delivery.finally(() => pending.delete(delivery));
     }
