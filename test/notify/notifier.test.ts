@@ -78,3 +78,30 @@ test('a run that has not ended, or a file without notify:, sends nothing', async
   assert.equal(r.got.length, 0);
   assert.deepEqual(await events(file), []);
 });
+
+test('a process that ends (as runner exec does, setting its exit code) stays for the last attempt, and no longer than the deadline', async () => {
+  const { spawn } = await import('node:child_process');
+  const { fileURLToPath } = await import('node:url');
+  const notifier = fileURLToPath(new URL('../../src/notify/notifier.js', import.meta.url));
+  const run = async (url: string, limits: object) => {
+    const file = await eventsFile();
+    const script = `import { notifyRunEnd } from ${JSON.stringify(notifier)};
+notifyRunEnd({ notify: { team: { webhook: ${JSON.stringify(url)}, on: ['failed'], format: 'json' } }, record: { runId: 'r1', pipeline: 'p', project: '/p', status: 'failed', steps: [], branch: null, error: null },
+  secrets: {}, eventsFile: ${JSON.stringify(file)}, now: () => new Date(), limits: ${JSON.stringify(limits)} });
+process.exitCode = 1;`;
+    const started = Date.now();
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'inherit' });
+    const code = await new Promise<number | null>((r) => child.on('exit', r));
+    return { code, took: Date.now() - started, events: await events(file) };
+  };
+  const flaky = await receiver((n) => (n === 1 ? 500 : 204));
+  const a = await run(flaky.url, { attempts: 4, firstPauseMs: 300, attemptMs: 2000, deadlineMs: 5000 });
+  assert.equal(a.code, 1);
+  assert.equal(flaky.got.length, 2);
+  assert.deepEqual(a.events.map((e) => e.message), ['notify_failed', 'notify_sent']);
+  const down = await receiver(() => 'hang');
+  const b = await run(down.url, { attempts: 4, firstPauseMs: 100, attemptMs: 400, deadlineMs: 1000 });
+  assert.equal(b.code, 1);
+  assert.ok(b.took < 3000, `exited after ${b.took} ms, deadline 1000 ms`);
+  assert.equal(b.events.at(-1)!.final, true);
+});
