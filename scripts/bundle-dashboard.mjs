@@ -11,7 +11,7 @@ const src = 'src/serve/dashboard';
 const out = 'dist/src/serve/dashboard';
 await rm(out, { recursive: true, force: true });
 await mkdir(out, { recursive: true });
-for (const f of await readdir(src)) if (/\.(html|css)$/.test(f)) await copyFile(path.join(src, f), path.join(out, f));
+for (const f of await readdir(src)) if (/\.(html|css|svg)$/.test(f)) await copyFile(path.join(src, f), path.join(out, f));
 // diff2html's style sheet, for the diff viewer's d2h-* classes
 await copyFile('node_modules/diff2html/bundles/css/diff2html.min.css', path.join(out, 'diff2html.css'));
 await build({

@@ -90,12 +90,13 @@ Usage:
       again what it needs); one a live run uses is kept, said, exit 1.
   runner push RUN_ID       push a run's branch again
   runner apply RUN_ID      the run's change into the project's checkout, uncommitted
-  runner merge RUN_ID [--into BRANCH] [--squash] [--push]
-  runner merge --all RUN_ID... [--into BRANCH] [--squash] [--push]
+  runner merge RUN_ID [--into BRANCH] [--squash] [--allow-empty] [--push]
+  runner merge --all RUN_ID... [--into BRANCH] [--squash] [--allow-empty] [--push]
       Merge run branches in a temporary worktree and move the target branch
       (and the checkout, when it is the target). A refusal (target_dirty,
       verification_failed, patch_invalid, scope_violation, conflict,
-      work_not_recorded) changes nothing and exits 1.
+      work_not_recorded, not_deliverable: a change the target holds already
+      unless --allow-empty) changes nothing and exits 1.
   runner serve --pipelines DIR [--home DIR] [--max-concurrent N] [--grace 30s]
                [--listen 127.0.0.1:7700] [--secrets-file F] [--egress-network NET]
                [--egress-private CIDR[,CIDR]] [--egress-proxy URL] [--ca-file F]

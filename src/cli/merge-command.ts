@@ -1,4 +1,4 @@
-/** `runner merge RUN_ID [--into BRANCH] [--squash] [--push]` and `runner merge --all RUN_ID...` */
+/** `runner merge RUN_ID [--into BRANCH] [--squash] [--allow-empty] [--push]` and `runner merge --all RUN_ID...` */
 import { visible } from '../common/visible.js';
 import { errorMessage, UsageError } from '../common/errors.js';
 import { DeliveryRefused } from '../delivery/refusal.js';
@@ -21,6 +21,7 @@ export async function mergeCommand(args: string[]): Promise<number> {
     {
       into: { type: 'string' },
       squash: { type: 'boolean', default: false },
+      'allow-empty': { type: 'boolean', default: false },
       push: { type: 'boolean', default: false },
       all: { type: 'boolean', default: false },
       home: { type: 'string' },
@@ -30,7 +31,7 @@ export async function mergeCommand(args: string[]): Promise<number> {
   if (positionals.length === 0) throw new UsageError('merge: expected RUN_ID (or --all RUN_ID...) (runner --help)');
   if (positionals.length > 1 && !values.all) throw new UsageError('merge: several runs need --all (runner --help)');
   const home = await openHome(values.home);
-  const opts = { into: values.into, squash: values.squash === true, push: values.push === true };
+  const opts = { into: values.into, squash: values.squash === true, allowEmpty: values['allow-empty'] === true, push: values.push === true };
   if (!values.all) {
     const line = await mergeOne(home, positionals[0]!, opts);
     process.stdout.write(`${visible(line)}\n`);
@@ -52,8 +53,8 @@ export async function mergeCommand(args: string[]): Promise<number> {
   return failures ? 1 : 0;
 }
 
-async function mergeOne(home: RunnerHome, runId: string, o: { into: string | undefined; squash: boolean; push: boolean }): Promise<string> {
-  const { rec, ...r } = await mergeRunOf(cliDoor(home), runId, { into: o.into, squash: o.squash }, cliActor());
+async function mergeOne(home: RunnerHome, runId: string, o: { into: string | undefined; squash: boolean; allowEmpty: boolean; push: boolean }): Promise<string> {
+  const { rec, ...r } = await mergeRunOf(cliDoor(home), runId, { into: o.into, squash: o.squash, allowEmpty: o.allowEmpty }, cliActor());
   let line = `merged ${rec.branch} into ${r.into} (${r.commit.slice(0, 10)}${o.squash ? ', squashed' : ''})${r.movedCheckout ? '; the checkout moved with it' : ''}; committed as ${r.author.name} <${r.author.email}>${r.author.configured ? '' : ' (the project has no git identity: set user.name and user.email there)'}`;
   if (o.push) line += `; ${await pushTarget(home, runId, r.into)}`;
   return line;

@@ -21,6 +21,8 @@ import { checkOver, deliverySource } from './source.js';
 export interface MergeRequest {
   into?: string | undefined;
   squash: boolean;
+  /** merge even when the run brings no change to the target (its change is there already): recorded as a merge all the same */
+  allowEmpty?: boolean | undefined;
 }
 
 /** The entry an attempt leaves in the record: what was asked and what came of it. Pure. */
@@ -63,7 +65,7 @@ export function withAttempt(list: readonly DeliveryAttempt[], entry: DeliveryAtt
 /** Merges run `runId` (runner merge); the record gains the attempt, and `delivered` when it merged. Throws DeliveryRefused as mergeRun does. */
 export async function mergeRunById(home: RunnerHome, runId: string, req: MergeRequest, by: DeliveredBy): Promise<MergeResult & { rec: RunRecord }> {
   return attempt(home, runId, 'merge', req, by, async (rec) => {
-    const r = await mergeRun(await deliverySource(rec), { ...(req.into ? { into: req.into } : {}), squash: req.squash, scratchRoot: home.merges });
+    const r = await mergeRun(await deliverySource(rec), { ...(req.into ? { into: req.into } : {}), squash: req.squash, allowEmpty: req.allowEmpty === true, scratchRoot: home.merges });
     rec.delivered = { how: 'merge', at: new Date().toISOString(), into: r.into, commit: r.commit };
     return { result: r, into: r.into, commit: r.commit };
   });

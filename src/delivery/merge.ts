@@ -24,6 +24,8 @@ import type { DeliverySource } from './source.js';
 export interface MergeOptions {
   into?: string;
   squash: boolean;
+  /** a merge that changes nothing in the target is made anyway (else refused, saying so) */
+  allowEmpty?: boolean;
   scratchRoot: string;
 }
 
@@ -114,10 +116,15 @@ export async function mergeRun(src: DeliverySource, o: MergeOptions): Promise<Me
     }
     if (o.squash) {
       const staged = await git.run(['diff', '--cached', '--quiet'], { ...call, allowFail: true });
-      if (staged.code === 0) throw new DeliveryRefused('not_deliverable', `${rec.branch} brings no change to ${into}`);
-      await git.run(['commit', '--quiet', '--no-verify', '--file=-'], { ...call, input: `${subject}\n\nRunner-Run: ${rec.runId}\n` });
+      if (staged.code === 0 && !o.allowEmpty) throw new DeliveryRefused('not_deliverable', noChange(rec.branch, into));
+      await git.run(['commit', '--quiet', '--no-verify', ...(staged.code === 0 ? ['--allow-empty'] : []), '--file=-'], { ...call, input: `${subject}\n\nRunner-Run: ${rec.runId}\n` });
     }
     const commit = await git.out(['rev-parse', 'HEAD'], call);
+    // A run whose change is in the target already (another run's merge of the same change, or the same edit by
+    // hand) would land as a merge commit that changes nothing, without a word
+    if (!o.squash && !o.allowEmpty && (await git.out(['rev-parse', `${commit}^{tree}`], call)) === (await git.out(['rev-parse', `${old}^{tree}`], call))) {
+      throw new DeliveryRefused('not_deliverable', noChange(rec.branch, into));
+    }
 
     if (movesCheckout) {
       // The user's checkout and its branch move together; checked clean again right before, holding the
@@ -150,4 +157,9 @@ export async function mergeRun(src: DeliverySource, o: MergeOptions): Promise<Me
     await removeTree(scratch).catch(() => undefined);
     await git.run(['worktree', 'prune'], { cwd: project.root, gitDir: project.commonDir, allowFail: true });
   }
+}
+
+/** The refusal of a merge that would change nothing in the target. Pure. */
+export function noChange(branch: string | null, into: string): string {
+  return `${branch ?? "the run's branch"} brings no change to ${into}: its change is there already (merged from another run, or made by hand), so ${into} is unchanged; to record the merge all the same, merge with --allow-empty (API: "allowEmpty": true; MCP: allow_empty)`;
 }

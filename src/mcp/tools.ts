@@ -207,11 +207,12 @@ export function registerTools(server: McpServer, b: McpBackend): void {
         run_id: runId,
         into: z.string().min(1).max(250).optional().describe('the branch to merge into (default: the one the run started from)'),
         squash: z.boolean().default(false).describe('one commit rather than a merge commit'),
+        allow_empty: z.boolean().default(false).describe('merge even when the run brings no change to the target (its change is there already); refused otherwise, saying so'),
       },
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
-    guarded(async ({ run_id, into, squash }: { run_id: string; into?: string | undefined; squash: boolean }) => {
-      const r = await mergeRunOf(b, run_id, { into, squash }, b.deliveredBy);
+    guarded(async ({ run_id, into, squash, allow_empty }: { run_id: string; into?: string | undefined; squash: boolean; allow_empty: boolean }) => {
+      const r = await mergeRunOf(b, run_id, { into, squash, allowEmpty: allow_empty }, b.deliveredBy);
       return { merged: true, runId: run_id, project: r.rec.project, branch: r.rec.branch, into: r.into, commit: r.commit, squash, movedCheckout: r.movedCheckout, author: r.author };
     }),
   );

@@ -23,7 +23,7 @@ export const SESSION_COOKIE = 'runner_session';
 
 export type Verdict = { ok: true } | { ok: false; status: 401 | 403; message: string };
 
-const OPEN_PATHS = new Set(['/healthz', '/login', '/logout', '/assets/app.js', '/assets/style.css']);
+const OPEN_PATHS = new Set(['/healthz', '/login', '/logout', '/assets/app.js', '/assets/style.css', '/assets/favicon.svg', '/favicon.ico']);
 
 /** How long a dashboard session lasts, in seconds. */
 export const SESSION_SECONDS = 7 * 24 * 3600;

@@ -164,10 +164,11 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
       'POST',
       new RegExp(`^/api/runs/${ID}/merge$`),
       async (req, res, [id]) => {
-        const body = await readObject(req, ['into', 'squash']);
+        const body = await readObject(req, ['into', 'squash', 'allowEmpty']);
+        if (body.allowEmpty !== undefined && typeof body.allowEmpty !== 'boolean') throw new RunnerError('bad_request', '"allowEmpty" must be true or false');
         if (body.into !== undefined && typeof body.into !== 'string') throw new RunnerError('bad_request', '"into" must be a branch name');
         if (body.squash !== undefined && typeof body.squash !== 'boolean') throw new RunnerError('bad_request', '"squash" must be true or false');
-        const r = await mergeRunOf(state, id!, { into: body.into as string | undefined, squash: body.squash === true }, deliverer(req));
+        const r = await mergeRunOf(state, id!, { into: body.into as string | undefined, squash: body.squash === true, allowEmpty: body.allowEmpty === true }, deliverer(req));
         json(res, 200, { merged: true, runId: id, into: r.into, commit: r.commit, squash: body.squash === true, movedCheckout: r.movedCheckout, author: r.author });
       },
     ],

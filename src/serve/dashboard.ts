@@ -30,12 +30,16 @@ const FILES: Record<string, string> = {
   '/assets/app.js': 'app.js',
   '/assets/style.css': 'style.css',
   '/assets/diff2html.css': 'diff2html.css',
+  '/assets/favicon.svg': 'favicon.svg',
+  // what a browser asks for by itself, before it reads the page's icon link
+  '/favicon.ico': 'favicon.svg',
 };
 
 const TYPES: Record<string, string> = {
   html: 'text/html; charset=utf-8',
   js: 'text/javascript; charset=utf-8',
   css: 'text/css; charset=utf-8',
+  svg: 'image/svg+xml',
 };
 
 export async function loadDashboard(dir = path.join(packageRoot(), 'dist/src/serve/dashboard/')): Promise<Map<string, Asset>> {

@@ -50,7 +50,7 @@ async function openPage(): Promise<{ page: Page; problems: string[] }> {
   const problems: string[] = [];
   page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
   page.on('console', (m) => {
-    if (m.type() === 'error' && !/favicon/.test(m.location().url)) problems.push(`console: ${m.text()}`);
+    if (m.type() === 'error') problems.push(`console: ${m.text()}`);
   });
   return { page, problems };
 }

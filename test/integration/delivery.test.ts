@@ -169,3 +169,17 @@ test('merge --into a branch checked out in another worktree is refused; an untra
   await refused(f, ['merge', r.runId], 'target_dirty');
   assert.equal(await readFile(path.join(f.project, 'new.txt'), 'utf8'), 'mine, untracked\n');
 });
+
+test('a second run holding the change another run\'s merge brought is refused, saying so, unless --allow-empty (then recorded as a merge)', async () => {
+  const f = await fixture();
+  const a = await run(f, '  - id: a\n    run: echo same > same.txt\n');
+  const b = await run(f, '  - id: b\n    run: echo same > same.txt\n');
+  const m = await runCli(['merge', a.runId, '--home', f.home]);
+  assert.equal(m.code, 0, m.stderr);
+  const said = await refused(f, ['merge', b.runId], 'not_deliverable');
+  assert.match(said, /brings no change to main: its change is there already \(merged from another run, or made by hand\), so main is unchanged; to record the merge all the same, merge with --allow-empty/);
+  const forced = await runCli(['merge', b.runId, '--allow-empty', '--home', f.home]);
+  assert.equal(forced.code, 0, forced.stderr);
+  assert.equal(git(f.project, 'rev-list', '--parents', '-1', 'main').split(' ').length, 3, 'recorded as a merge, as asked');
+  assert.equal(git(f.project, 'diff', '--stat', 'main^1', 'main'), '', 'that changes nothing');
+});

@@ -42,7 +42,7 @@ test('with a token: bearer or session cookie, and only a few paths open', () => 
   assert.equal(checkAccess('GET', '/api/runs', { ...host, authorization: `Bearer ${T}x` }, T).ok, false);
   assert.equal(checkAccess('GET', '/api/runs', { ...host, cookie: `a=b; ${SESSION_COOKIE}=${sessionValue(T, NOW)}` }, T, NOW).ok, true);
   assert.equal(checkAccess('GET', '/api/runs', { ...host, cookie: `${SESSION_COOKIE}=${T}` }, T).ok, false, 'the raw token is not a session');
-  for (const p of ['/healthz', '/login', '/logout', '/assets/app.js', '/assets/style.css']) assert.equal(checkAccess('GET', p, host, T).ok, true, p);
+  for (const p of ['/healthz', '/login', '/logout', '/assets/app.js', '/assets/style.css', '/assets/favicon.svg', '/favicon.ico']) assert.equal(checkAccess('GET', p, host, T).ok, true, p);
   for (const p of ['/', '/metrics', '/api/pipelines']) assert.equal(checkAccess('GET', p, host, T).ok, false, p);
 });
 
