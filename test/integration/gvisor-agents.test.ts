@@ -124,7 +124,9 @@ function watchRuntimes(f: Fixture): { seen: Map<string, string>; stop: () => voi
 for (const a of AGENTS) {
   // a root-owned project: the step runs as 65532, its process cap (RLIMIT_NPROC inside the sandbox) counted for that uid
   for (const owner of [1000, undefined]) {
-    test(`${a.preset} under gVisor, ${owner ? 'a project owned by a user' : 'a root-owned project (the step runs as 65532)'}: its shell sees gVisor's kernel, it edits the project, a denied host is refused by its gateway, its calls are metered`, { timeout: 120_000 }, async () => {
+    test(`${a.preset} under gVisor, ${owner ? 'a project owned by a user' : 'a root-owned project (the step runs as 65532)'}: its shell sees gVisor's kernel, it edits the project, a denied host is refused by its gateway, its calls are metered`, { timeout: 200_000 }, async () => {
+      // longer than the step's own timeout (2m): a step that hangs ends by it, and the failure shows the step's log
+      // (a CI run once saw this test end at its own 120 s with nothing to say where the agent stood)
       const f = await fixture(owner ? { owner } : {});
       const server = await ModelServer.start(a.script);
       servers.push(server);
