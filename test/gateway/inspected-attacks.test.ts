@@ -162,8 +162,8 @@ async function h1(g: Gateway, connectHost: string, path: string, o: { method?: s
   });
 }
 
-/** Raw bytes over a TLS tunnel to `host`; everything read until the gateway closes or `ms` passes. */
-async function raw(g: Gateway, host: string, bytes: string | Buffer, ms = 1500): Promise<string> {
+/** Raw bytes over a TLS tunnel to `host`; everything read until the gateway closes or `ms` passes (long: a loaded CI machine took more than 1.5 s to answer; every request here ends by a close). */
+async function raw(g: Gateway, host: string, bytes: string | Buffer, ms = 20_000): Promise<string> {
   const t = await tunnelTo(g, host);
   return new Promise((resolve) => {
     let got = '';
