@@ -268,17 +268,19 @@ export function handleInspected(x: InspectContext, req: Req, res: Res, d: Destin
 }
 
 /** The scanners of answers, one per credentialed host's rule: the credential's own secrets only (the step may hold its other secrets). */
-const answerScanners = new WeakMap<InspectedHost, SecretScanner>();
+const answerScanners = new WeakMap<InspectedHost, { scanner: SecretScanner; hold: number } | null>();
 
-function answerScanner(x: InspectContext, rule: InspectedHost | undefined): SecretScanner | undefined {
+/** The host's answer check, made once per rule: the scanner and the tail held back (the longest form of the longest value: 6 bytes a byte, JSON's \\u escape). */
+function answerScanner(x: InspectContext, rule: InspectedHost | undefined): { scanner: SecretScanner; hold: number } | undefined {
   const names = rule?.credential?.secrets ?? [];
   if (!rule || names.length === 0) return undefined;
-  let scanner = answerScanners.get(rule);
-  if (!scanner) {
-    scanner = new SecretScanner(x.inspect.secrets.filter((s) => names.includes(s.name)));
-    answerScanners.set(rule, scanner);
+  let entry = answerScanners.get(rule);
+  if (entry === undefined) {
+    const values = x.inspect.secrets.filter((s) => names.includes(s.name));
+    entry = values.length ? { scanner: new SecretScanner(values), hold: 6 * Math.max(...values.map((s) => Buffer.byteLength(s.value))) + 8 } : null;
+    answerScanners.set(rule, entry);
   }
-  return scanner;
+  return entry ?? undefined;
 }
 
 /**
@@ -288,9 +290,9 @@ function answerScanner(x: InspectContext, rule: InspectedHost | undefined): Secr
  * show it is not one.
  */
 function passAnswer(x: InspectContext, host: string, rule: InspectedHost | undefined, answer: http.IncomingMessage, res: Res): void {
-  const scanner = answerScanner(x, rule);
+  const check = answerScanner(x, rule);
   answer.on('error', () => res.destroy());
-  if (!scanner) {
+  if (!check) {
     res.writeHead(answer.statusCode ?? 502, answerHeaders(answer.headers));
     answer.pipe(res as http.ServerResponse);
     return;
@@ -301,10 +303,10 @@ function passAnswer(x: InspectContext, host: string, rule: InspectedHost | undef
     if (!res.headersSent) say(res, 502, `runner gateway: the answer of ${host} carried the value of the secret ${hit.secret} back (${hit.form}): cut; the credential ${rule!.credential!.name} is the gateway's to hold\n`, true);
     else res.destroy();
   };
+  const { scanner, hold } = check;
   const inHeaders = scanner.findIn(Object.entries(answer.headers).map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(', ') : (v ?? '')}`).join('\n'));
   if (inHeaders) return cut(inHeaders);
   res.writeHead(answer.statusCode ?? 502, answerHeaders(answer.headers));
-  const hold = 6 * Math.max(...x.inspect.secrets.filter((s) => rule!.credential!.secrets!.includes(s.name)).map((s) => Buffer.byteLength(s.value))) + 8;
   const window = scanner.stream();
   let pending: Buffer = Buffer.alloc(0);
   const out = res as http.ServerResponse;
