@@ -3,37 +3,42 @@
  * and `runner diff ID | head -1` print nothing on stderr and exit 141 (what a
  * shell reports for git there); `runner exec … | head -1` cancels its run
  * (its work committed, its container gone) and exits 141. The real CLI as a
- * child process whose stdout is a pipe the test closes after the first line,
+ * child process whose stdout is a pipe to `head -1`,
  * on output long enough (past the pipe's 64 KiB) that the write really fails.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import { promisify } from 'node:util';
 import { CLI, containersOfRun, execPipeline, git, pipelineYaml, projectsForThisFile, writePipeline } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
+const execFileP = promisify(execFile);
 
-/** Runs the CLI, reads its stdout up to the first line, then closes the pipe; resolves once it has exited. */
-function firstLineThenClose(args: string[]): Promise<{ first: string; stderr: string; code: number | null; signal: NodeJS.Signals | null }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, CI: 'true' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let first = '';
-    let stderr = '';
-    child.stdout.on('data', (b: Buffer) => {
-      out += b.toString();
-      const nl = out.indexOf('\n');
-      if (nl !== -1 && !first) {
-        first = out.slice(0, nl);
-        child.stdout.destroy();
-      }
-    });
-    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ first, stderr, code, signal }));
+/**
+ * Runs the CLI as `runner ARGS | head -1` in bash, as a user would: head reads
+ * one block, prints the first line and exits, so the CLI's next writes fail.
+ * (A reader in this process would not do: under load, Node reads on ahead of
+ * its own 'data' events, drains the whole pipe, and the CLI never meets the
+ * closed pipe at all.) Resolves with head's line, the CLI's stderr and status.
+ */
+async function firstLineThenClose(args: string[]): Promise<{ first: string; stderr: string; code: number }> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'closed-pipe-'));
+  const errFile = path.join(dir, 'stderr');
+  const script = '"$@" 2>"$ERR_FILE" | head -1; echo "${PIPESTATUS[0]}" > "$ERR_FILE.status"';
+  const { stdout } = await execFileP('bash', ['-c', script, 'bash', process.execPath, CLI, ...args], {
+    env: { ...process.env, CI: 'true', ERR_FILE: errFile },
+    maxBuffer: 1 << 20,
   });
+  try {
+    const code = Number((await readFile(`${errFile}.status`, 'utf8')).trim());
+    return { first: stdout.replace(/\n$/, ''), stderr: await readFile(errFile, 'utf8'), code };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 test('runs ls and diff into a pipe closed after the first line: nothing on stderr, exit 141', { timeout: 600_000 }, async () => {
