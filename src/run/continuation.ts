@@ -33,6 +33,11 @@ function carriable(s: StepResult): boolean {
   return !s.lane || s.lane.merge === 'merged' || s.lane.merge === 'unchanged';
 }
 
+/** The unit an entry is a run of: `verify~2` (run again by a resume) is `verify`, as the flow names it. */
+function unitOf(s: StepResult): string {
+  return resultName(s).replace(/~\d+$/, '');
+}
+
 /** Resume: every unit the run completed is carried; it goes on from the first that did not. */
 export function resumePlan(prior: RunRecord): { carry: Map<string, StepResult>; from: string } {
   if (!(RESUMABLE as readonly string[]).includes(prior.status)) {
@@ -53,8 +58,8 @@ export function resumePlan(prior: RunRecord): { carry: Map<string, StepResult>; 
     throw new RunnerError('not_resumable', `run ${prior.runId} has no branch (it stopped before its worktree was made): start it again instead`);
   }
   const carry = new Map<string, StepResult>();
-  for (const s of prior.steps) if (carriable(s)) carry.set(resultName(s), s);
-  const firstOpen = prior.gate?.name ?? prior.steps.find((s) => !carriable(s) && s.status !== 'skipped')?.id ?? prior.steps.find((s) => s.status === 'skipped')?.id;
+  for (const s of prior.steps) if (carriable(s)) carry.set(unitOf(s), s);
+  const firstOpen = prior.gate?.name ?? prior.steps.find((s) => !carry.has(unitOf(s)) && s.status !== 'skipped')?.id ?? prior.steps.find((s) => s.status === 'skipped')?.id;
   return { carry, from: firstOpen ?? 'the first step not completed' };
 }
 
@@ -75,7 +80,7 @@ export function forkPlan(prior: RunRecord, step: string): { carry: Map<string, S
   }
   if (prior.steps[at]!.status === 'skipped') throw new RunnerError('bad_request', `step ${step} of run ${prior.runId} never ran: resume the run instead (runner resume ${prior.runId})`);
   const before = prior.steps.slice(0, at).filter(carriable);
-  const carry = new Map(before.map((s) => [resultName(s), s] as const));
+  const carry = new Map(before.map((s) => [unitOf(s), s] as const));
   let startAt = prior.baseSha;
   for (const s of prior.steps.slice(0, at)) {
     // every commit the run's branch got before the step, a tolerated failure's too
