@@ -5,7 +5,7 @@
  * server through its holder (holder.ts `continueRun`). The steps a resume or a
  * fork does not run again are said by src/run/continuation.ts.
  */
-import { readFile } from 'node:fs/promises';
+import { lstat, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { RunnerError } from '../common/errors.js';
 import { loadPipeline, type LoadedPipeline } from '../pipeline/load.js';
@@ -68,13 +68,10 @@ async function pipelineFor(door: Door, rec: RunRecord, ask: ContinueAsk, fork = 
   const file = ask.pipelineFile ?? rec.pipelineFile;
   if (!file) throw new RunnerError('bad_request', `run ${rec.runId} has no pipeline file on record: give one (--pipeline FILE)`);
   const real = ask.allowed ? await ask.allowed(file) : file;
-  let loaded: LoadedPipeline;
-  try {
-    loaded = await loadPipeline(real);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new RunnerError('pipeline_unknown', `the pipeline file ${file} run ${rec.runId} ran with is gone: give one (--pipeline FILE)`);
-    throw err;
-  }
+  // loadPipeline says a missing file as a pipeline problem: said here as what it means for this run
+  const gone = await lstat(real).then(() => false, (err: NodeJS.ErrnoException) => err.code === 'ENOENT');
+  if (gone) throw new RunnerError('pipeline_unknown', `the pipeline file ${file} ${ask.pipelineFile !== undefined ? 'does not exist' : `run ${rec.runId} ran with is gone: give one (--pipeline FILE)`}`);
+  const loaded = await loadPipeline(real);
   if (ask.pipelineFile !== undefined || fork || !rec.pipelineCopy) return loaded;
   const then = await readFile(path.join(runDir(door.runsDir, rec.runId), rec.pipelineCopy), 'utf8').catch(() => undefined);
   if (then !== undefined && then !== loaded.text) {
