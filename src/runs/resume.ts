@@ -74,7 +74,11 @@ async function pipelineFor(door: Door, rec: RunRecord, ask: ContinueAsk, fork = 
   const loaded = await loadPipeline(real);
   if (ask.pipelineFile !== undefined || fork || !rec.pipelineCopy) return loaded;
   const then = await readFile(path.join(runDir(door.runsDir, rec.runId), rec.pipelineCopy), 'utf8').catch(() => undefined);
-  if (then !== undefined && then !== loaded.text) {
+  // without the copy nothing says the file is the one the run ran with: asked for, never assumed
+  if (then === undefined) {
+    throw new RunnerError('pipeline_changed', `the copy of the pipeline file run ${rec.runId} ran with is gone from its directory: nothing says ${file} is unchanged; to resume with the file as it is now, say so: runner resume ${rec.runId} --pipeline ${file}`);
+  }
+  if (then !== loaded.text) {
     throw new RunnerError(
       'pipeline_changed',
       `the pipeline file ${file} changed since run ${rec.runId} ran with it:\n${lineDiff(then, loaded.text ?? '')}\nto resume with the file as it is now, say so: runner resume ${rec.runId} --pipeline ${file}`,

@@ -99,3 +99,18 @@ test('a fork from a step the pipeline no longer has is refused', async () => {
   await writeFile(file, PIPELINE('v1').replace('id: verify', 'id: check'));
   await assert.rejects(prepareFork(door, 'r1', 'verify', {}), /the pipeline .* has no step verify to fork from/);
 });
+
+test('attack: the copy of the pipeline in the run directory tampered with or deleted: the resume is refused, not slipped through', async () => {
+  const { door, file } = await home(PIPELINE('v1'), PIPELINE('v1'));
+  const copy = path.join(door.runsDir, 'r1', 'pipeline.yaml');
+  // tampered to match a changed file would need both changed; tampered alone, it differs from the file
+  await writeFile(copy, PIPELINE('evil'));
+  await assert.rejects(prepareResume(door, 'r1', {}), /changed since run r1 ran with it:\n {2}at line 10:\n {2}- {5}run: echo evil\n {2}\+ {5}run: echo v1/);
+  await rm(copy);
+  await assert.rejects(prepareResume(door, 'r1', {}), (e: Error & { code?: string }) =>
+    e.code === 'pipeline_changed' && e.message === `the copy of the pipeline file run r1 ran with is gone from its directory: nothing says ${file} is unchanged; to resume with the file as it is now, say so: runner resume r1 --pipeline ${file}`);
+  assert.equal((await prepareResume(door, 'r1', { pipelineFile: file })).continuation.from, 'verify', 'taken when said');
+  // a record of an older runner kept no copy: nothing to compare, the file is taken
+  const older = await home(PIPELINE('v1'), undefined);
+  assert.equal((await prepareResume(older.door, 'r1', {})).continuation.from, 'verify');
+});
