@@ -17,7 +17,7 @@ import { gateWaiterAlive } from '../run/gate-waiter.js';
 import { decideGate } from './decide.js';
 import type { Door, StartDoor } from './door.js';
 import { within } from './folders.js';
-import { ranRecord } from './show.js';
+import { ranRecord, showRun } from './show.js';
 
 export interface ContinueAsk {
   /** a pipeline file to take instead of the one the run ran with (it may differ: said, not refused) */
@@ -36,13 +36,20 @@ export interface Prepared {
 
 /** Resume run `id` from its first step that did not complete (or after its approved gate). */
 export async function prepareResume(door: Door, id: string, ask: ContinueAsk & { how?: 'resume' | 'approval' }): Promise<Prepared> {
-  const rec = await ranRecord(door, id);
+  const rec = await endedRecord(door, id);
   if (rec.status === 'awaiting_approval' && rec.gate && decisionFor(rec.decisions, rec.gate.name)?.decision !== 'approved') {
     throw new RunnerError('not_resumable', `run ${id} waits at gate ${rec.gate.name}: approve it (runner approve ${id}) or reject it (runner reject ${id})`);
   }
   const { carry, from } = resumePlan(rec);
   const loaded = await pipelineFor(door, rec, ask);
   return { loaded, continuation: { kind: 'resume', how: ask.how ?? 'resume', prior: rec, carry, from, ...(ask.by ? { by: ask.by } : {}) }, inputs: { ...(rec.inputs ?? {}) } };
+}
+
+/** The run's record, for a resume: one the door holds (queued, or being continued already) is refused as not_resumable. */
+async function endedRecord(door: Door, id: string): Promise<RunRecord> {
+  const shown = await showRun(door, id);
+  if (!('steps' in shown)) throw new RunnerError('not_resumable', `run ${id} cannot be resumed: it is ${shown.status} on this server${shown.status === 'starting' ? ' (being continued already)' : ''}: wait for it to end`);
+  return shown;
 }
 
 /** Fork run `id` from `step`: a new run, its branch from the commit just before that step. */
@@ -109,7 +116,7 @@ const underDoor = (door: ContinueDoor) => (file: string) => within(file, door.pi
  * pipeline file, which must lie under the server's pipelines folder; `acceptChanged` takes the file as it is now.
  */
 export async function resumeRunOf(door: ContinueDoor, id: string, opts: { acceptChanged?: boolean; by: DeliveredBy }): Promise<{ runId: string; from: string }> {
-  const rec = await ranRecord(door, id);
+  const rec = await endedRecord(door, id);
   const prepared = await prepareResume(door, id, { allowed: underDoor(door), by: opts.by, ...(opts.acceptChanged ? { pipelineFile: rec.pipelineFile } : {}) });
   await door.continueRun(prepared, opts.by);
   return { runId: id, from: prepared.continuation.from };

@@ -38,7 +38,8 @@ export async function currentRun(runsDir: string, held: Pick<HeldRuns, 'notStart
   } catch (err) {
     if (!(err instanceof RunnerError && err.code === 'run_unknown')) throw err;
   }
-  if (rec && rec.status !== 'queued') return rec;
+  // a run the door is continuing (a resume, an approved gate) whose record still says how its last start ended: starting again
+  if (rec && rec.status !== 'queued') return (rec.status !== 'running' ? held.notStarted(id) : undefined) ?? rec;
   const pending = held.notStarted(id);
   if (pending) return pending;
   if (rec) return rec;
@@ -55,7 +56,7 @@ export async function showRun(door: Door, id: string): Promise<RunRecord | NotSt
 /** The run's own record (it has started, or ended), for an operation that needs one: a run the door still holds is refused, as not delivered yet. */
 export async function ranRecord(door: Door, id: string): Promise<RunRecord> {
   const r = await showRun(door, id);
-  if (!('steps' in r)) throw new DeliveryRefused('not_deliverable', `run ${id} is ${r.status} on this server and has not run yet: wait for it to end`);
+  if (!('steps' in r)) throw new DeliveryRefused('not_deliverable', `run ${id} is ${r.status} on this server${r.status === 'queued' ? ' and has not run yet' : ''}: wait for it to end`);
   return r;
 }
 
