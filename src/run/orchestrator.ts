@@ -23,7 +23,7 @@ import { openWorkspace, prepareWorkspace, type TaskFlags } from '../workspace/op
 import { uncommittedNotice } from '../workspace/uncommitted.js';
 import { GitWorkspace } from '../workspace/git-workspace.js';
 import { checkHomeReachable } from '../workspace/home-access.js';
-import { runBranch } from '../workspace/run-worktree.js';
+import { checkResumeBranch, runBranch } from '../workspace/run-worktree.js';
 import type { Workspace } from '../workspace/workspace.js';
 import { HookRunner } from './hook-runner.js';
 import { newRecord, type RunCleanup, type RunRecord, type StartedBy } from './record.js';
@@ -153,6 +153,10 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
       const now = await readRun(home.runs, runId);
       if (now.status !== cont.prior.status || now.steps.length !== cont.prior.steps.length || (now.decisions?.length ?? 0) !== (cont.prior.decisions?.length ?? 0)) {
         throw new RunnerError('not_resumable', `run ${runId} changed since this resume was asked for (it is ${now.status} now): see runner runs show ${runId}`);
+      }
+      if (prepared.kind === 'git_worktree' && now.branch) {
+        const held = [...cont.carry.values()].flatMap((s) => (s.lane ? s.lane.commit : s.commit) ?? []);
+        await checkResumeBranch(prepared.git, prepared.project, runId, now.branch, [...held, ...(now.headSha ? [now.headSha] : [])]);
       }
     }
     store = resuming ? await RunStore.reopen(home.runs, runId, masker) : await RunStore.create(home.runs, runId, masker);

@@ -4,6 +4,7 @@
  * one ready (worktree-pool.ts), else made fresh; at the end it goes back to
  * the pool, or is removed.
  */
+import { RunnerError } from '../common/errors.js';
 import type { Git } from '../git/git.js';
 import type { PushPolicy } from '../git/push.js';
 import { childPath } from './names.js';
@@ -59,4 +60,26 @@ export async function openContinuedWorktree(
   const wt = await createWorktree(git, project, worktreesRoot, runId, runBranch(runId), start);
   wt.baseSha = baseSha;
   return new GitWorkspace({ kind: 'git_worktree', wt, git, remote: push.remote, pushPolicy: push.policy, created: true, attempt: 1, disposable: true, lanes: { root: worktreesRoot, runId } });
+}
+
+/**
+ * Before a resume goes on on `branch`: the branch is there and still holds
+ * `commits` (the work of the steps it carries, and where the run left it).
+ * One deleted, reset or rewritten since is refused: a resume on it would
+ * carry steps whose work is not there (or is someone else's). Never made
+ * again from a remote's branch or a tag of that name.
+ */
+export async function checkResumeBranch(git: Git, project: ProjectFacts, runId: string, branch: string, commits: string[]): Promise<void> {
+  const call = { cwd: project.root, gitDir: project.commonDir, allowFail: true };
+  const tip = await git.run(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`], call);
+  if (tip.code !== 0) {
+    throw new RunnerError('not_resumable', `run ${runId} cannot be resumed: its branch ${branch} is gone; fork it from a step instead (runner fork ${runId} --from STEP), whose commits its record keeps`);
+  }
+  const at = tip.stdout.trim();
+  for (const c of new Set(commits)) {
+    const held = await git.run(['merge-base', '--is-ancestor', c, at], call);
+    if (held.code !== 0) {
+      throw new RunnerError('not_resumable', `run ${runId} cannot be resumed: its branch ${branch} was moved since it stopped (it is at ${at.slice(0, 10)}, which does not hold ${c.slice(0, 10)} of its completed work); fork it from a step instead (runner fork ${runId} --from STEP)`);
+    }
+  }
 }
