@@ -24,7 +24,7 @@ import { newRunId } from '../run/run-id.js';
 import type { RunRecord, StartedBy } from '../run/record.js';
 import { readRun } from '../run/records.js';
 import { RunHolder } from '../runs/holder.js';
-import { pipelineProject, projectScope } from '../runs/scope.js';
+import { pipelineProject, projectScope, servedBy } from '../runs/scope.js';
 import { Scheduler, type Pending, type ScheduledPipeline } from '../schedule/scheduler.js';
 import { RunnerHome } from '../workspace/home.js';
 import { createApi } from './api.js';
@@ -35,6 +35,7 @@ import { listPipelineFiles } from '../runs/pipeline-list.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
 import type { StreamCapSettings } from './stream-caps.js';
 import { acceptedElsewhere, RunRequests } from '../runs/run-requests.js';
+import { GATE_SWEEP_MS, sweepGates } from './gate-sweep.js';
 
 export interface ServeOptions {
   pipelinesDir: string;
@@ -233,6 +234,18 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
     says: `runner serve serves the projects of the pipelines in ${o.pipelinesDir}${projects.length ? ` and the projects under --project ${projects.join(', ')}` : ''}`,
   });
 
+  // gates whose wait ran out end rejected (timed out): a run at a gate holds no process that would end it
+  let sweeping = false;
+  const gateSweep = setInterval(() => {
+    if (sweeping) return;
+    sweeping = true;
+    void servedBy(scope)
+      .then((served) => sweepGates(home.runs, home.root, served, new Date(), o.say))
+      .catch((e) => o.say(`gate sweep failed: ${errorMessage(e)}`))
+      .finally(() => (sweeping = false));
+  }, GATE_SWEEP_MS);
+  gateSweep.unref();
+
   let api: http.Server | undefined;
   if (o.listen) {
     api = createApi(
@@ -305,6 +318,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
   scheduler.stop();
   watcher?.close();
   clearInterval(rescan);
+  clearInterval(gateSweep);
   clearTimeout(pending);
   await holder.stop(o.graceMs);
   await Promise.all(recorded.values());
