@@ -94,7 +94,7 @@ after(() => client?.close());
 test('the tools, each with a description and a schema; merge and apply are marked destructive', async () => {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
-  assert.deepEqual(names, ['apply_run', 'cancel_run', 'delivery_preview', 'list_pipelines', 'list_runs', 'merge_run', 'run_diff', 'run_log', 'run_status', 'start_agent_task', 'start_run', 'step_transcript', 'validate_pipeline', 'wait_for_run']);
+  assert.deepEqual(names, ['apply_run', 'approve_run', 'cancel_run', 'delivery_preview', 'fork_run', 'list_pipelines', 'list_runs', 'merge_run', 'reject_run', 'resume_run', 'run_diff', 'run_log', 'run_status', 'start_agent_task', 'start_run', 'step_transcript', 'validate_pipeline', 'wait_for_run']);
   for (const t of tools) {
     assert.ok((t.description ?? '').length > 60, `${t.name} has a description a model can act on`);
     assert.equal(t.inputSchema.type, 'object');
