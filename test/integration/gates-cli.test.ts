@@ -8,66 +8,13 @@
  * run waiting, and an approval afterwards runs it to its end.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { CLI, containersOfRun, git, IMAGE, otherWorktrees, projectsForThisFile, runCli, until, writePipeline, type Fixture } from '../fixtures/project.js';
+import { assertHoldsNothing, execUntilGate, GATED, record } from '../fixtures/gates.js';
+import { containersOfRun, git, IMAGE, otherWorktrees, projectsForThisFile, runCli, writePipeline } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
-
-export const GATED = (project: string, timeout = '1h') => `version: 1
-name: gated
-project: { path: ${project}, push: never }
-defaults: { image: ${IMAGE}, timeout: 2m, resources: { memory: 256m, cpus: 1, pids: 128 } }
-steps:
-  - id: plan
-    run: echo "the plan" > PLAN.md
-  - id: approve
-    approval:
-      prompt: Read PLAN.md on the run's branch; approve to implement it.
-      timeout: ${timeout}
-  - id: implement
-    run: |
-      printf '%s' "$RUNNER_APPROVAL_COMMENT" > comment-env.txt
-      printf '%s' "\${{ steps.approve.outputs.comment }}" > comment-output.txt
-      printf '%s %s' "\${{ steps.approve.outputs.decision }}" "\${{ steps.approve.outputs.by }}" > decision.txt
-`;
-
-export interface WaitingExec {
-  child: ReturnType<typeof spawn>;
-  runId: string;
-  out: () => string;
-  done: Promise<number | null>;
-}
-
-/** `runner exec FILE --home HOME` in the foreground, resolved once it says it waits at a gate (how to decide included). */
-export function execUntilGate(file: string, home: string): Promise<WaitingExec> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, 'exec', file, '--home', home], { env: { ...process.env, CI: 'true' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    const done = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
-    const seen = (b: Buffer) => {
-      out += b.toString();
-      const id = /run (\d{8}-\d{6}-[a-z0-9]{6}) waits at gate/.exec(out)?.[1];
-      if (id && /runner reject \S+ \[--comment TEXT\]/.test(out)) resolve({ child, runId: id, out: () => out, done });
-    };
-    child.stdout.on('data', seen);
-    child.stderr.on('data', seen);
-    void done.then((code) => reject(new Error(`runner exec ended (${code}) before it waited at the gate:\n${out}`)));
-    setTimeout(() => reject(new Error(`runner exec did not wait at the gate in 90 s:\n${out}`)), 90_000).unref();
-  });
-}
-
-export const record = async (home: string, runId: string) => JSON.parse(await readFile(path.join(home, 'runs', runId, 'run.json'), 'utf8'));
-
-/** What a run at a gate holds: nothing of the engine, no worktree, no lock of its own. */
-export function assertHoldsNothing(f: Fixture, runId: string): void {
-  assert.deepEqual(containersOfRun(runId), [], 'no container of the run exists while it waits');
-  assert.equal(existsSync(path.join(f.home, 'worktrees', runId)), false, 'no worktree directory while it waits');
-  assert.deepEqual(otherWorktrees(f), [], 'git knows no worktree of the run while it waits');
-}
 
 test('exec waits at the gate holding nothing, says how to decide; runner approve --comment from another process: it goes on, the comment reaches the next step; deciding again is refused', { timeout: 180_000 }, async () => {
   const f = await fixture();
