@@ -181,7 +181,7 @@ export async function planOf(r: RecordPart & Pick<RunRecord, 'pipelineFile' | 's
     try {
       specs = planSteps((await loadPipeline(file)).pipeline.steps);
     } catch (err) {
-      return fromRecord(`the pipeline file ${file} does not load now (${errorMessage(err).split('\n')[0]}): the steps listed are those on record`);
+      return fromRecord(`the pipeline file ${file} does not load now (${errorMessage(err).split('\n').slice(0, 2).join(': ').trim()}): the steps listed are those on record`);
     }
     parsed.delete(file);
     parsed.set(file, { size: st.size, mtimeMs: st.mtimeMs, specs });
