@@ -6,8 +6,9 @@
  * start what a run will do, not only what it did: the run page's steps table,
  * GET /api/runs/:id, and any door that shows a run.
  *
- * The steps come from the pipeline file the run recorded (record.pipelineFile).
- * When that file is gone, unreadable, changed since the run started, or no
+ * The steps come from the copy of its pipeline file the run keeps in its
+ * directory (record.pipelineCopy), else (older runs) from the file it
+ * recorded (record.pipelineFile). When that file is gone, unreadable, changed since the run started, or no
  * longer holds a step the run ran, the plan is the steps on record instead,
  * and says why: a plan read from a file the run did not run with would show
  * steps it never had.
@@ -16,6 +17,7 @@
  * size and modification time, so a page polling every two seconds parses it once).
  */
 import { stat } from 'node:fs/promises';
+import path from 'node:path';
 import { errorMessage } from '../common/errors.js';
 import { loadPipeline } from '../pipeline/load.js';
 import type { StepFile } from '../pipeline/schema.js';
@@ -54,8 +56,8 @@ export interface PlanStep extends PlanStepSpec {
 }
 
 export interface RunPlan {
-  /** pipeline_file: the steps of the file the run recorded; record: the steps the run has on record (why: `note`) */
-  from: 'pipeline_file' | 'record';
+  /** pipeline_copy: the file as the run first read it, kept in its directory; pipeline_file: the file the run recorded (older runs keep no copy); record: the steps the run has on record (why: `note`) */
+  from: 'pipeline_copy' | 'pipeline_file' | 'record';
   /** the file, as the run recorded it ('' when the run has no record yet) */
   file: string;
   /** why the plan is not the file's */
@@ -63,17 +65,8 @@ export interface RunPlan {
   steps: PlanStep[];
 }
 
-/** The gate the lead's approval steps put on the record: what it asks, and once decided, the decision. */
-interface GateOnRecord {
-  step: string;
-  prompt?: string;
-  since?: string;
-  deadline?: string | null;
-  decision?: { decision: 'approved' | 'rejected'; by?: unknown; via?: string; at?: string; comment?: string } | null;
-}
-
-/** What the plan reads of a run: its status (a door's too: queued, starting; a gate's awaiting_approval), its steps, the gate when it has one. */
-type RecordPart = Pick<RunRecord, 'steps' | 'current'> & Partial<Pick<RunRecord, 'running'>> & { status: string; gate?: GateOnRecord | null };
+/** What the plan reads of a run: its status (a door's too: queued, starting), its steps, the gate it waits at and the decisions taken. */
+type RecordPart = Pick<RunRecord, 'steps' | 'current'> & Partial<Pick<RunRecord, 'running' | 'gate' | 'decisions'>> & { status: string };
 
 /** Statuses of a run that has not ended. */
 const LIVE = new Set(['queued', 'starting', 'running', 'awaiting_approval']);
@@ -81,7 +74,7 @@ const LIVE = new Set(['queued', 'starting', 'running', 'awaiting_approval']);
 /** The file's steps as a plan shows them. Pure. */
 export function planSteps(steps: ReadonlyArray<StepFile>): PlanStepSpec[] {
   return steps.map((s) => {
-    const approval = (s as StepFile & { approval?: { prompt?: unknown; timeout?: unknown } }).approval;
+    const approval = s.approval;
     const spec: PlanStepSpec = { id: s.id, kind: approval ? 'approval' : s.agent !== undefined ? 'agent' : 'run' };
     if (s.name) spec.title = s.name;
     if (s.agent !== undefined) spec.agent = s.agent;
@@ -90,8 +83,8 @@ export function planSteps(steps: ReadonlyArray<StepFile>): PlanStepSpec[] {
     if (s.route) spec.route = { output: s.route.output, to: [...new Set(Object.values(s.route.to))] };
     if (s.verify) spec.verify = true;
     if (approval) {
-      spec.approval = { prompt: typeof approval.prompt === 'string' ? approval.prompt : '' };
-      if (typeof approval.timeout === 'string' || typeof approval.timeout === 'number') spec.approval.timeout = String(approval.timeout);
+      spec.approval = { prompt: approval.prompt };
+      if (approval.timeout !== undefined) spec.approval.timeout = String(approval.timeout);
     }
     return spec;
   });
@@ -106,11 +99,12 @@ export function recordSteps(r: RecordPart): PlanStepSpec[] {
     if ('item' in s && s.item) spec.forEach = spec.forEach ?? '';
     specs.set(s.id, spec);
   }
+  for (const s of r.steps ?? []) if (s.approval) Object.assign(specs.get(s.id) ?? {}, { kind: 'approval', approval: { prompt: '' } });
   const gate = r.gate;
-  if (gate && typeof gate.step === 'string') {
-    const spec = specs.get(gate.step) ?? { id: gate.step, kind: 'approval' as PlanKind };
+  if (gate && typeof gate.id === 'string') {
+    const spec = specs.get(gate.id) ?? { id: gate.id, kind: 'approval' as PlanKind };
     Object.assign(spec, { kind: 'approval', approval: { prompt: typeof gate.prompt === 'string' ? gate.prompt : '' } });
-    specs.set(gate.step, spec);
+    specs.set(gate.id, spec);
   }
   return [...specs.values()];
 }
@@ -125,14 +119,20 @@ export function planStates(specs: ReadonlyArray<PlanStepSpec>, r: RecordPart): P
     const runningNow = now.filter((x) => x.id === spec.id);
     for (const x of runningNow) if (!runs.includes(x.name)) runs.push(x.name);
     let state: PlanState;
-    const gate = r.gate && r.gate.step === spec.id ? r.gate : undefined;
-    if (gate?.decision && (gate.decision.decision === 'approved' || gate.decision.decision === 'rejected')) state = gate.decision.decision;
-    else if (gate && r.status === 'awaiting_approval') state = 'awaiting_approval';
+    const gate = r.gate && r.gate.id === spec.id ? r.gate : undefined;
+    const decided = (r.decisions ?? []).filter((d) => baseId(d.step) === spec.id).pop();
+    if (gate && r.status === 'awaiting_approval') state = decided && Date.parse(decided.at) >= Date.parse(gate.since) ? decided.decision : 'awaiting_approval';
+    else if (decided && !runningNow.length) state = decided.decision;
     else if (runningNow.length) state = 'running';
     else if (ran.length) state = ended(ran);
     else state = live ? 'pending' : 'not_run';
     return { ...spec, state, runs };
   });
+}
+
+/** A unit's step id: `approve#2` → `approve`, `build[1]` → `build`. */
+function baseId(name: string): string {
+  return name.replace(/#\d+$/, '').replace(/\[\d+\]$/, '');
 }
 
 /** How a step's runs ended: a for_each step's first instance (by its latest run) that did not complete, else its last run's status. */
@@ -159,9 +159,15 @@ const PARSED_KEPT = 100;
  * record, saying why, when that file is not the one it ran with (gone, changed
  * since the run started, unreadable, or without a step the run ran).
  */
-export async function planOf(r: RecordPart & Pick<RunRecord, 'pipelineFile' | 'startedAt'>): Promise<RunPlan> {
+export async function planOf(r: RecordPart & Pick<RunRecord, 'pipelineFile' | 'startedAt'> & Partial<Pick<RunRecord, 'pipelineCopy'>>, runDir?: string): Promise<RunPlan> {
   const file = r.pipelineFile;
   const fromRecord = (note: string): RunPlan => ({ from: 'record', file, note, steps: planStates(recordSteps(r), r) });
+  // the file as the run first read it, kept in its directory (runners since approval gates): what it runs with, whatever became of the file since
+  if (runDir && r.pipelineCopy && path.basename(r.pipelineCopy) === r.pipelineCopy) {
+    const copy = path.join(runDir, r.pipelineCopy);
+    const specs = await specsOf(copy).catch(() => undefined);
+    if (specs && !missingSteps(specs, r).length) return { from: 'pipeline_copy', file, steps: planStates(specs, r) };
+  }
   if (!file) return fromRecord('the run recorded no pipeline file: the steps listed are those on record');
   let st;
   try {
@@ -175,20 +181,30 @@ export async function planOf(r: RecordPart & Pick<RunRecord, 'pipelineFile' | 's
     return fromRecord(`the pipeline file ${file} changed after the run started (modified ${st.mtime.toISOString()}): the steps listed are those on record, steps not started yet are not known`);
   }
   let specs: PlanStepSpec[];
-  const known = parsed.get(file);
-  if (known && known.size === st.size && known.mtimeMs === st.mtimeMs) specs = known.specs;
-  else {
-    try {
-      specs = planSteps((await loadPipeline(file)).pipeline.steps);
-    } catch (err) {
-      return fromRecord(`the pipeline file ${file} does not load now (${errorMessage(err).split('\n').slice(0, 2).join(': ').trim()}): the steps listed are those on record`);
-    }
-    parsed.delete(file);
-    parsed.set(file, { size: st.size, mtimeMs: st.mtimeMs, specs });
-    while (parsed.size > PARSED_KEPT) parsed.delete(parsed.keys().next().value!);
+  try {
+    specs = await specsOf(file);
+  } catch (err) {
+    return fromRecord(`the pipeline file ${file} does not load now (${errorMessage(err).split('\n').slice(0, 2).join(': ').trim()}): the steps listed are those on record`);
   }
-  const ids = new Set(specs.map((s) => s.id));
-  const missing = [...new Set([...(r.steps ?? []), ...running(r)].map((s) => s.id))].filter((id) => !ids.has(id));
+  const missing = missingSteps(specs, r);
   if (missing.length) return fromRecord(`the pipeline file ${file} has no step ${missing.join(', ')} the run ran: it changed since, and the steps listed are those on record`);
   return { from: 'pipeline_file', file, steps: planStates(specs, r) };
+}
+
+/** A pipeline file's steps as a plan shows them, parsed once per size and modification time. */
+async function specsOf(file: string): Promise<PlanStepSpec[]> {
+  const st = await stat(file);
+  const known = parsed.get(file);
+  if (known && known.size === st.size && known.mtimeMs === st.mtimeMs) return known.specs;
+  const specs = planSteps((await loadPipeline(file)).pipeline.steps);
+  parsed.delete(file);
+  parsed.set(file, { size: st.size, mtimeMs: st.mtimeMs, specs });
+  while (parsed.size > PARSED_KEPT) parsed.delete(parsed.keys().next().value!);
+  return specs;
+}
+
+/** The steps the run ran that the plan has not: a file changed since. */
+function missingSteps(specs: ReadonlyArray<PlanStepSpec>, r: RecordPart): string[] {
+  const ids = new Set(specs.map((s) => s.id));
+  return [...new Set([...(r.steps ?? []), ...running(r)].map((s) => s.id))].filter((id) => !ids.has(id));
 }

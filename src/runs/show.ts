@@ -8,7 +8,7 @@
 import { RunnerError } from '../common/errors.js';
 import { DeliveryRefused } from '../delivery/refusal.js';
 import type { RunRecord } from '../run/record.js';
-import { readRun } from '../run/records.js';
+import { readRun, runDir } from '../run/records.js';
 import type { Door } from './door.js';
 import { planOf, type RunPlan } from './plan-view.js';
 import { checkServed } from './scope.js';
@@ -64,9 +64,9 @@ export type RunView = (RunRecord | NotStarted) & { plan: RunPlan };
  */
 export async function runView(door: Door, id: string): Promise<RunView> {
   const r = await showRun(door, id);
-  if ('steps' in r) return { ...r, plan: await planOf(r) };
+  if ('steps' in r) return { ...r, plan: await planOf(r, runDir(door.runsDir, id)) };
   const queued = await readRun(door.runsDir, id).catch(() => undefined);
-  const plan = queued ? await planOf({ ...queued, status: r.status }) : { from: 'record' as const, file: '', note: 'the run has no record yet: its steps are listed once it has one', steps: [] };
+  const plan = queued ? await planOf({ ...queued, status: r.status }, runDir(door.runsDir, id)) : { from: 'record' as const, file: '', note: 'the run has no record yet: its steps are listed once it has one', steps: [] };
   return { ...r, plan };
 }
 

@@ -173,12 +173,17 @@ test("an agent step's usage, and the hosts a step was refused, are on its run pa
     const seen = model.reportedUsage();
     const tokens = `${asPeopleWrite(seen.input)} in / ${asPeopleWrite(seen.output)} out tokens`;
     await usage.getByText(new RegExp(`${tokens}, \\$\\d+\\.\\d{3,4}, 2 turns, ${seen.calls} calls`)).waitFor();
-    // its panel: the transcript's lines, what it said last, its usage
-    const panel = page.locator('#by-step .step-panel[data-step="implement"]');
-    await panel.locator('.agent-said .text').getByText('Wrote done.txt.').waitFor();
-    assert.match(await panel.locator('summary .agent-usage').innerText(), new RegExp(tokens));
-    assert.match(await panel.locator('pre.step-log').innerText(), /done\.txt/, 'the transcript names the file the agent wrote');
-    assert.equal(await page.locator('#by-step .step-panel[data-step="fetch"]').evaluate((d) => (d as unknown as { open: boolean }).open), false, 'a step that is not an agent folds once it ended');
+    // its row: what it said last, folded until asked; its lines in the log, alone when asked
+    const row = page.locator('#steps tr[data-step="implement"]');
+    assert.equal(await row.locator('details.agent-said').evaluate((d) => (d as unknown as { open: boolean }).open), false, 'the final message folds');
+    await row.locator('details.agent-said summary').click();
+    await row.locator('details.agent-said .text').getByText('Wrote done.txt.').waitFor();
+    await page.waitForTimeout(2500); // a redraw keeps it open
+    assert.equal(await row.locator('details.agent-said').evaluate((d) => (d as unknown as { open: boolean }).open), true, 'opened, it stays open as the page redraws');
+    await row.locator('button.step-name').click();
+    assert.match(await page.locator('#log').innerText(), /done\.txt/, 'the transcript names the file the agent wrote');
+    assert.equal(await page.locator('#log').getAttribute('data-only'), 'implement', "the implement step's lines alone");
+    assert.equal(await page.locator('#log .line[data-step="fetch"]:not([hidden])').count(), 0);
     await page.locator('#steps tr[data-step="fetch"] .note.egress').getByText('egress refused: denied.example ×1').waitFor();
     await screenshot(page, f, 'agent-run');
   } finally {
@@ -630,7 +635,7 @@ test('a run waiting at an approval gate shows the gate: its prompt, since when, 
       branch: `run/${runId}`, baseSha: null, headSha: null, status: 'awaiting_approval', startedAt: since, finishedAt: null, durationMs: null, pushed: false, push: null,
       keptWorkspace: false, pid: 1, current: null, recovery: null, deliveryRules: { verifySteps: [], paths: null }, delivered: null, hooks: [], error: null,
       steps: [{ id: 'plan', status: 'completed', exitCode: 0, oomKilled: false, timedOut: false, durationMs: 4000, startedAt: since, finishedAt: since, commit: 'abcdef1234567', outputs: {}, limits: [] }],
-      gate: { step: 'approve-plan', prompt: 'Read PLAN.md on the run\'s branch; <b>approve</b> to implement it.', since, deadline: new Date(Date.now() + 48 * 3600_000).toISOString() },
+      gate: { id: 'approve-plan', name: 'approve-plan', prompt: 'Read PLAN.md on the run\'s branch; <b>approve</b> to implement it.', since, deadline: new Date(Date.now() + 48 * 3600_000).toISOString() },
     };
     await writeFile(path.join(f.home, 'runs', runId, 'run.json'), JSON.stringify(rec));
     await page.goto(`${s.base}/#/runs/${runId}`);

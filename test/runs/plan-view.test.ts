@@ -131,21 +131,46 @@ test('a run that ended: loops and for_each instances by their names, the steps i
 test('an approval step is a gate: what it asks, waiting while the run awaits approval, then the decision', () => {
   const specs = planSteps([
     { id: 'plan', agent: 'planner', prompt: 'x' },
-    { id: 'approve-plan', approval: { prompt: 'Read PLAN.md; approve to implement it.', timeout: '48h' } } as unknown as StepFile,
+    { id: 'approve-plan', approval: { prompt: 'Read PLAN.md; approve to implement it.', timeout: '48h' } },
     { id: 'implement', agent: 'coder', prompt: 'y' },
-  ]);
+  ] as StepFile[]);
   assert.deepEqual(specs[1], { id: 'approve-plan', kind: 'approval', approval: { prompt: 'Read PLAN.md; approve to implement it.', timeout: '48h' } });
-  const gate = { step: 'approve-plan', prompt: 'Read PLAN.md; approve to implement it.', since: '2026-11-27T10:00:00.000Z', deadline: '2026-11-29T10:00:00.000Z' };
+  const since = '2026-11-27T10:00:00.000Z';
+  const gate = { id: 'approve-plan', name: 'approve-plan', prompt: 'Read PLAN.md; approve to implement it.', since, deadline: '2026-11-29T10:00:00.000Z' };
   const waiting = planStates(specs, { status: 'awaiting_approval', steps: [ran('plan', 'completed')], current: null, gate });
   assert.deepEqual(waiting.map((s) => s.state), ['completed', 'awaiting_approval', 'pending']);
-  const decided = planStates(specs, { status: 'running', steps: [ran('plan', 'completed')], current: { id: 'implement', startedAt: gate.since }, gate: { ...gate, decision: { decision: 'approved', by: { via: 'cli', user: 'ana' }, via: 'cli', at: gate.since, comment: 'go' } } });
-  assert.deepEqual(decided.map((s) => s.state), ['completed', 'approved', 'running']);
+  const decision = { step: 'approve-plan', decision: 'approved' as const, by: { via: 'cli' as const, user: 'ana' }, at: '2026-11-27T11:00:00.000Z', comment: 'go' };
+  const approvedNotYetGoing = planStates(specs, { status: 'awaiting_approval', steps: [ran('plan', 'completed')], current: null, gate, decisions: [decision] });
+  assert.deepEqual(approvedNotYetGoing.map((s) => s.state), ['completed', 'approved', 'pending'], 'approved, before the run is continued');
+  const going = planStates(specs, {
+    status: 'running',
+    steps: [ran('plan', 'completed'), ran('approve-plan', 'completed', { approval: decision })],
+    current: { id: 'implement', startedAt: since },
+    running: [{ id: 'implement', name: 'implement', startedAt: since }],
+    gate: null,
+    decisions: [decision],
+  });
+  assert.deepEqual(going.map((s) => s.state), ['completed', 'approved', 'running']);
+  const rejected = planStates(specs, { status: 'rejected', steps: [ran('plan', 'completed'), ran('approve-plan', 'failed')], current: null, gate: null, decisions: [{ ...decision, decision: 'rejected' }] });
+  assert.deepEqual(rejected.map((s) => s.state), ['completed', 'rejected', 'not_run']);
   // without the file, the record's gate is still a gate
   const fromRecord = recordSteps({ status: 'awaiting_approval', steps: [ran('plan', 'completed', { agent: 'planner' })], current: null, gate });
   assert.deepEqual(fromRecord, [
     { id: 'plan', kind: 'agent', agent: 'planner' },
     { id: 'approve-plan', kind: 'approval', approval: { prompt: gate.prompt } },
   ]);
+});
+
+test("the copy of the file the run keeps in its directory is its plan, whatever became of the file since", async () => {
+  const file = await pipelineFile();
+  const dir = path.dirname(file);
+  await writeFile(path.join(dir, 'pipeline.yaml'), FILE);
+  await rm(file);
+  const plan = await planOf({ status: 'failed', steps: [ran('plan', 'completed'), ran('implement', 'failed')], current: null, pipelineFile: file, pipelineCopy: 'pipeline.yaml', startedAt: new Date().toISOString() }, dir);
+  assert.equal(plan.from, 'pipeline_copy');
+  assert.deepEqual(plan.steps.map((s) => [s.id, s.state]), [['plan', 'completed'], ['implement', 'failed'], ['review', 'not_run'], ['lint', 'not_run'], ['verify', 'not_run']]);
+  const outside = await planOf({ status: 'failed', steps: [], current: null, pipelineFile: file, pipelineCopy: '../x.yaml', startedAt: new Date().toISOString() }, dir);
+  assert.equal(outside.from, 'record', 'a copy is a file in the run directory, never a path out of it');
 });
 
 test('a file gone, changed since the run started, or without a step the run ran: the steps on record, and why', async () => {

@@ -55,7 +55,8 @@ export function runView(runId) {
     diff,
   );
 
-  let diffShown = false;
+  /** the status the diff was last drawn at: drawn once the run ends, and at a gate (the change so far), again when it ends after */
+  let diffShown = '';
   const refresh = every(async () => {
     const r = await api(runUrl(runId));
     const live = r.status === 'running' || r.status === 'queued' || r.status === 'starting' || r.status === 'awaiting_approval';
@@ -67,8 +68,8 @@ export function runView(runId) {
     flow.replaceChildren(...flowSection(r));
     log.know(stepRuns(r).filter((s) => s.status !== 'skipped').map((s) => s.name));
     if (r.status !== 'queued' && r.status !== 'starting' && r.status !== 'not_started') stream.start();
-    if (!live && !diffShown) {
-      diffShown = true;
+    if ((!live || r.status === 'awaiting_approval') && diffShown !== r.status) {
+      diffShown = r.status;
       if (r.status === 'not_started') {
         diff.textContent = 'The run did not start: it changed nothing.';
       } else if (r.workspace === 'persistent_directory') {

@@ -224,30 +224,51 @@ function planRow(p, r) {
   );
 }
 
-/** A gate's state from the record: awaiting, or its decision; undefined when the record has no gate at this step. @param {any} p @param {any} r */
+/** A unit's step id: `approve#2` → `approve`. @param {string} name */
+function baseId(name) {
+  return String(name).replace(/#\d+$/, '').replace(/\[\d+\]$/, '');
+}
+
+/** The newest decision taken at gate step `id` (record.decisions), if any. @param {any} r @param {string} id */
+function decisionAt(r, id) {
+  /** @type {Array<any>} */
+  const all = Array.isArray(r.decisions) ? r.decisions : [];
+  return all.filter((d) => baseId(d.step) === id).pop();
+}
+
+/** A gate's state from the record: awaiting, or its decision; undefined when it has neither. @param {any} p @param {any} r */
 function gateState(p, r) {
-  const g = r.gate;
-  if (!g || g.step !== p.id) return undefined;
-  if (g.decision && (g.decision.decision === 'approved' || g.decision.decision === 'rejected')) return g.decision.decision;
-  return r.status === 'awaiting_approval' ? 'awaiting_approval' : undefined;
+  const g = r.gate && r.gate.id === p.id ? r.gate : null;
+  const d = decisionAt(r, p.id);
+  if (g && r.status === 'awaiting_approval') return d && Date.parse(d.at) >= Date.parse(g.since) ? d.decision : 'awaiting_approval';
+  return d ? d.decision : undefined;
+}
+
+/** Who decided: `ana (cli)`, `10.0.0.5 (dashboard)`, `timeout`. @param {any} by */
+function decider(by) {
+  if (!by || typeof by !== 'object') return '';
+  if (by.via === 'timeout') return 'timeout';
+  const who = by.user || by.from || '';
+  return who ? `${who} (${by.via})` : String(by.via ?? '');
 }
 
 /**
- * What a gate asks, since when it waits and until when, and once decided, who decided, how, and what they said.
+ * What a gate asks, since when it waits and until when, and once decided, who decided, through which door, and what they said.
  * Its `.gate-actions` (while it waits) is where Approve and Reject go.
  * @param {any} p @param {any} r @returns {HTMLElement}
  */
 export function gateBox(p, r) {
-  const g = r.gate && r.gate.step === p.id ? r.gate : null;
+  const g = r.gate && r.gate.id === p.id ? r.gate : null;
   const prompt = (g && typeof g.prompt === 'string' && g.prompt) || p.approval?.prompt || '';
   const block = el('div', { class: 'gate-box' }, prompt ? el('div', { class: 'gate-prompt' }, prompt) : el('div', { class: 'gate-prompt muted' }, 'No prompt.'));
-  if (g && !g.decision) {
-    block.append(el('div', { class: 'gate-wait muted' }, g.since ? `waiting since ${new Date(g.since).toLocaleString()}` : 'waiting', g.deadline ? `; it ends rejected (timed out) at ${new Date(g.deadline).toLocaleString()}` : ''));
+  const state = gateState(p, r);
+  const d = decisionAt(r, p.id);
+  if (state === 'awaiting_approval') {
+    block.append(el('div', { class: 'gate-wait muted' }, g?.since ? `waiting since ${new Date(g.since).toLocaleString()}` : 'waiting', g?.deadline ? `; it ends rejected (timed out) at ${new Date(g.deadline).toLocaleString()}` : ''));
     block.append(el('div', { class: 'gate-actions', dataset: { step: p.id } }));
-  } else if (g && g.decision) {
-    const d = g.decision;
-    const by = typeof d.by === 'string' ? d.by : d.by && typeof d.by === 'object' ? String(d.by.user ?? d.by.from ?? d.by.via ?? '') : '';
-    block.append(el('div', { class: `gate-decision ${d.decision}` }, `${d.decision}${by ? ` by ${by}` : ''}${d.via ? ` via ${d.via}` : ''}${d.at ? `, ${new Date(d.at).toLocaleString()}` : ''}`, d.comment ? el('div', { class: 'gate-comment' }, d.comment) : null));
+  } else if (d && (state === 'approved' || state === 'rejected')) {
+    const by = decider(d.by);
+    block.append(el('div', { class: `gate-decision ${d.decision}` }, `${d.decision}${by ? ` by ${by}` : ''}${d.at ? `, ${new Date(d.at).toLocaleString()}` : ''}`, d.comment ? el('div', { class: 'gate-comment' }, d.comment) : null));
   } else if (p.approval?.timeout) {
     block.append(el('div', { class: 'muted' }, `waits at most ${p.approval.timeout}`));
   }
