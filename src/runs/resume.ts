@@ -13,7 +13,10 @@ import { forkPlan, resumePlan, type Continuation } from '../run/continuation.js'
 import { decisionFor } from '../run/gate.js';
 import type { DeliveredBy, RunRecord } from '../run/record.js';
 import { runDir } from '../run/records.js';
-import type { Door } from './door.js';
+import { gateWaiterAlive } from '../run/gate-waiter.js';
+import { decideGate } from './decide.js';
+import type { Door, StartDoor } from './door.js';
+import { within } from './folders.js';
 import { ranRecord } from './show.js';
 
 export interface ContinueAsk {
@@ -93,4 +96,46 @@ export function lineDiff(a: string, b: string): string {
   while (tail < x.length - head && tail < y.length - head && x[x.length - 1 - tail] === y[y.length - 1 - tail]) tail++;
   const out = [...x.slice(head, x.length - tail).map((l) => `- ${l}`), ...y.slice(head, y.length - tail).map((l) => `+ ${l}`)];
   return `  at line ${head + 1}:\n${out.slice(0, 20).map((l) => `  ${l}`).join('\n')}${out.length > 20 ? `\n  … ${out.length - 20} more` : ''}`;
+}
+
+/** A door that goes on with runs itself (runner serve, runner mcp): where it takes pipelines from, and its holder. */
+export type ContinueDoor = Door & Pick<StartDoor, 'continueRun' | 'pipelineDirs'>;
+
+const underDoor = (door: ContinueDoor) => (file: string) => within(file, door.pipelineDirs, 'pipeline file', '--pipelines');
+
+/**
+ * Resume through a server's door (POST /api/runs/:id/resume, MCP resume_run, the dashboard): the run's own
+ * pipeline file, which must lie under the server's pipelines folder; `acceptChanged` takes the file as it is now.
+ */
+export async function resumeRunOf(door: ContinueDoor, id: string, opts: { acceptChanged?: boolean; by: DeliveredBy }): Promise<{ runId: string; from: string }> {
+  const rec = await ranRecord(door, id);
+  const prepared = await prepareResume(door, id, { allowed: underDoor(door), by: opts.by, ...(opts.acceptChanged ? { pipelineFile: rec.pipelineFile } : {}) });
+  await door.continueRun(prepared, opts.by);
+  return { runId: id, from: prepared.continuation.from };
+}
+
+/** Fork through a server's door (POST /api/runs/:id/fork, MCP fork_run, the dashboard). */
+export async function forkRunOf(door: ContinueDoor, id: string, step: string, opts: { inputs?: Record<string, string>; by: DeliveredBy }): Promise<{ runId: string; forkOf: string; from: string }> {
+  const prepared = await prepareFork(door, id, step, { allowed: underDoor(door), by: opts.by, ...(opts.inputs ? { inputs: opts.inputs } : {}) });
+  const runId = await door.continueRun(prepared, opts.by);
+  return { runId, forkOf: id, from: step };
+}
+
+/**
+ * Approve or reject through a server's door, and go on: an approved run goes on in the runner exec waiting at
+ * its gate if one is, else in this server. `goesOn` says where (null: rejected).
+ */
+export async function decideRunOf(
+  door: ContinueDoor,
+  id: string,
+  decision: 'approved' | 'rejected',
+  opts: { comment?: string; by: DeliveredBy },
+): Promise<{ runId: string; step: string; decision: string; status: string; goesOn: 'here' | 'waiting_exec' | null }> {
+  const d = await decideGate(door, id, decision, opts);
+  const out = { runId: id, step: d.step, decision, status: d.status };
+  if (decision === 'rejected') return { ...out, goesOn: null };
+  if (await gateWaiterAlive(door.home, id)) return { ...out, goesOn: 'waiting_exec' };
+  const prepared = await prepareResume(door, id, { how: 'approval', allowed: underDoor(door), by: opts.by });
+  await door.continueRun(prepared, opts.by);
+  return { ...out, goesOn: 'here' };
 }
