@@ -1,0 +1,76 @@
+/**
+ * A run that ended tells the pipeline's `notify:` entries whose `on:` names its
+ * status, in the background: the run's end never waits on it, and nothing a
+ * receiver does fails the run. Each attempt's outcome is a run event
+ * (`notify_sent`, `notify_failed` naming the entry and the HTTP status or
+ * error, never the secret), appended to the run's events.jsonl. The requests
+ * keep the process alive until they end (bounded by the send's deadline), so a
+ * `runner exec` makes its final attempt before it exits.
+ */
+import { appendFile } from 'node:fs/promises';
+import type { RunRecord } from '../run/record.js';
+import { entryFires, notifyBody, notifyStatus, renderBody } from './body.js';
+import type { NotifyFile, NotifyStatus } from './schema.js';
+import { DEFAULT_LIMITS, send, type Attempt, type SendLimits } from './send.js';
+
+export interface RunEndNotice {
+  notify: NotifyFile | undefined;
+  record: RunRecord;
+  /** the secrets' values the entries sign with, by name */
+  secrets: Readonly<Record<string, string>>;
+  /** the run's events.jsonl */
+  eventsFile: string;
+  /** the run's clock, for the body's time and the events' (a signature's timestamp is always the wall clock's: a receiver compares it with its own) */
+  now: () => Date;
+  limits?: SendLimits;
+}
+
+const pending = new Set<Promise<void>>();
+
+/** Starts the deliveries a run's end calls for and returns at once; `settled()` waits for them. */
+export function notifyRunEnd(n: RunEndNotice, status: NotifyStatus | undefined = notifyStatus(n.record)): void {
+  if (!status || !n.notify) return;
+  try {
+    const body = notifyBody(n.record, status, n.now());
+    for (const [name, entry] of Object.entries(n.notify)) {
+      if (!entryFires(entry, status)) continue;
+      const secret = entry.secret !== undefined ? n.secrets[entry.secret] : undefined;
+      const delivery = deliver(n, name, status, { url: entry.webhook, body: renderBody(body, entry.format), ...(secret !== undefined ? { secret } : {}), now: () => new Date() });
+      pending.add(delivery);
+      void delivery.finally(() => pending.delete(delivery));
+    }
+  } catch {
+    // a notification never fails the run it is about
+  }
+}
+
+/** Every delivery started in this process, ended (each is bounded by its deadline). */
+export async function settled(): Promise<void> {
+  while (pending.size) await Promise.all([...pending]);
+}
+
+async function deliver(n: RunEndNotice, name: string, status: NotifyStatus, req: Parameters<typeof send>[0]): Promise<void> {
+  // the events are written in order, one after the other
+  let written = Promise.resolve();
+  const write = (type: string, level: 'info' | 'warn', data: Record<string, unknown>) => {
+    const line = `${JSON.stringify({ level, message: type, notify: name, status, ...data, timestamp: n.now().toISOString() })}\n`;
+    written = written.then(() => appendFile(n.eventsFile, line)).catch(() => undefined);
+  };
+  let host = '';
+  try {
+    host = new URL(req.url).host;
+    const delivered = await send(
+      req,
+      (a: Attempt) => {
+        const what = { attempt: a.attempt, host, ...(a.httpStatus !== undefined ? { httpStatus: a.httpStatus } : {}), ...(a.error ? { error: a.error } : {}) };
+        if (a.ok) write('notify_sent', 'info', what);
+        else write('notify_failed', 'warn', what);
+      },
+      n.limits ?? DEFAULT_LIMITS,
+    );
+    if (!delivered) write('notify_failed', 'warn', { host, final: true, error: 'gave up: no attempt was answered with 2xx within the bound' });
+  } catch (err) {
+    write('notify_failed', 'warn', { host, final: true, error: err instanceof Error ? err.message : String(err) });
+  }
+  await written;
+}
