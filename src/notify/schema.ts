@@ -7,10 +7,11 @@ import { z } from 'zod';
 /**
  * What a notification can be about. `budget_exhausted` and `timed_out` are runs
  * that failed because a step spent the budget or ran out of time (`failed` names
- * them too); `awaiting_approval` is a run waiting at a gate (once gates exist);
- * `interrupted` is accepted, and sent once recovery sends notifications.
+ * them too); `awaiting_approval` is a run waiting at an approval gate, `rejected`
+ * one a gate ended (someone rejected it, or its timeout passed); `interrupted`
+ * is accepted, and sent once recovery sends notifications.
  */
-export const NOTIFY_STATUSES = ['succeeded', 'failed', 'budget_exhausted', 'timed_out', 'canceled', 'error', 'interrupted', 'awaiting_approval'] as const;
+export const NOTIFY_STATUSES = ['succeeded', 'failed', 'budget_exhausted', 'timed_out', 'canceled', 'error', 'interrupted', 'awaiting_approval', 'rejected'] as const;
 export type NotifyStatus = (typeof NOTIFY_STATUSES)[number];
 
 /** Why a webhook URL is refused, or undefined: http(s) only, no user or password in it (a secret goes in `secret:`). */
