@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { notifyRunEnd, settled } from '../../src/notify/notifier.js';
+import { notifyRunEnd, notifyRunEvent, settled } from '../../src/notify/notifier.js';
 import { newRecord, type RunRecord } from '../../src/run/record.js';
 import { verifySignature } from '../../src/notify/sign.js';
 import { receiver } from './receiver.js';
@@ -104,4 +104,103 @@ process.exitCode = 1;`;
   assert.equal(b.code, 1);
   assert.ok(b.took < 3000, `exited after ${b.took} ms, deadline 1000 ms`);
   assert.equal(b.events.at(-1)!.final, true);
+});
+
+const GATE = { step: 'approve-plan', prompt: 'Read PLAN.md; approve to implement it.', deadline: new Date('2030-01-04T04:00:00Z') };
+
+test("a run at a gate tells the entries whose on: names awaiting_approval, signed, with the gate's step, prompt, deadline and how to approve; the event names the step", async () => {
+  const team = await receiver();
+  const ends = await receiver();
+  const file = await eventsFile();
+  notifyRunEvent({
+    notify: {
+      team: { webhook: team.url, secret: 'WEBHOOK_SECRET', on: ['awaiting_approval', 'failed'], format: 'json' },
+      ends: { webhook: ends.url, on: ['failed', 'succeeded', 'rejected'], format: 'json' },
+    },
+    event: 'awaiting_approval',
+    record: rec('awaiting_approval' as RunRecord['status']),
+    secrets: { WEBHOOK_SECRET: SECRET },
+    eventsFile: file,
+    now: () => new Date(),
+    extra: GATE,
+    limits: FAST,
+  });
+  await settled();
+  assert.equal(ends.got.length, 0);
+  assert.equal(team.got.length, 1);
+  const g = team.got[0]!;
+  assert.equal(verifySignature(SECRET, { timestamp: g.headers['x-runner-timestamp'] as string, signature: g.headers['x-runner-signature'] as string }, g.body, new Date()), 'ok');
+  const body = JSON.parse(g.body) as { status: string; gate: { step: string; prompt: string; deadline: string; approve: { command: string; api: string } } };
+  assert.equal(body.status, 'awaiting_approval');
+  assert.deepEqual(
+    [body.gate.step, body.gate.prompt, body.gate.deadline, body.gate.approve.command, body.gate.approve.api],
+    ['approve-plan', 'Read PLAN.md; approve to implement it.', '2030-01-04T04:00:00.000Z', 'runner approve r1', 'POST /api/runs/r1/approve'],
+  );
+  const ev = await events(file);
+  assert.deepEqual(ev.map((e) => [e.message, e.notify, e.status, e.step, e.httpStatus]), [['notify_sent', 'team', 'awaiting_approval', 'approve-plan', 204]]);
+});
+
+test("an approval step's own notify: [names] tells those entries whatever their on: says, and no other", async () => {
+  const team = await receiver();
+  const lead = await receiver();
+  const all = await receiver();
+  const file = await eventsFile();
+  notifyRunEvent({
+    notify: {
+      team: { webhook: team.url, on: ['failed'], format: 'json' },
+      lead: { webhook: lead.url, on: ['succeeded'], format: 'slack' },
+      all: { webhook: all.url, on: ['awaiting_approval'], format: 'json' },
+    },
+    only: ['team', 'lead'],
+    event: 'awaiting_approval',
+    record: rec('awaiting_approval' as RunRecord['status']),
+    secrets: {},
+    eventsFile: file,
+    now: () => new Date(),
+    extra: GATE,
+    limits: FAST,
+  });
+  await settled();
+  assert.deepEqual([team.got.length, lead.got.length, all.got.length], [1, 1, 0]);
+  assert.match((JSON.parse(lead.got[0]!.body) as { text: string }).text, /awaiting approval at approve-plan .*Approve: runner approve r1 \(or POST \/api\/runs\/r1\/approve\)/);
+});
+
+test('a rejected run tells the entries whose on: names rejected; a record waiting at a gate is not told of as an end (the gate tells of it)', async () => {
+  const r = await receiver();
+  const file = await eventsFile();
+  const notify = { team: { webhook: r.url, on: ['rejected', 'awaiting_approval'] as Array<'rejected' | 'awaiting_approval'>, format: 'json' as const } };
+  notifyRunEnd({ notify, record: rec('awaiting_approval' as RunRecord['status']), secrets: {}, eventsFile: file, now: () => new Date(), limits: FAST });
+  await settled();
+  assert.equal(r.got.length, 0);
+  notifyRunEnd({ notify, record: rec('rejected' as RunRecord['status']), secrets: {}, eventsFile: file, now: () => new Date(), limits: FAST });
+  await settled();
+  assert.equal(r.got.length, 1);
+  assert.equal((JSON.parse(r.got[0]!.body) as { status: string }).status, 'rejected');
+});
+
+test('notifyRunEvent never throws and returns at once: a receiver down, a webhook that is not a URL, a deadline that is not a time, a missing secret', async () => {
+  const down = await receiver(() => 'hang');
+  const file = await eventsFile();
+  const started = Date.now();
+  assert.doesNotThrow(() =>
+    notifyRunEvent({
+      notify: {
+        down: { webhook: down.url, secret: 'UNSET', on: ['awaiting_approval'], format: 'slack' },
+        broken: { webhook: 'not a url', on: ['awaiting_approval'], format: 'json' },
+      },
+      event: 'awaiting_approval',
+      record: rec('awaiting_approval' as RunRecord['status']),
+      secrets: {},
+      eventsFile: file,
+      now: () => new Date(),
+      extra: { step: 'gate', prompt: 'Look.', deadline: 'soon' },
+      limits: FAST,
+    }),
+  );
+  assert.ok(Date.now() - started < 50, 'notifyRunEvent waited on a receiver');
+  await settled();
+  const ev = await events(file);
+  assert.ok(ev.some((e) => e.notify === 'broken' && e.final === true), JSON.stringify(ev));
+  assert.ok(ev.some((e) => e.notify === 'down' && e.final === true), JSON.stringify(ev));
+  assert.equal(down.got.length >= 1, true);
 });

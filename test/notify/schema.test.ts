@@ -32,19 +32,19 @@ test('the issue\'s notify: entry loads, format json by default', () => {
     on: [awaiting_approval, failed, succeeded, budget_exhausted]
   chat:
     webhook: http://127.0.0.1:9/hook
-    on: [timed_out, canceled, error, interrupted]
+    on: [timed_out, canceled, error, interrupted, rejected]
     format: slack`),
     'x.yaml',
   );
   assert.deepEqual(p.notify, {
     team: { webhook: 'https://hooks.example.com/runner', secret: 'WEBHOOK_SECRET', on: ['awaiting_approval', 'failed', 'succeeded', 'budget_exhausted'], format: 'json' },
-    chat: { webhook: 'http://127.0.0.1:9/hook', on: ['timed_out', 'canceled', 'error', 'interrupted'], format: 'slack' },
+    chat: { webhook: 'http://127.0.0.1:9/hook', on: ['timed_out', 'canceled', 'error', 'interrupted', 'rejected'], format: 'slack' },
   });
 });
 
 test('an unknown status is refused with the ones there are', () => {
   const [p] = problems(file(`  team:\n    webhook: https://h.example.com/\n    on: [failure]`));
-  assert.match(p!, /^notify\.team\.on\[0\]: unknown status "failure": expected one of succeeded, failed, budget_exhausted, timed_out, canceled, error, interrupted, awaiting_approval$/);
+  assert.match(p!, /^notify\.team\.on\[0\]: unknown status "failure": expected one of succeeded, failed, budget_exhausted, timed_out, canceled, error, interrupted, awaiting_approval, rejected$/);
 });
 
 test('a secret not in secrets: is refused with the line that declares it', () => {
@@ -65,4 +65,14 @@ test('an entry without on:, an empty on:, a wrong format or an unknown key is re
   assert.match(problems(file(`  team:\n    webhook: https://h.example.com/\n    on: []`))[0]!, /expected at least one status/);
   assert.match(problems(file(`  team:\n    webhook: https://h.example.com/\n    on: [failed]\n    format: teams`))[0]!, /expected format: json or format: slack/);
   assert.match(problems(file(`  team:\n    webhook: https://h.example.com/\n    on: [failed]\n    secrets: WEBHOOK_SECRET`))[0]!, /unknown key "secrets" \(did you mean "secret"\?\)/);
+});
+
+test("an approval step's notify: [names] must name entries of notify:, said with the ones there are", async () => {
+  const { checkGateNotifyNames } = await import('../../src/notify/rules.js');
+  const notify = { team: {}, oncall: {} };
+  assert.deepEqual(checkGateNotifyNames(notify, ['team', 'oncall'], ['steps', 1, 'approval', 'notify']), []);
+  assert.deepEqual(checkGateNotifyNames(notify, ['team', 'teem'], ['steps', 1, 'approval', 'notify']), [
+    { path: ['steps', 1, 'approval', 'notify', 1], message: 'notify entry "teem" is not in the top-level notify: map (it has team, oncall) (did you mean "team"?)' },
+  ]);
+  assert.match(checkGateNotifyNames(undefined, ['team'], ['steps', 0, 'approval', 'notify'])[0]!.message, /which this file does not have: add notify: \{ team: \{ webhook: URL, on: \[awaiting_approval\] \} \}/);
 });
