@@ -11,7 +11,7 @@ export const EXIT = {
   interrupted: 130,
 } as const;
 
-const BAD_INPUT_CODES = new Set([
+const BAD_INPUT_CODES = new Set(['not_waiting', 'already_decided', 'gate_timed_out', 'not_resumable', 'not_forkable', 'pipeline_changed', 
   'project_missing',
   'project_not_dir',
   'not_a_repository',
@@ -58,6 +58,7 @@ export function exitCodeForRun(status: RunStatus, errorCode?: string): number {
     case 'succeeded':
       return EXIT.ok;
     case 'failed':
+    case 'rejected':
       return EXIT.stepFailed;
     case 'canceled':
       return EXIT.interrupted;

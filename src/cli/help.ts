@@ -5,6 +5,7 @@ export const HELP = `runner: run a pipeline of steps, each in its own container,
 Usage:
   runner exec FILE [--json] [--home DIR] [--keep-workspace] [--secrets-file F]
                    [--input NAME=VALUE]... [--task ID [--title TEXT]] [--no-wait]
+                   [--no-wait-at-gate]
                    [--egress-network NET] [--egress-private CIDR[,CIDR]]
                    [--egress-proxy URL] [--ca-file F] [--npm-registry URL]
                    [--pip-index URL] [--isolation runc|gvisor]
@@ -26,6 +27,8 @@ Usage:
                            created on first use and kept for the next runs
         --title TEXT       the task's title, for its branch name
         --no-wait          fail rather than wait when the workspace is in use
+        --no-wait-at-gate  at an approval gate, leave the run waiting (it holds
+                           nothing) and exit 0, rather than wait for a decision
         --egress-network NET  the docker network steps' gateways reach out on
                            (default: $RUNNER_EGRESS_NETWORK, else bridge);
                            see docs/gateway.md
@@ -97,6 +100,21 @@ Usage:
       verification_failed, patch_invalid, scope_violation, conflict,
       work_not_recorded, not_deliverable: a change the target holds already
       unless --allow-empty) changes nothing and exits 1.
+  runner approve RUN_ID [--comment TEXT]
+  runner reject RUN_ID [--comment TEXT]
+      Decide a run waiting at an approval gate (status awaiting_approval).
+      The comment reaches the next steps ($RUNNER_APPROVAL_COMMENT). An
+      approved run goes on in the runner exec waiting for it, else here;
+      a rejected one ends rejected, its work kept on its branch.
+  runner resume RUN_ID [--pipeline FILE] [--json]
+      Go on with a failed, interrupted, canceled or approved run from its
+      first step that did not complete, on its own branch; the steps it
+      completed are not run again and its budget counts what it spent. A
+      pipeline file that changed since is refused with the difference,
+      unless --pipeline names the file to take.
+  runner fork RUN_ID --from STEP [--pipeline FILE] [--input NAME=VALUE]... [--json]
+      A new run whose branch begins where RUN_ID was just before STEP, with
+      the outputs of the steps before it; it runs STEP and what follows.
   runner serve --pipelines DIR [--home DIR] [--max-concurrent N] [--grace 30s]
                [--listen 127.0.0.1:7700] [--secrets-file F] [--egress-network NET]
                [--egress-private CIDR[,CIDR]] [--egress-proxy URL] [--ca-file F]

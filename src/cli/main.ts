@@ -10,6 +10,10 @@ type Command = (args: string[]) => Promise<number>;
 
 const COMMANDS: Record<string, () => Promise<Command>> = {
   exec: async () => (await import('./exec-command.js')).execCommand,
+  approve: async () => (await import('./continue-commands.js')).approveCommand,
+  reject: async () => (await import('./continue-commands.js')).rejectCommand,
+  resume: async () => (await import('./continue-commands.js')).resumeCommand,
+  fork: async () => (await import('./continue-commands.js')).forkCommand,
   validate: async () => (await import('./validate-command.js')).validateCommand,
   task: async () => (await import('./task-command.js')).taskCommand,
   runs: async () => (await import('./runs-command.js')).runsCommand,

@@ -93,6 +93,7 @@ export async function mcpCommand(args: string[]): Promise<number> {
       pipelines: () => listPipelineFiles(pipelineDirs),
       start: (loaded, inputs, startedBy) => runs.start(loaded, inputs, startedBy),
       cancel: (id) => runs.cancel(id),
+      continueRun: (prepared, startedBy) => runs.continueRun(prepared, startedBy),
       notStarted: (id) => runs.notStarted(id),
       active: () => runs.active(),
       startedBy: { via: 'mcp', ...(me.user ? { user: me.user } : {}) },

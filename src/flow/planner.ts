@@ -230,6 +230,15 @@ export class FlowPlanner {
     if (this.state[unit.step]!.units.every((x) => x.phase === 'settled')) this.settle(unit.step);
   }
 
+  /**
+   * The run reached an approval gate (src/run/gate.ts): nothing more starts, what runs ends, and the gate's
+   * unit is set aside without an outcome, so nothing after it is entered: the run waits there.
+   */
+  pauseAt(unit: Unit): void {
+    this.unitState(unit).phase = 'settled';
+    this.halt();
+  }
+
   /** Ctrl-C, a cancel request: nothing more starts, nothing waits to retry, no lane is merged. */
   cancel(): void {
     this.canceled = true;

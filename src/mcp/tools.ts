@@ -12,6 +12,7 @@ import { loadPipeline } from '../pipeline/load.js';
 import { summarize, type RunRecord } from '../run/record.js';
 import { startAgentTask } from '../runs/agent-task.js';
 import { cancelRunOf } from '../runs/cancel.js';
+import { decideRunOf, forkRunOf, resumeRunOf } from '../runs/resume.js';
 import { applyRunOf, mergeRunOf } from '../runs/deliver.js';
 import { diffFilesOf, patchText } from '../runs/diff.js';
 import { within } from '../runs/folders.js';
@@ -244,6 +245,55 @@ export function registerTools(server: McpServer, b: McpBackend): void {
     guarded(async ({ run_id }: { run_id: string }) => ({ ...(await cancelRunOf(b, run_id)), next: 'wait_for_run to see it end' })),
   );
 
+  for (const [name, decision] of [['approve_run', 'approved'], ['reject_run', 'rejected']] as const) {
+    server.registerTool(
+      name,
+      {
+        title: decision === 'approved' ? 'Approve a run waiting at a gate' : 'Reject a run waiting at a gate',
+        description:
+          decision === 'approved'
+            ? 'A PERSON\'S DECISION: approves a run waiting at an approval gate (status awaiting_approval), so it goes on with the steps after the gate (which may cost money). The comment reaches those steps as $RUNNER_APPROVAL_COMMENT. Ask the user first; show them the gate\'s prompt and the run\'s diff (show_run, get_diff).'
+            : 'A PERSON\'S DECISION: rejects a run waiting at an approval gate: the run ends rejected, its work kept on its branch. Ask the user first.',
+        inputSchema: { run_id: runId, comment: z.string().max(8000).optional() },
+        annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+      },
+      guarded(async ({ run_id, comment }: { run_id: string; comment?: string | undefined }) => ({
+        ...(await decideRunOf(b, run_id, decision, { comment: comment ?? '', by: b.deliveredBy })),
+        next: decision === 'approved' ? 'wait_for_run to see it end' : 'the run has ended',
+      })),
+    );
+  }
+
+  server.registerTool(
+    'resume_run',
+    {
+      title: 'Resume a run',
+      description:
+        'Goes on with a failed, interrupted, canceled or approved run from its first step that did not complete, on its own branch: the steps it completed are not run again (nor paid for again), and its budget counts what it spent. Refused, with the difference, if its pipeline file changed since (accept_changed_pipeline: true takes the file as it is now).',
+      inputSchema: { run_id: runId, accept_changed_pipeline: z.boolean().optional() },
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    },
+    guarded(async ({ run_id, accept_changed_pipeline }: { run_id: string; accept_changed_pipeline?: boolean | undefined }) => ({
+      ...(await resumeRunOf(b, run_id, { acceptChanged: accept_changed_pipeline === true, by: b.deliveredBy })),
+      next: 'wait_for_run to see it end',
+    })),
+  );
+
+  server.registerTool(
+    'fork_run',
+    {
+      title: 'Fork a run from a step',
+      description:
+        'Starts a new run whose branch begins where the given run was just before step `from`, with the outputs of the steps before it; it runs that step and what follows (the pipeline file as it is now: change a prompt and fork to try a step again). Both runs stay, each with its diff and cost.',
+      inputSchema: { run_id: runId, from: z.string().min(1).max(200), inputs: z.record(z.string(), z.string()).optional() },
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    },
+    guarded(async ({ run_id, from, inputs }: { run_id: string; from: string; inputs?: Record<string, string> | undefined }) => ({
+      ...(await forkRunOf(b, run_id, from, { ...(inputs ? { inputs } : {}), by: b.deliveredBy })),
+      next: 'wait_for_run on the new run id',
+    })),
+  );
+
   server.registerTool(
     'list_runs',
     {
@@ -251,7 +301,7 @@ export function registerTools(server: McpServer, b: McpBackend): void {
       description: 'Runs in the runner home, newest first (this server\'s queued and running ones before the rest): id, pipeline, status, branch, when, steps, cost. Filter by pipeline or status.',
       inputSchema: {
         pipeline: z.string().min(1).max(200).optional(),
-        status: z.enum(['queued', 'starting', 'running', 'succeeded', 'failed', 'canceled', 'error', 'interrupted', 'not_started']).optional(),
+        status: z.enum(['queued', 'starting', 'running', 'awaiting_approval', 'succeeded', 'failed', 'canceled', 'rejected', 'error', 'interrupted', 'not_started']).optional(),
         limit: z.number().int().min(1).max(100).default(20),
       },
       annotations: { readOnlyHint: true, openWorldHint: false },

@@ -41,8 +41,18 @@ export interface RunEventNotice extends RunEndNotice {
 
 const pending = new Set<Promise<void>>();
 
-/** Starts the deliveries a run's end calls for and returns at once; `settled()` waits for them. */
+/**
+ * Starts the deliveries a run's end calls for and returns at once; `settled()`
+ * waits for them. A run stopped at a gate (awaiting_approval, its record's
+ * `gate` set) tells of the gate: the gate step's own `notify:` entries, or
+ * those whose `on:` names awaiting_approval, with the gate in the body.
+ */
 export function notifyRunEnd(n: RunEndNotice, status: NotifyStatus | undefined = notifyStatus(n.record)): void {
+  const gate = n.record.status === 'awaiting_approval' ? n.record.gate : undefined;
+  if (gate) {
+    notifyRunEvent({ ...n, event: 'awaiting_approval', ...(gate.notify?.length ? { only: gate.notify } : {}), extra: { step: gate.name, prompt: gate.prompt, deadline: gate.deadline } });
+    return;
+  }
   if (status) notifyRunEvent({ ...n, event: status });
 }
 

@@ -15,10 +15,13 @@ export interface LoadedPipeline {
   /** its directory, absolute: project.path is relative to it */
   dir: string;
   pipeline: PipelineFile;
+  /** the file's text as it was read (a run keeps a copy: resume compares the file with it) */
+  text?: string;
 }
 
 export async function loadPipeline(file: string): Promise<LoadedPipeline> {
-  return { file, dir: path.dirname(path.resolve(file)), pipeline: parsePipeline(await readCapped(file), file) };
+  const text = await readCapped(file);
+  return { file, dir: path.dirname(path.resolve(file)), pipeline: parsePipeline(text, file), text };
 }
 
 async function readCapped(file: string): Promise<string> {

@@ -123,7 +123,7 @@ function knownKeysAt(path: DocPath): readonly string[] {
   if (a === 'schedule') return KNOWN_KEYS.schedule;
   if (a === 'inputs') return KNOWN_KEYS.input;
   if (a === 'defaults') return path.length === 1 ? KNOWN_KEYS.defaults : KNOWN_KEYS.resources;
-  if (a === 'steps') return c === 'resources' ? KNOWN_KEYS.resources : c === 'route' ? KNOWN_KEYS.route : c === 'retries' ? KNOWN_KEYS.retries : KNOWN_KEYS.step;
+  if (a === 'steps') return c === 'resources' ? KNOWN_KEYS.resources : c === 'route' ? KNOWN_KEYS.route : c === 'retries' ? KNOWN_KEYS.retries : c === 'approval' ? KNOWN_KEYS.approval : KNOWN_KEYS.step;
   if (a === 'agents') return d === 'resources' ? KNOWN_KEYS.resources : KNOWN_KEYS.agent;
   return [];
 }

@@ -9,6 +9,7 @@ import { flowShape, type FlowShape } from '../flow/graph.js';
 import { cronProblem } from '../schedule/cron.js';
 import { checkCredentialRules } from './credential-rules.js';
 import { checkNotifyRules } from '../notify/rules.js';
+import { GATE_OUTPUTS } from '../run/gate.js';
 import type { DocPath } from './positions.js';
 import type { PipelineFile, StepFile } from './schema.js';
 import { describeExpression, findExpressions, isWholeExpression } from './template.js';
@@ -67,6 +68,11 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
       issues.push({ path: at('id'), message: `duplicate step id "${step.id}" (first used by steps[${first}])` });
     } else {
       seen.set(step.id, i);
+    }
+
+    if (step.approval) {
+      issues.push(...approvalProblems(step, i, p));
+      return;
     }
 
     const agent = step.agent !== undefined ? agents[step.agent] : undefined;
@@ -129,6 +135,30 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
             `environment variables), or pass the value as an argument of its own: ["sh", "-c", "echo \\"$1\\"", "sh", "${found[0]!.raw}"]`,
         });
       }
+    }
+  });
+  return issues;
+}
+
+/** Keys a gate may have besides approval: (it runs no container: nothing else of a step applies to it). */
+const GATE_KEYS = new Set(['id', 'name', 'approval', 'needs', 'max_visits']);
+
+/** An approval step: a gate, no container; its notify: names entries of the top-level notify:. */
+function approvalProblems(step: StepFile, i: number, p: PipelineFile): RuleIssue[] {
+  const issues: RuleIssue[] = [];
+  for (const key of Object.keys(step)) {
+    if (GATE_KEYS.has(key) || (step as Record<string, unknown>)[key] === undefined) continue;
+    issues.push({
+      path: ['steps', i, key],
+      atKey: true,
+      message: `step "${step.id}" is an approval gate: it runs nothing, so ${key}: does not apply (a gate has approval:, and may have name:, needs: and max_visits:); put ${key}: on a step of its own`,
+    });
+  }
+  const notify = (p as { notify?: Record<string, unknown> }).notify ?? {};
+  step.approval?.notify?.forEach((name, j) => {
+    if (!Object.hasOwn(notify, name)) {
+      const known = Object.keys(notify);
+      issues.push({ path: ['steps', i, 'approval', 'notify', j], message: `unknown notify entry "${name}"${didYouMean(name, known)}; ${known.length ? `known: ${known.join(', ')}` : 'add it under the top-level notify:'}` });
     }
   });
   return issues;
@@ -205,7 +235,8 @@ function checkExpression(
   if (!shape.ancestors[i]!.has(j)) {
     return `\${{ ${describeExpression(expr)} }} names step "${expr.step}", which step "${step.id}" does not need (it may not have run yet): add "${expr.step}" to its needs:`;
   }
-  const outputs = p.steps[j]!.outputs ?? [];
+  // A gate's outputs are the decision and what the person wrote (src/run/gate.ts).
+  const outputs = p.steps[j]!.approval ? [...GATE_OUTPUTS] : (p.steps[j]!.outputs ?? []);
   // An agent preset's step has its final message as output result.
   const fromAgent = expr.key === 'result' && p.agents?.[p.steps[j]!.agent ?? '']?.use !== undefined;
   if (!outputs.includes(expr.key) && expr.key !== 'summary' && !fromAgent) {

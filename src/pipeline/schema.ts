@@ -129,6 +129,16 @@ export const retriesSchema = z.strictObject({
   backoff: duration.optional(),
 });
 
+/** A gate: the run waits here, holding nothing, until a person approves or rejects it (src/run/gate.ts). */
+export const approvalSchema = z.strictObject({
+  /** what the person is asked, shown at every door */
+  prompt: z.string().min(1, 'expected what the person deciding is asked, like "Read PLAN.md; approve to implement it"'),
+  /** then the run ends rejected (timed out), its work kept; default 7d */
+  timeout: duration.optional(),
+  /** notify: entries told when the run reaches the gate (names of the top-level notify:) */
+  notify: z.array(z.string()).optional(),
+});
+
 export const stepSchema = z.strictObject({
   id: z.string().regex(STEP_ID_RE, 'expected a step id of lowercase letters, digits, _ and -'),
   name: z.string().optional(),
@@ -137,6 +147,8 @@ export const stepSchema = z.strictObject({
   run: z.string().optional(),
   command: command.optional(),
   prompt: z.string().optional(),
+  /** an approval gate rather than a container: no run:, command: or agent: */
+  approval: approvalSchema.optional(),
   outputs: z.array(envName).optional(),
   env: envMap.optional(),
   secrets: z.array(envName).optional(),
@@ -242,6 +254,7 @@ export const KNOWN_KEYS = {
   step: Object.keys(stepSchema.shape),
   route: Object.keys(routeSchema.shape),
   retries: Object.keys(retriesSchema.shape),
+  approval: Object.keys(approvalSchema.shape),
   agent: Object.keys(agentSchema.shape),
   resources: Object.keys(resources.shape),
   schedule: Object.keys(scheduleSchema.shape),

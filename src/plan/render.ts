@@ -17,7 +17,12 @@ export interface RunIdentity {
   taskRun: number;
   /** empty outside a task */
   taskId: string;
+  /** the comment of the run's latest approval (src/run/gate.ts), for the steps after a gate */
+  approvalComment?: string;
 }
+
+/** `$RUNNER_APPROVAL_COMMENT` (or `${RUNNER_APPROVAL_COMMENT}`) in a prompt: the reviewer's words, as an agent's prompt is no shell. */
+const APPROVAL_COMMENT_RE = /\$\{RUNNER_APPROVAL_COMMENT\}|\$RUNNER_APPROVAL_COMMENT(?![A-Za-z0-9_])/g;
 
 export interface RenderedStep {
   cmd: string[];
@@ -51,7 +56,7 @@ export function renderStep(
     }
     return '';
   };
-  const prompt = plan.prompt === undefined ? undefined : renderTemplate(plan.prompt, known);
+  const prompt = plan.prompt === undefined ? undefined : renderTemplate(plan.prompt, known).replace(APPROVAL_COMMENT_RE, () => id.approvalComment ?? '');
   const resolve = (expr: Expression): string => (expr.kind === 'prompt' ? (prompt ?? '') : known(expr));
 
   let cmd: string[];
@@ -79,6 +84,7 @@ export function renderStep(
     RUNNER_OUTPUT: CONTAINER_PATHS.output,
     ...(prompt !== undefined ? { RUNNER_PROMPT: prompt } : {}),
     ...(item ? { RUNNER_ITEM: item.value, RUNNER_ITEM_INDEX: String(item.index) } : {}),
+    ...(id.approvalComment !== undefined ? { RUNNER_APPROVAL_COMMENT: id.approvalComment } : {}),
   };
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(plan.env)) env[k] = renderTemplate(v, resolve);

@@ -78,6 +78,8 @@ export const BUILTIN_DEFAULTS = {
 export interface StepPlan {
   index: number;
   id: string;
+  /** an approval gate: it runs no container (src/run/gate.ts); the rest of the plan is unused */
+  approval?: { prompt: string; timeoutMs?: number; notify?: string[] };
   /** the agent profile's name, when the step uses one */
   agent?: string;
   /** the agent preset whose command the step runs (its result is read after the step), with its settings */
@@ -176,6 +178,10 @@ export function planSteps(p: PipelineFile, opts: PlanOptions = {}): StepPlan[] {
       caches: planCaches(s.cache, a.cache, d.cache),
       isolation: s.isolation ?? a.isolation ?? d.isolation ?? opts.isolation ?? 'runc',
     };
+    if (s.approval) {
+      plan.approval = { prompt: s.approval.prompt, ...(s.approval.timeout !== undefined ? { timeoutMs: s.approval.timeout } : {}), ...(s.approval.notify ? { notify: s.approval.notify } : {}) };
+      return plan;
+    }
     if (gated) {
       plan.gateway = {
         egress: egress!,

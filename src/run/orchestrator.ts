@@ -32,9 +32,12 @@ import type { Reporter } from './reporter.js';
 import { holdOwnerLock } from './owner-lock.js';
 import { removeOrphanContainers } from './reconcile.js';
 import { newRunId } from './run-id.js';
+import { continuedRecord, type Continuation } from './continuation.js';
 import { runFlow } from './run-flow.js';
+import { spentBy } from '../gateway/host/metering.js';
 import { resolveSecrets } from './secrets.js';
 import { RunStore } from './store.js';
+import { readRun } from './records.js';
 import type { RunSpending } from './step-network.js';
 import { checkGatewayImage } from '../gateway/host/image.js';
 import type { Budget, Spent } from '../gateway/host/budget.js';
@@ -79,6 +82,8 @@ export interface ExecOptions {
   requestedBy?: RunRecord['requestedBy'];
   /** under runner serve: the pipeline's budget per day, and what its runs spent today before this one */
   day?: { budget: Budget; spent: Spent };
+  /** a resume (the same run, on its branch) or a fork (a new run from a step of another): continuation.ts */
+  continuation?: Continuation;
 }
 
 export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<RunRecord> {
@@ -111,16 +116,18 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
       prepareWorkspace(pipeline, opts.loaded.dir, opts.task, userSettings, deps.makeGit, opts.loaded.file),
       (async () => {
         await deps.runtime.ping();
-        if (plans.some((p) => p.gateway)) await checkGatewayImage(deps.runtime);
+        // approval gates run no container: nothing of the engine is asked for them
+        const containers = plans.filter((p) => !p.approval);
+        if (containers.some((p) => p.gateway)) await checkGatewayImage(deps.runtime);
         // what the engine's transport cannot do for these steps, or lacks to run any: said before any pull
-        await (deps.transport ?? mountTransport(deps.runtime)).checkRun(plans);
+        await (deps.transport ?? mountTransport(deps.runtime)).checkRun(containers);
         // The runner's own images first: one that is missing refuses the run before any pull begins.
-        const images = [...new Set(plans.map((s) => s.image))].sort((a, b) => Number(isOwnImage(b)) - Number(isOwnImage(a)));
+        const images = [...new Set(containers.map((s) => s.image))].sort((a, b) => Number(isOwnImage(b)) - Number(isOwnImage(a)));
         for (const image of images) {
           await deps.runtime.ensureImage(image, (pr) => deps.reporter.pullProgress(image, pr));
         }
         // a step asked to run under gVisor runs under it or the run does not start
-        return deps.runtime.checkIsolation(plans);
+        return deps.runtime.checkIsolation(containers);
       })(),
     ]);
     if (project.status === 'rejected') throw project.reason;
@@ -138,19 +145,30 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
   }
   // A cancel while the workspace and images were being prepared: the run never starts.
   if (deps.signal.aborted) throw new CanceledError('canceled before it started');
-  const runId = opts.runId ?? newRunId(deps.clock());
+  const cont = opts.continuation;
+  const resuming = cont?.kind === 'resume';
+  const runId = resuming ? cont.prior.runId : (opts.runId ?? newRunId(deps.clock()));
   // Held while the run lives: recovery tells a live run from a dead one by it. Taken before the run's
   // directory exists, so a directory without its record whose owner is gone is known to be a crash's.
-  const owner = await holdOwnerLock(opts.home, runId);
+  const owner = await holdOwnerLock(opts.home, runId).catch((err: unknown) => {
+    throw resuming ? new RunnerError('not_resumable', `run ${runId} is being run or continued by another process right now (runner runs show ${runId})`) : err;
+  });
   let store: RunStore;
   try {
-    store = await RunStore.create(home.runs, runId, masker);
+    // A resume goes on from the record it was planned on: one another door continued meanwhile is not run twice.
+    if (resuming) {
+      const now = await readRun(home.runs, runId);
+      if (now.status !== cont.prior.status || now.steps.length !== cont.prior.steps.length || (now.decisions?.length ?? 0) !== (cont.prior.decisions?.length ?? 0)) {
+        throw new RunnerError('not_resumable', `run ${runId} changed since this resume was asked for (it is ${now.status} now): see runner runs show ${runId}`);
+      }
+    }
+    store = resuming ? await RunStore.reopen(home.runs, runId, masker) : await RunStore.create(home.runs, runId, masker);
   } catch (err) {
     await owner.release();
     throw err;
   }
   const startedAt = deps.clock();
-  const record = newRecord({
+  const fresh = newRecord({
     runId,
     pipeline: pipeline.name,
     pipelineFile: path.resolve(opts.loaded.file),
@@ -165,8 +183,13 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     ...(opts.startedBy ? { startedBy: opts.startedBy } : {}),
     deliveryRules: { verifySteps: plans.filter((p) => p.verify).map((p) => p.id), paths: pipeline.delivery?.paths ?? null },
   });
+  const record = cont ? continuedRecord(cont, fresh, startedAt) : fresh;
+  if (opts.loaded.text !== undefined) record.pipelineCopy = await store.keepPipeline(opts.loaded.text);
   await store.writeRecord(record);
-  store.event('run_started', { runId, pipeline: pipeline.name, project: record.project, workspace: record.workspace });
+  if (cont) {
+    store.event(cont.kind === 'fork' ? 'run_forked' : 'run_resumed', { runId, from: cont.from, how: cont.how, ...(cont.kind === 'fork' ? { of: cont.prior.runId, commit: cont.startAt } : {}) });
+    deps.reporter.info(cont.kind === 'fork' ? `run ${runId} is a fork of ${cont.prior.runId} from step ${cont.from}` : `run ${runId} goes on from step ${cont.from}`);
+  } else store.event('run_started', { runId, pipeline: pipeline.name, project: record.project, workspace: record.workspace });
   const leftOut = prepared.kind !== 'persistent_directory' && prepared.uncommitted ? uncommittedNotice(prepared.uncommitted, prepared.baseSha) : undefined;
   if (leftOut) {
     store.event('uncommitted_left_out', { count: prepared.kind !== 'persistent_directory' ? prepared.uncommitted?.count : 0 });
@@ -196,6 +219,9 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
       task: opts.task,
       wait: { noWait: opts.noWait === true, signal: deps.signal, onWait: (m) => deps.reporter.info(m) },
       say: (m) => deps.reporter.info(m),
+      ...(cont && prepared.kind === 'git_worktree'
+        ? { continued: { start: resuming ? { existing: true as const } : { newFrom: cont.startAt! }, baseSha: cont.prior.baseSha ?? prepared.baseSha } }
+        : {}),
     });
     record.worktree = ws.path;
     record.branch = ws.branch;
@@ -228,7 +254,13 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
       prices: pipeline.prices,
       spend: new RunSpend(pipeline.budget, opts.day),
     };
-    await runFlow({ deps, home: opts.home, graceSeconds: opts.graceSeconds ?? 5, pipeline, plans, ws, record, store, masker, secrets, spending });
+    // a resumed run's budget counts what its earlier starts spent
+    if (resuming) for (const s of record.steps) spending.spend.add(spentBy(s.usage).tokens, spentBy(s.usage).usd);
+    const end = await runFlow({ deps, home: opts.home, graceSeconds: opts.graceSeconds ?? 5, pipeline, plans, ws, record, store, masker, secrets, spending, ...(cont ? { continuation: cont } : {}) });
+    if (end.gate) {
+      store.event('awaiting_approval', { step: end.gate.name, prompt: end.gate.prompt, deadline: end.gate.deadline });
+      deps.reporter.info(`step ${end.gate.name} waits for approval: ${end.gate.prompt}`);
+    }
     record.headSha = await ws.head();
     // The run's whole change, kept after the worktree is gone.
     if (ws instanceof GitWorkspace) {
@@ -271,7 +303,11 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     if (ws) await finishWorkspace(opts, deps, ws, hooks, record, store, remove, containersGone);
     const finishedAt = deps.clock();
     record.finishedAt = finishedAt.toISOString();
-    record.durationMs = finishedAt.getTime() - startedAt.getTime();
+    record.durationMs = finishedAt.getTime() - Date.parse(record.startedAt);
+    const attempt = record.attempts?.[record.attempts.length - 1];
+    if (attempt) Object.assign(attempt, { finishedAt: record.finishedAt, status: record.status });
+    // a run waiting at a gate has not ended: it holds nothing, and goes on when a person decides
+    if (record.status === 'awaiting_approval') Object.assign(record, { finishedAt: null, durationMs: null });
     record.cleanup = null;
     await store.writeRecord(record);
     store.event('run_finished', { status: record.status, headSha: record.headSha, pushed: record.pushed });

@@ -1,10 +1,15 @@
 /** The run record written to `runs/<runId>/run.json`. */
 import type { FlowStop, RouteTaken } from '../flow/planner.js';
 import type { WorkspaceKind } from '../workspace/workspace.js';
+import type { GateDecision, GateWait } from './gate.js';
 import { resultName, type StepResult } from './step-result.js';
 
-/** queued: accepted by runner serve, waiting to start; not_started: it never did (its error says why) */
-export type RunStatus = 'queued' | 'not_started' | 'running' | 'succeeded' | 'failed' | 'canceled' | 'error' | 'interrupted';
+/**
+ * queued: accepted by runner serve, waiting to start; not_started: it never did (its error says why);
+ * awaiting_approval: stopped at a gate, holding nothing, until a person decides (gate.ts); rejected: a person
+ * (or the gate's timeout) said no
+ */
+export type RunStatus = 'queued' | 'not_started' | 'running' | 'awaiting_approval' | 'succeeded' | 'failed' | 'canceled' | 'rejected' | 'error' | 'interrupted';
 
 export interface RunRecord {
   runId: string;
@@ -60,6 +65,28 @@ export interface RunRecord {
   hooks: Array<{ name: string; ok: boolean; exitCode: number | null; timedOut: boolean; durationMs: number; outputCut: boolean }>;
   steps: StepResult[];
   error: { code: string; message: string } | null;
+  /** the gate the run waits at (status awaiting_approval); null once decided */
+  gate?: GateWait | null;
+  /** every decision taken at its gates, oldest first */
+  decisions?: GateDecision[];
+  /** each time the run was started or continued (resume, an approval), oldest first; absent for a run started once */
+  attempts?: RunAttempt[];
+  /** a fork: the run and step it was forked from, and the commit its branch began at */
+  forkOf?: { runId: string; step: string; commit: string };
+  /** the pipeline file as the run first read it, kept in the run's directory (resume compares the file with it) */
+  pipelineCopy?: string;
+}
+
+/** One start of a run: the first, then each resume or approval that continued it. */
+export interface RunAttempt {
+  n: number;
+  startedAt: string;
+  finishedAt?: string;
+  status?: RunStatus;
+  how: 'start' | 'resume' | 'approval';
+  /** the step it began at (a continuation) */
+  from?: string;
+  by?: DeliveredBy;
 }
 
 /** What started a run: its schedule, a person through the API or the dashboard, `runner exec`, an agent through MCP (`runner mcp`, serve's /mcp), or a rerun of another run. */
@@ -203,6 +230,10 @@ export function summarize(r: RunRecord): Record<string, unknown> {
         ...(s.retryInMs !== undefined ? { retryInMs: s.retryInMs } : {}),
       })),
     flow: r.flow ?? { routes: [], stop: null, keptBranches: [] },
+    ...(r.gate ? { gate: r.gate } : {}),
+    ...(r.decisions?.length ? { decisions: r.decisions } : {}),
+    ...(r.attempts?.length ? { runAttempts: r.attempts } : {}),
+    ...(r.forkOf ? { forkOf: r.forkOf } : {}),
   };
 }
 
@@ -221,6 +252,8 @@ export function runListing(r: RunRecord): Record<string, unknown> {
     current: r.current,
     error: r.error,
     ...(r.startedBy ? { startedBy: r.startedBy } : {}),
+    ...(r.gate ? { gate: r.gate } : {}),
+    ...(r.forkOf ? { forkOf: r.forkOf } : {}),
     ...runCost(r),
     steps: r.steps.map((s) => ({ id: s.id, name: resultName(s), status: s.status, exitCode: s.exitCode, durationMs: s.durationMs })),
   };
@@ -234,7 +267,7 @@ export function runCost(r: Pick<RunRecord, 'steps'>): { costUsd: number | null; 
   let costUsd: number | null = null;
   let tokens: { input: number; output: number } | null = null;
   for (const s of r.steps) {
-    if (!s.usage) continue;
+    if (!s.usage || s.carried) continue; // a fork's carried steps were paid for by the run they came from
     tokens ??= { input: 0, output: 0 };
     tokens.input += s.usage.inputTokens ?? 0;
     tokens.output += s.usage.outputTokens ?? 0;

@@ -18,9 +18,11 @@ import type { Workspace } from '../workspace/workspace.js';
 import { mergeMessage } from './commit-message.js';
 import { HookRunner } from './hook-runner.js';
 import type { ExecDeps } from './orchestrator.js';
+import type { Continuation } from './continuation.js';
+import { decisionFor, describeDecider, gateOutputs, gateWait, type GateWait } from './gate.js';
 import type { RunningStep, RunRecord } from './record.js';
 import { refuseStep, runStep, unitFields } from './run-step.js';
-import { describeStatus, workNotRecorded, type StepResult } from './step-result.js';
+import { describeStatus, resultName, workNotRecorded, type StepResult } from './step-result.js';
 import type { RunStore } from './store.js';
 import type { Masker } from '../common/mask.js';
 import type { RunSpending } from './step-network.js';
@@ -37,9 +39,16 @@ export interface FlowContext {
   masker: Masker;
   secrets: Record<string, string>;
   spending: RunSpending;
+  /** a resume or a fork: the units not run again (continuation.ts) */
+  continuation?: Continuation;
 }
 
-export async function runFlow(c: FlowContext): Promise<void> {
+/** What runFlow tells its caller beyond the record: the gate the run stopped at, if it did. */
+export interface FlowEnd {
+  gate?: GateWait;
+}
+
+export async function runFlow(c: FlowContext): Promise<FlowEnd> {
   const { deps, record, store, ws } = c;
   const flow = new FlowPlanner(flowPlan(c.pipeline, availableParallelism()), record.inputs ?? {});
   const base: Omit<RunIdentity, 'attempt' | 'branch'> = {
@@ -56,6 +65,14 @@ export async function runFlow(c: FlowContext): Promise<void> {
   let fatal: { error: unknown } | undefined;
   record.running = [];
   record.flow = { routes: flow.routes, stop: null, keptBranches: [] };
+  const carry = new Map(c.continuation?.carry ?? []);
+  /** the gate the run stops at */
+  let gate: GateWait | undefined;
+  /** the latest approval's comment, for the steps after it ($RUNNER_APPROVAL_COMMENT) */
+  let approvalComment = [...(record.decisions ?? [])].reverse().find((d) => d.decision === 'approved')?.comment;
+  /** names this run's records already use (a resume's earlier attempt): a unit run again is named apart, so its log and files are its own */
+  const runAttempt = record.attempts?.length ?? 1;
+  const nameFor = (u: Unit): string => (record.steps.some((s) => !s.carried && resultName(s) === u.name) ? `${u.name}~${runAttempt}` : u.name);
 
   let routesShown = 0;
   /** A route the planner just took, said on the console: where the run goes back to, and how many visits that is. */
@@ -73,8 +90,41 @@ export async function runFlow(c: FlowContext): Promise<void> {
     return store.writeRecord(record);
   };
 
+  /** A unit the run does not run again (a resume's or a fork's): the flow gets its outcome as recorded. */
+  const carryUnit = (u: Unit, done: StepResult): void => {
+    if (c.continuation?.kind === 'fork') record.steps.push({ ...done, carried: { from: c.continuation.prior.runId } });
+    if (done.approval?.decision === 'approved') approvalComment = done.approval.comment;
+    flow.finished(u, { status: 'completed', outputs: done.outputs }, deps.clock().getTime());
+    deps.reporter.info(`step ${u.name}: completed before${done.commit ? ` (${done.commit.slice(0, 10)})` : ''}, not run again`);
+    store.event('step_carried', { step: u.name, from: c.continuation?.prior.runId, commit: done.commit });
+  };
+
+  /** An approval gate: approved, it is done; undecided, the run stops here and waits, holding nothing. */
+  const gateUnit = async (u: Unit, approval: NonNullable<StepPlan['approval']>): Promise<void> => {
+    const d = decisionFor(record.decisions, u.name);
+    if (d?.decision === 'approved') {
+      approvalComment = d.comment;
+      const now = deps.clock().toISOString();
+      const result: StepResult = { ...unitFields(u), id: u.id, status: 'completed', exitCode: null, oomKilled: false, timedOut: false, durationMs: 0, startedAt: now, finishedAt: now, commit: null, outputs: gateOutputs(d), limits: [], approval: d };
+      record.steps.push(result);
+      flow.finished(u, { status: 'completed', outputs: result.outputs }, deps.clock().getTime());
+      deps.reporter.info(`step ${u.name}: approved by ${describeDecider(d.by)}${d.comment ? `: ${d.comment}` : ''}`);
+      await save();
+      return;
+    }
+    gate ??= gateWait(u.id, u.name, approval, deps.clock());
+    flow.pauseAt(u);
+  };
+
   const runUnit = async (u: Unit): Promise<void> => {
     const plan = c.plans[u.step]!;
+    const done = carry.get(u.name);
+    if (done) {
+      carry.delete(u.name);
+      return carryUnit(u, done);
+    }
+    if (plan.approval) return gateUnit(u, plan.approval);
+    u = { ...u, name: nameFor(u) };
     const entry: RunningStep = { id: u.id, name: u.name, startedAt: deps.clock().toISOString(), isolation: plan.isolation };
     record.running!.push(entry);
     let result: StepResult;
@@ -93,7 +143,7 @@ export async function runFlow(c: FlowContext): Promise<void> {
         ws: where,
         store,
         masker: c.masker,
-        identity: { ...base, attempt: u.attempt, branch: where.branch ?? '' },
+        identity: { ...base, attempt: u.attempt, branch: where.branch ?? '', ...(approvalComment !== undefined ? { approvalComment } : {}) },
         unit: u,
         outputs: flow.outputs,
         secrets: c.secrets,
@@ -121,6 +171,7 @@ export async function runFlow(c: FlowContext): Promise<void> {
     }
     if (where !== ws) result.lane = { branch: where.branch, merge: 'not_merged' };
     record.running = record.running!.filter((r) => r !== entry);
+    if (runAttempt > 1) result.runAttempt = runAttempt;
     record.steps.push(result);
     sayRoutes();
     await save();
@@ -264,8 +315,12 @@ export async function runFlow(c: FlowContext): Promise<void> {
   record.flow.keptBranches = branches;
   record.lanes = [];
   record.flow.stop = stop ?? null;
-  for (const u of flow.unstarted()) record.steps.push({ ...skipped(c.plans[u.step]!), ...unitFields(u), attempt: undefined });
-  for (const id of flow.skipped()) record.steps.push(skipped(c.plans.find((p) => p.id === id)!));
+  // A run waiting at a gate has not skipped what comes after it: those steps are still to run.
+  const waits = gate !== undefined && status! !== 'failed' && !deps.signal.aborted && !fatal;
+  if (!waits) {
+    for (const u of flow.unstarted()) record.steps.push({ ...skipped(c.plans[u.step]!), ...unitFields(u), attempt: undefined });
+    for (const id of flow.skipped()) record.steps.push(skipped(c.plans.find((p) => p.id === id)!));
+  }
   // A retry that never came (a cancel or a failure during its wait) is not announced in the record.
   for (const r of record.steps) {
     if (r.retryInMs !== undefined && !record.steps.some((x) => x !== r && x.id === r.id && x.item?.index === r.item?.index && (x.attempt ?? 1) > (r.attempt ?? 1))) delete r.retryInMs;
@@ -273,13 +328,15 @@ export async function runFlow(c: FlowContext): Promise<void> {
   record.running = [];
   record.current = null;
 
-  record.status = deps.signal.aborted ? 'canceled' : status;
+  record.status = deps.signal.aborted ? 'canceled' : waits ? 'awaiting_approval' : status!;
+  record.gate = waits ? gate! : null;
   const refused = record.steps.find((s) => s.error && s.error !== 'bad_list');
   if (stop) record.error = { code: stop.code, message: stop.message };
   else if (refused && record.status !== 'canceled') record.error = { code: refused.error!, message: refused.message ?? refused.error! };
   if (record.error && record.status === 'succeeded') record.status = 'failed';
   if (branches.length) deps.reporter.info(`work not merged into ${ws.branch} is kept on ${branches.length === 1 ? 'branch' : 'branches'} ${branches.slice(0, 10).join(', ')}${branches.length > 10 ? ` and ${branches.length - 10} more` : ''}`);
   if (fatal) throw fatal.error;
+  return waits ? { gate: gate! } : {};
 }
 
 class LaneError extends Error {}

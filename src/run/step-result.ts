@@ -3,6 +3,7 @@ import type { AgentUsage } from '../agents/preset.js';
 import { formatSize } from '../common/durations.js';
 import type { Isolation } from '../pipeline/schema.js';
 import type { ChangeList } from '../workspace/snapshot.js';
+import type { GateDecision } from './gate.js';
 
 /** not_recorded: whatever the step did, some of its work is on no commit nor patch (`notRecorded`, or `unsaved`); its exit is in exitCode and limits */
 export type StepStatus = 'completed' | 'failed' | 'timed_out' | 'oom' | 'budget_exhausted' | 'node_lost' | 'canceled' | 'skipped' | 'interrupted' | 'not_recorded';
@@ -62,6 +63,12 @@ export interface StepResult {
   lane?: { branch: string | null; merge: 'merged' | 'unchanged' | 'conflict' | 'not_merged'; commit?: string | null; files?: string[] };
   /** a failed attempt that runs again after this long */
   retryInMs?: number;
+  /** a step a fork took over from the run it was forked from (not run again; its cost is that run's) */
+  carried?: { from: string };
+  /** an approval gate's decision */
+  approval?: GateDecision;
+  /** which start of the run this entry belongs to (src/run/record.ts attempts); absent: the first */
+  runAttempt?: number;
 }
 
 /** The name a step's run goes by in logs, commits and lists: `implement#2`, `build[0]`, or the id. */

@@ -18,6 +18,9 @@ import { changeCount, cutChanges, MAX_RECORDED_CHANGES, type ChangeList } from '
 import type { RunRecord } from './record.js';
 import { StepLog } from './step-log.js';
 
+/** The name of the pipeline file's copy in a run's directory. */
+export const PIPELINE_COPY = 'pipeline.yaml';
+
 export class RunStore {
   private readonly events: winston.Logger;
   private readonly eventsFile: winston.transport;
@@ -45,6 +48,21 @@ export class RunStore {
     await mkdir(path.join(dir, 'steps'), { recursive: true });
     await mkdir(path.join(dir, 'io'), { recursive: true });
     return new RunStore(dir, masker);
+  }
+
+  /** A run's directory as an earlier start of it left it (a resume, src/run/continuation.ts). */
+  static async reopen(runsRoot: string, runId: string, masker: Masker): Promise<RunStore> {
+    const dir = await childPath(runsRoot, runId, 'run id');
+    await verifyDirectory(dir);
+    await mkdir(path.join(dir, 'steps'), { recursive: true });
+    await mkdir(path.join(dir, 'io'), { recursive: true });
+    return new RunStore(dir, masker);
+  }
+
+  /** The pipeline file's text as the run read it, kept beside its record (`pipeline.yaml`); its name there. */
+  async keepPipeline(text: string): Promise<string> {
+    await writeFileAtomic(path.join(this.dir, PIPELINE_COPY), this.masker.mask(text));
+    return PIPELINE_COPY;
   }
 
   event(type: string, data: Record<string, unknown> = {}, level: 'info' | 'warn' | 'error' = 'info'): void {

@@ -13,6 +13,7 @@ import type { DeliveredBy, StartedBy } from '../run/record.js';
 import type { RunnerHome } from '../workspace/home.js';
 import { EVERY_PROJECT, type Scope } from './scope.js';
 import type { HeldRuns } from './show.js';
+import type { Prepared } from './resume.js';
 
 export interface PipelineEntry {
   /** the file, its real path */
@@ -57,6 +58,8 @@ export interface StartDoor extends Door {
   start(loaded: LoadedPipeline, inputs: Record<string, string>, startedBy: StartedBy): Promise<string>;
   /** true when the run was running (now canceling) or queued (now not_started); false when this server does not hold it */
   cancel(runId: string): Promise<boolean>;
+  /** goes on with a run resume.ts prepared (a resume, an approved gate, a fork) through the door's holder; the run's id */
+  continueRun(prepared: Prepared, startedBy: StartedBy): Promise<string>;
   /** the model API root agent tasks' agents call (runner mcp --agent-base-url), when not the preset's own */
   agentBaseUrl?: string;
 }

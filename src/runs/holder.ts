@@ -25,6 +25,8 @@ import type { Pending } from '../schedule/scheduler.js';
 import { RunnerHome } from '../workspace/home.js';
 import { releaseRun, RunRequests } from './run-requests.js';
 import type { NotStarted } from './show.js';
+import type { Continuation } from '../run/continuation.js';
+import type { Prepared } from './resume.js';
 
 /** After a cancel, a run that has not ended in this long is killed (its step's container stopped at once). */
 export const KILL_AFTER_MS = 30_000;
@@ -83,20 +85,36 @@ export class RunHolder {
   }
 
   /**
+   * Continues a run (resume.ts prepared it: a resume, an approved gate, a fork) in this process: a fork is
+   * a new run, queued on record at once; a resume is the run's own record, which is left as it is until
+   * the run takes it up. Its id; the run goes on in the background.
+   */
+  async continueRun(prepared: Prepared, startedBy: StartedBy): Promise<string> {
+    if (this.stopping) throw new RunnerError('stopping', `${this.d.door} is stopping: it takes no new runs`);
+    const c = prepared.continuation;
+    const runId = c.kind === 'resume' ? c.prior.runId : newRunId(new Date());
+    if (this.live.has(runId)) throw new RunnerError('not_resumable', `run ${runId} is being run here already`);
+    const p: Pending = { pipeline: prepared.loaded.pipeline.name, why: 'trigger', runId, inputs: prepared.inputs, startedBy };
+    if (c.kind === 'fork') await this.requests.queued(p, prepared.loaded, new Date());
+    void this.hold(p, async () => prepared.loaded, c);
+    return runId;
+  }
+
+  /**
    * Holds run `p` from now until it ends (runner serve's queue hands it its runs here): `load` gives its
    * pipeline (undefined: gone, recorded not_started). Resolves when the run has ended, never rejects.
    */
-  hold(p: Pending, load: () => Promise<LoadedPipeline | undefined>): Promise<void> {
+  hold(p: Pending, load: () => Promise<LoadedPipeline | undefined>, continuation?: Continuation): Promise<void> {
     const entry: Live = { pipeline: p.pipeline, why: p.why, cancel: new AbortController(), kill: new AbortController(), done: Promise.resolve() };
     this.live.set(p.runId, entry);
-    entry.done = this.run(p, load, entry).finally(async () => {
+    entry.done = this.run(p, load, entry, continuation).finally(async () => {
       this.live.delete(p.runId);
       await releaseRun(this.home.root, p.runId).catch(() => undefined);
     });
     return entry.done;
   }
 
-  private async run(p: Pending, load: () => Promise<LoadedPipeline | undefined>, entry: Live): Promise<void> {
+  private async run(p: Pending, load: () => Promise<LoadedPipeline | undefined>, entry: Live, continuation?: Continuation): Promise<void> {
     let loaded: LoadedPipeline | undefined;
     try {
       loaded = await load();
@@ -117,11 +135,14 @@ export class RunHolder {
           inputs: p.inputs ?? {},
           ...extra,
           settings: this.d.settings,
+          ...(continuation ? { continuation } : {}),
         },
       );
       this.d.say(`${p.pipeline}: run ${r.runId} ${r.status}`);
     } catch (err) {
       if (!(err instanceof RunnerError && err.code === 'pipeline_gone')) this.d.say(`${p.pipeline}: run ${p.runId} could not start: ${errorMessage(err)}`);
+      // a resume that could not go on leaves the run's record as it was (its error said above)
+      if (continuation?.kind === 'resume') return;
       const error = { code: err instanceof RunnerError ? err.code : 'internal', message: errorMessage(err) };
       await (this.d.neverStarted ? this.d.neverStarted(p, loaded, error) : this.requests.notStarted(p, loaded, error, new Date())).catch((e) =>
         this.d.say(`${p.pipeline}: could not record that run ${p.runId} did not start: ${errorMessage(e)}`),

@@ -24,6 +24,9 @@
  *                                      nothing; each attempt is written into the record's deliveries, with who asked
  *   POST /api/runs/:id/rerun           a new run of the same pipeline with the same inputs: 202 {runId, rerunOf}
  *   POST /api/runs/:id/cancel          cancel a run this server is running or has queued
+ *   POST /api/runs/:id/approve|reject  decide a run waiting at a gate {comment?}: approve 202 (it goes on), reject 200
+ *   POST /api/runs/:id/resume          go on from the first step not completed {acceptChangedPipeline?}: 202
+ *   POST /api/runs/:id/fork            a new run from a step of this one {from, inputs?}: 202 {runId, forkOf}
  *   POST /mcp                          the MCP tools of `runner mcp` (src/mcp/tools.ts) over the SDK's streamable HTTP
  *                                      transport, stateless (no session): this server's pipelines folder, its
  *                                      --project folders for agent tasks, its queue; behind the token like the rest
@@ -48,6 +51,7 @@ import type { Caller, Door, StartDoor } from '../runs/door.js';
 import { listRunsOf } from '../runs/list.js';
 import { previewDelivery } from '../runs/preview.js';
 import { rerunOf } from '../runs/rerun.js';
+import { decideRunOf, forkRunOf, resumeRunOf } from '../runs/resume.js';
 import { servedBy } from '../runs/scope.js';
 import { showRun, type NotStarted } from '../runs/show.js';
 import { sumUsage } from '../agents/usage.js';
@@ -76,6 +80,10 @@ export interface ServeState extends Door {
   trigger(name: string, inputs: Record<string, string>, startedBy: StartedBy): Promise<string | undefined>;
   /** true when the run was running (now canceling) or queued (now not_started) */
   cancel(runId: string): Promise<boolean>;
+  /** goes on with a run resume.ts prepared, through the server's holder */
+  continueRun: StartDoor['continueRun'];
+  /** real paths: a resumed or forked run's pipeline file must lie under these */
+  pipelineDirs: string[];
   queueLength(): number;
 }
 
@@ -192,6 +200,36 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
     ],
     [
       'POST',
+      new RegExp(`^/api/runs/${ID}/(approve|reject)$`),
+      async (req, res, [id, what]) => {
+        const body = await readObject(req, ['comment']);
+        if (body.comment !== undefined && typeof body.comment !== 'string') throw new RunnerError('bad_request', '"comment" must be text');
+        const r = await decideRunOf(state, id!, what === 'approve' ? 'approved' : 'rejected', { comment: (body.comment as string | undefined) ?? '', by: deliverer(req) });
+        json(res, what === 'approve' ? 202 : 200, r);
+      },
+    ],
+    [
+      'POST',
+      new RegExp(`^/api/runs/${ID}/resume$`),
+      async (req, res, [id]) => {
+        const body = await readObject(req, ['acceptChangedPipeline']);
+        if (body.acceptChangedPipeline !== undefined && typeof body.acceptChangedPipeline !== 'boolean') throw new RunnerError('bad_request', '"acceptChangedPipeline" must be true or false');
+        json(res, 202, await resumeRunOf(state, id!, { acceptChanged: body.acceptChangedPipeline === true, by: deliverer(req) }));
+      },
+    ],
+    [
+      'POST',
+      new RegExp(`^/api/runs/${ID}/fork$`),
+      async (req, res, [id]) => {
+        const body = await readObject(req, ['from', 'inputs']);
+        if (typeof body.from !== 'string') throw new RunnerError('bad_request', '"from" must name the step the new run begins at');
+        const inputs = body.inputs ?? {};
+        if (typeof inputs !== 'object' || Array.isArray(inputs) || Object.values(inputs as object).some((v) => typeof v !== 'string')) throw new RunnerError('bad_request', '"inputs" must be an object of text values');
+        json(res, 202, await forkRunOf(state, id!, body.from, { inputs: inputs as Record<string, string>, by: deliverer(req) }));
+      },
+    ],
+    [
+      'POST',
       new RegExp(`^/api/runs/${ID}/cancel$`),
       async (_q, res, [id]) => {
         await cancelRunOf(state, id!);
@@ -240,6 +278,8 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
             ? 409
             : code === 'run_unknown' || code === 'no_diff' || code === 'pipeline_unknown' || code === 'not_cancelable'
               ? 404
+              : ['not_waiting', 'already_decided', 'gate_timed_out', 'not_resumable', 'not_forkable', 'pipeline_changed'].includes(code)
+                ? 409
               : code === 'outside_scope'
                 ? 403
               : code === 'unsafe_name' || code === 'bad_request' || code === 'bad_input'

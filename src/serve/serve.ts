@@ -244,6 +244,8 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
         // the API triggers only the folder's pipelines (an agent task's is /mcp's, for its one run)
         trigger: async (name, inputs, startedBy) => (dir.pipelines().some((p) => p.pipeline.name === name) ? trigger(name, inputs, startedBy) : undefined),
         cancel: cancelRun,
+        continueRun: (prepared, startedBy) => holder.continueRun(prepared, startedBy),
+        pipelineDirs: [dirReal],
         notStarted: notStartedOf,
         active: activeIds,
         pipelines: () =>
@@ -275,6 +277,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
               pipelines: () => listPipelineFiles([dirReal]),
               start: startLoaded,
               cancel: (id) => cancelRun(id),
+              continueRun: (prepared, startedBy) => holder.continueRun(prepared, startedBy),
               notStarted: (id) => notStartedOf(id),
               active: () => activeIds(),
               startedBy: by,

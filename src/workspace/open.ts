@@ -8,7 +8,7 @@ import { resolveBase } from './git-worktree.js';
 import type { RunnerHome } from './home.js';
 import { checkPersistentDir, openPersistentDir } from './persistent-dir.js';
 import { inspectProject, type ProjectFacts } from './project.js';
-import { openRunWorktree } from './run-worktree.js';
+import { openContinuedWorktree, openRunWorktree } from './run-worktree.js';
 import { openTaskWorktree } from './task-worktree.js';
 import { readUncommitted, type Uncommitted } from './uncommitted.js';
 import { WorktreePool } from './worktree-pool.js';
@@ -68,12 +68,15 @@ export interface OpenContext {
   task: TaskFlags | undefined;
   wait: LockWait;
   say: (message: string) => void;
+  /** a resumed run (its branch as it is) or a fork (a new branch from a commit), with the first run's base */
+  continued?: { start: { existing: true } | { newFrom: string }; baseSha: string };
 }
 
 export async function openWorkspace(c: OpenContext): Promise<Workspace> {
   const p = c.prepared;
   const push = { remote: c.pipeline.project.remote, policy: c.pipeline.project.push };
   if (p.kind === 'persistent_directory') return openPersistentDir(p.dir, c.wait);
+  if (p.kind === 'git_worktree' && c.continued) return openContinuedWorktree(p.git, p.project, c.home.worktrees, c.runId, c.continued.start, c.continued.baseSha, push);
   if (p.kind === 'git_worktree') return openRunWorktree(p.git, p.project, c.home.worktrees, c.runId, p.baseSha, push, new WorktreePool(c.home.pool));
   return openTaskWorktree({
     git: p.git,

@@ -40,3 +40,23 @@ export async function openRunWorktree(
     lanes: { root: worktreesRoot, runId },
   });
 }
+
+/**
+ * A continued run's worktree (src/run/continuation.ts): a resume on its own
+ * branch as it was left, a fork on a new branch from the commit it begins at.
+ * Never from the pool (a pooled worktree is ready at the project's head).
+ * Its base stays the first run's, so its diff is the whole change.
+ */
+export async function openContinuedWorktree(
+  git: Git,
+  project: ProjectFacts,
+  worktreesRoot: string,
+  runId: string,
+  start: { existing: true } | { newFrom: string },
+  baseSha: string,
+  push: { remote: string; policy: PushPolicy },
+): Promise<GitWorkspace> {
+  const wt = await createWorktree(git, project, worktreesRoot, runId, runBranch(runId), start);
+  wt.baseSha = baseSha;
+  return new GitWorkspace({ kind: 'git_worktree', wt, git, remote: push.remote, pushPolicy: push.policy, created: true, attempt: 1, disposable: true, lanes: { root: worktreesRoot, runId } });
+}

@@ -28,6 +28,10 @@ async function serve(state: Partial<ServeState>) {
     pipelines: () => [],
     trigger: async () => undefined,
     cancel: async () => false,
+    continueRun: async () => {
+      throw new Error('this test server continues no run');
+    },
+    pipelineDirs: [],
     queueLength: () => 0,
     active: () => [],
     notStarted: () => undefined,

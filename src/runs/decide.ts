@@ -1,0 +1,98 @@
+/**
+ * Approve or reject a run waiting at a gate (runner approve / reject, POST
+ * /api/runs/:id/approve|reject, MCP approve_run / reject_run, the dashboard's
+ * buttons): one operation, its checks here. The decision goes on the record
+ * (who, when, through which door, the comment) under the run's lock, so it is
+ * taken once. A rejection ends the run `rejected`, its work kept on its
+ * branch; an approval leaves the run to be continued (resume.ts) by whoever
+ * holds it: a `runner exec` waiting in the foreground, or the door.
+ */
+import { RunnerError } from '../common/errors.js';
+import { describeDecider, gateTimedOut, MAX_COMMENT_CHARS, type DecidedBy, type GateDecision } from '../run/gate.js';
+import { tryOwnerLock } from '../run/owner-lock.js';
+import type { RunRecord } from '../run/record.js';
+import { readRun, writeRun } from '../run/records.js';
+import type { Door } from './door.js';
+import { showRun } from './show.js';
+
+export interface Decided {
+  runId: string;
+  step: string;
+  decision: GateDecision['decision'];
+  /** the run's status now: awaiting_approval (approved, to be continued) or rejected */
+  status: RunRecord['status'];
+  record: RunRecord;
+}
+
+export async function decideGate(door: Door, id: string, decision: GateDecision['decision'], opts: { comment?: string; by: DecidedBy; now?: Date }): Promise<Decided> {
+  const comment = (opts.comment ?? '').trim();
+  if (comment.length > MAX_COMMENT_CHARS) throw new RunnerError('bad_request', `the comment is ${comment.length} characters; at most ${MAX_COMMENT_CHARS} are kept: shorten it`);
+  await showRun(door, id); // known, and the door's
+  const lock = await tryOwnerLock(door.home, id);
+  if (!lock) throw new RunnerError('not_waiting', `run ${id} is not waiting at a gate: it is being run or continued right now (runner runs show ${id})`);
+  try {
+    const rec = await readRun(door.runsDir, id);
+    const now = opts.now ?? new Date();
+    const gate = rec.gate;
+    if (rec.status !== 'awaiting_approval' || !gate) throw new RunnerError('not_waiting', `run ${id} is ${rec.status}, not waiting at a gate: there is nothing to ${decision === 'approved' ? 'approve' : 'reject'}`);
+    const taken = rec.decisions?.find((d) => d.step === gate.name && Date.parse(d.at) >= Date.parse(gate.since));
+    if (taken) {
+      throw new RunnerError('already_decided', `the gate ${gate.name} of run ${id} was already ${taken.decision} by ${describeDecider(taken.by)} at ${taken.at}${taken.decision === 'approved' ? ': the run goes on (runner runs show ' + id + ')' : ''}`);
+    }
+    if (gateTimedOut(gate, now)) {
+      endRejected(rec, { step: gate.name, decision: 'rejected', by: { via: 'timeout' }, at: now.toISOString(), comment: `no decision by ${gate.deadline}` }, now);
+      await writeRun(door.runsDir, rec);
+      throw new RunnerError('gate_timed_out', `the gate ${gate.name} of run ${id} waited until ${gate.deadline} and timed out: the run is rejected, its work kept on ${rec.branch ?? 'its directory'}`);
+    }
+    const d: GateDecision = { step: gate.name, decision, by: opts.by, at: now.toISOString(), comment };
+    if (decision === 'rejected') endRejected(rec, d, now);
+    else rec.decisions = [...(rec.decisions ?? []), d];
+    await writeRun(door.runsDir, rec);
+    return { runId: id, step: gate.name, decision, status: rec.status, record: rec };
+  } finally {
+    await lock.release();
+  }
+}
+
+/** A run whose gate said no (a person, or its timeout): rejected, ended, the gate's entry on record. Pure but for the record it changes. */
+export function endRejected(rec: RunRecord, d: GateDecision, now: Date): void {
+  const gate = rec.gate!;
+  rec.decisions = [...(rec.decisions ?? []), d];
+  rec.steps.push({
+    id: gate.id,
+    ...(gate.name !== gate.id ? { name: gate.name } : {}),
+    status: 'failed',
+    exitCode: null,
+    oomKilled: false,
+    timedOut: d.by.via === 'timeout',
+    durationMs: now.getTime() - Date.parse(gate.since),
+    startedAt: gate.since,
+    finishedAt: now.toISOString(),
+    commit: null,
+    outputs: {},
+    limits: [],
+    approval: d,
+    message: d.by.via === 'timeout' ? `no decision by ${gate.deadline}: timed out` : `rejected by ${describeDecider(d.by)}${d.comment ? `: ${d.comment}` : ''}`,
+  });
+  rec.status = 'rejected';
+  rec.error = { code: d.by.via === 'timeout' ? 'gate_timed_out' : 'rejected', message: rec.steps[rec.steps.length - 1]!.message! };
+  rec.gate = null;
+  rec.finishedAt = now.toISOString();
+  rec.durationMs = now.getTime() - Date.parse(rec.startedAt);
+}
+
+/** Gates whose wait ran out by `now`: rejected (timed out), as a decision would. What serve's sweep and a waiting exec call. */
+export async function expireGate(runsDir: string, home: string, id: string, now: Date): Promise<boolean> {
+  const lock = await tryOwnerLock(home, id);
+  if (!lock) return false;
+  try {
+    const rec = await readRun(runsDir, id);
+    if (rec.status !== 'awaiting_approval' || !rec.gate || !gateTimedOut(rec.gate, now)) return false;
+    if (rec.decisions?.some((d) => d.step === rec.gate!.name && Date.parse(d.at) >= Date.parse(rec.gate!.since))) return false; // approved: being continued
+    endRejected(rec, { step: rec.gate.name, decision: 'rejected', by: { via: 'timeout' }, at: now.toISOString(), comment: `no decision by ${rec.gate.deadline}` }, now);
+    await writeRun(runsDir, rec);
+    return true;
+  } finally {
+    await lock.release();
+  }
+}
