@@ -15,9 +15,9 @@ export interface DeliverySource {
 }
 
 /** A run still going on (running, or queued to run) is never delivered: its record and branch are still its own. Pure. */
-export function checkOver(rec: Pick<RunRecord, 'runId' | 'status'>): void {
+export function checkOver(rec: Pick<RunRecord, 'runId' | 'status'> & Partial<Pick<RunRecord, 'gate'>>): void {
   if (rec.status === 'running') throw new DeliveryRefused('not_deliverable', `run ${rec.runId} is still running: wait for it to end`);
-  if (rec.status === 'awaiting_approval') throw new DeliveryRefused('not_deliverable', `run ${rec.runId} waits at gate ${rec.gate?.name ?? ''}: its work is not done; approve it (runner approve ${rec.runId}) and deliver it once it ends`);
+  if (rec.status === 'awaiting_approval') throw new DeliveryRefused('not_deliverable', `run ${rec.runId} waits at an approval gate${rec.gate ? ` (${rec.gate.name})` : ''}: its work is not done; approve it (runner approve ${rec.runId}) and deliver it once it ends`);
   if (rec.status === 'queued') throw new DeliveryRefused('not_deliverable', `run ${rec.runId} is queued and has not run yet: wait for it to end`);
 }
 
