@@ -14,8 +14,7 @@ import type { NotifyEntry, NotifyStatus } from './schema.js';
  * notifyRunEvent, with the gate's step and prompt) or never started.
  */
 export function notifyStatus(r: Pick<RunRecord, 'status' | 'steps'>): NotifyStatus | undefined {
-  // a string: the statuses the gates add (rejected, awaiting_approval) may not be RunStatus's yet
-  const status: string = r.status;
+  const status = r.status;
   switch (status) {
     case 'succeeded':
     case 'canceled':

@@ -25,8 +25,8 @@ test("a run's status as on: names it: a failed run stopped by its budget or a st
   assert.equal(notifyStatus(record('failed', [step('a', 'timed_out')])), 'timed_out');
   for (const s of ['running', 'queued', 'not_started'] as const) assert.equal(notifyStatus(record(s)), undefined);
   // the statuses approval gates add: a rejected run has ended; one waiting at a gate has not (its gate tells of it, with the gate's step)
-  assert.equal(notifyStatus(record('rejected' as RunRecord['status'])), 'rejected');
-  assert.equal(notifyStatus(record('awaiting_approval' as RunRecord['status'])), undefined);
+  assert.equal(notifyStatus(record('rejected')), 'rejected');
+  assert.equal(notifyStatus(record('awaiting_approval')), undefined);
 });
 
 test('an entry fires on the statuses its on: names; failed covers budget_exhausted and timed_out', () => {
@@ -57,7 +57,7 @@ test('the JSON body names the run, its pipeline, project, status, branch, cost, 
 const GATE = { step: 'approve-plan', prompt: "Read PLAN.md on the run's branch; approve to implement it.\nThen say why.", deadline: new Date('2030-01-04T04:00:00Z') };
 
 test("a gate's body says which step waits, its prompt, its deadline and how to approve or reject through the CLI and the API", () => {
-  const r = record('awaiting_approval' as RunRecord['status'], [step('plan', 'completed', 0.25)]);
+  const r = record('awaiting_approval', [step('plan', 'completed', 0.25)]);
   const body = JSON.parse(renderBody(notifyBody(r, 'awaiting_approval', new Date('2030-01-02T04:00:00Z'), GATE), 'json')) as Record<string, unknown>;
   assert.equal(body.status, 'awaiting_approval');
   assert.equal(body.runStatus, 'awaiting_approval');
@@ -77,13 +77,13 @@ test("a gate's body says which step waits, its prompt, its deadline and how to a
 });
 
 test("a gate without a timeout has no deadline; the runner's own hint says how to approve; a rejected run names its gate and is not asked to decide again", () => {
-  const r = record('awaiting_approval' as RunRecord['status']);
+  const r = record('awaiting_approval');
   const gate = notifyBody(r, 'awaiting_approval', new Date(), { step: 'ok', prompt: 'Look.', approveHint: 'runner approve 20300102-030405-abcd --home /srv/runner' }).gate!;
   assert.equal(gate.deadline, null);
   assert.equal(gate.approve.command, 'runner approve 20300102-030405-abcd --home /srv/runner');
   assert.equal(gate.approve.api, 'POST /api/runs/20300102-030405-abcd/approve');
   assert.equal(notifyBody(r, 'awaiting_approval', new Date(), { step: 'ok', prompt: 'Look.', deadline: 'in two days' }).gate!.deadline, 'in two days');
-  const rejected = record('rejected' as RunRecord['status']);
+  const rejected = record('rejected');
   rejected.error = { code: 'rejected', message: 'rejected at approve-plan by ana: not this plan' };
   const text = (JSON.parse(renderBody(notifyBody(rejected, 'rejected', new Date(), GATE), 'slack')) as { text: string }).text;
   assert.equal(text, 'runner: nightly run 20300102-030405-abcd rejected at approve-plan on run/20300102-030405-abcd (/runs/20300102-030405-abcd): rejected at approve-plan by ana: not this plan');

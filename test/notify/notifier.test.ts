@@ -118,7 +118,7 @@ test("a run at a gate tells the entries whose on: names awaiting_approval, signe
       ends: { webhook: ends.url, on: ['failed', 'succeeded', 'rejected'], format: 'json' },
     },
     event: 'awaiting_approval',
-    record: rec('awaiting_approval' as RunRecord['status']),
+    record: rec('awaiting_approval'),
     secrets: { WEBHOOK_SECRET: SECRET },
     eventsFile: file,
     now: () => new Date(),
@@ -153,7 +153,7 @@ test("an approval step's own notify: [names] tells those entries whatever their 
     },
     only: ['team', 'lead'],
     event: 'awaiting_approval',
-    record: rec('awaiting_approval' as RunRecord['status']),
+    record: rec('awaiting_approval'),
     secrets: {},
     eventsFile: file,
     now: () => new Date(),
@@ -165,17 +165,31 @@ test("an approval step's own notify: [names] tells those entries whatever their 
   assert.match((JSON.parse(lead.got[0]!.body) as { text: string }).text, /awaiting approval at approve-plan .*Approve: runner approve r1 \(or POST \/api\/runs\/r1\/approve\)/);
 });
 
-test('a rejected run tells the entries whose on: names rejected; a record waiting at a gate is not told of as an end (the gate tells of it)', async () => {
-  const r = await receiver();
+test('a rejected run tells the entries whose on: names rejected; a run stopped at a gate (as executeRun ends it) tells of the gate, to the step\'s own entries', async () => {
+  const team = await receiver();
+  const lead = await receiver();
   const file = await eventsFile();
-  const notify = { team: { webhook: r.url, on: ['rejected', 'awaiting_approval'] as Array<'rejected' | 'awaiting_approval'>, format: 'json' as const } };
-  notifyRunEnd({ notify, record: rec('awaiting_approval' as RunRecord['status']), secrets: {}, eventsFile: file, now: () => new Date(), limits: FAST });
+  const notify = {
+    team: { webhook: team.url, on: ['rejected', 'awaiting_approval'] as Array<'rejected' | 'awaiting_approval'>, format: 'json' as const },
+    lead: { webhook: lead.url, on: ['succeeded'] as Array<'succeeded'>, format: 'json' as const },
+  };
+  const waiting = rec('awaiting_approval');
+  waiting.gate = { id: 'approve-plan', name: 'approve-plan', prompt: 'Read PLAN.md.', since: '2030-01-02T03:04:05.000Z', deadline: '2030-01-04T03:04:05.000Z' };
+  notifyRunEnd({ notify, record: waiting, secrets: {}, eventsFile: file, now: () => new Date(), limits: FAST });
   await settled();
-  assert.equal(r.got.length, 0);
-  notifyRunEnd({ notify, record: rec('rejected' as RunRecord['status']), secrets: {}, eventsFile: file, now: () => new Date(), limits: FAST });
+  assert.deepEqual([team.got.length, lead.got.length], [1, 0], 'a gate without notify: tells the entries whose on: names awaiting_approval');
+  const body = JSON.parse(team.got[0]!.body) as { status: string; gate: { step: string; prompt: string; deadline: string } };
+  assert.deepEqual([body.status, body.gate.step, body.gate.prompt, body.gate.deadline], ['awaiting_approval', 'approve-plan', 'Read PLAN.md.', '2030-01-04T03:04:05.000Z']);
+  waiting.gate = { ...waiting.gate, notify: ['lead'] };
+  notifyRunEnd({ notify, record: waiting, secrets: {}, eventsFile: file, now: () => new Date(), limits: FAST });
   await settled();
-  assert.equal(r.got.length, 1);
-  assert.equal((JSON.parse(r.got[0]!.body) as { status: string }).status, 'rejected');
+  assert.deepEqual([team.got.length, lead.got.length], [1, 1], "a gate's own notify: [lead] tells lead alone");
+  // a record at awaiting_approval without its gate is not told of (nothing to say where it waits)
+  notifyRunEnd({ notify, record: rec('awaiting_approval'), secrets: {}, eventsFile: file, now: () => new Date(), limits: FAST });
+  notifyRunEnd({ notify, record: rec('rejected'), secrets: {}, eventsFile: file, now: () => new Date(), limits: FAST });
+  await settled();
+  assert.equal(team.got.length, 2);
+  assert.equal((JSON.parse(team.got[1]!.body) as { status: string }).status, 'rejected');
 });
 
 test('notifyRunEvent never throws and returns at once: a receiver down, a webhook that is not a URL, a deadline that is not a time, a missing secret', async () => {
@@ -189,7 +203,7 @@ test('notifyRunEvent never throws and returns at once: a receiver down, a webhoo
         broken: { webhook: 'not a url', on: ['awaiting_approval'], format: 'json' },
       },
       event: 'awaiting_approval',
-      record: rec('awaiting_approval' as RunRecord['status']),
+      record: rec('awaiting_approval'),
       secrets: {},
       eventsFile: file,
       now: () => new Date(),

@@ -66,13 +66,3 @@ test('an entry without on:, an empty on:, a wrong format or an unknown key is re
   assert.match(problems(file(`  team:\n    webhook: https://h.example.com/\n    on: [failed]\n    format: teams`))[0]!, /expected format: json or format: slack/);
   assert.match(problems(file(`  team:\n    webhook: https://h.example.com/\n    on: [failed]\n    secrets: WEBHOOK_SECRET`))[0]!, /unknown key "secrets" \(did you mean "secret"\?\)/);
 });
-
-test("an approval step's notify: [names] must name entries of notify:, said with the ones there are", async () => {
-  const { checkGateNotifyNames } = await import('../../src/notify/rules.js');
-  const notify = { team: {}, oncall: {} };
-  assert.deepEqual(checkGateNotifyNames(notify, ['team', 'oncall'], ['steps', 1, 'approval', 'notify']), []);
-  assert.deepEqual(checkGateNotifyNames(notify, ['team', 'teem'], ['steps', 1, 'approval', 'notify']), [
-    { path: ['steps', 1, 'approval', 'notify', 1], message: 'notify entry "teem" is not in the top-level notify: map (it has team, oncall) (did you mean "team"?)' },
-  ]);
-  assert.match(checkGateNotifyNames(undefined, ['team'], ['steps', 0, 'approval', 'notify'])[0]!.message, /which this file does not have: add notify: \{ team: \{ webhook: URL, on: \[awaiting_approval\] \} \}/);
-});
