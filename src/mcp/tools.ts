@@ -19,7 +19,7 @@ import { within } from '../runs/folders.js';
 import { listRunsOf } from '../runs/list.js';
 import { runLog, stepTranscript } from '../runs/logs.js';
 import { previewDelivery } from '../runs/preview.js';
-import { showRun, type NotStarted } from '../runs/show.js';
+import { runView, showRun, type NotStarted } from '../runs/show.js';
 import { startPipeline } from '../runs/start.js';
 import { TASK_AGENTS } from '../runs/task-pipeline.js';
 import type { McpBackend } from './backend.js';
@@ -117,11 +117,14 @@ export function registerTools(server: McpServer, b: McpBackend): void {
     {
       title: 'A run\'s status and steps',
       description:
-        'Where a run stands: queued, starting, running, awaiting_approval (at a gate: its prompt and deadline under gate), succeeded, failed, canceled, rejected, error, interrupted or not_started (with why); its branch, each step\'s status, exit code and duration, an agent step\'s final message and what it used, and whether it was delivered.',
+        'Where a run stands: queued, starting, running, awaiting_approval (at a gate: its prompt and deadline), succeeded, failed, canceled, rejected, error, interrupted or not_started (with why); its branch, every step of its pipeline with its state (plan), each step\'s status, exit code and duration, an agent step\'s final message and what it used, and whether it was delivered.',
       inputSchema: { run_id: runId },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    guarded(async ({ run_id }: { run_id: string }) => status(await record(run_id))),
+    guarded(async ({ run_id }: { run_id: string }) => {
+      const v = await runView(b, run_id);
+      return { ...status(v), plan: v.plan };
+    }),
   );
 
   server.registerTool(
@@ -195,7 +198,11 @@ export function registerTools(server: McpServer, b: McpBackend): void {
     guarded(async ({ run_id, timeout_seconds }: { run_id: string; timeout_seconds: number }, extra: WaitExtra) => {
       // a run at a gate nobody decided yet waits for a person, not for time: said at once (an approved one goes on)
       const r = await waitForRun(() => record(run_id), (x) => ENDED.has(x.status) || undecidedGate(x), timeout_seconds * 1000, extra);
-      return { ended: ENDED.has(r.status), ...status(r) };
+      return {
+        ended: ENDED.has(r.status),
+        ...status(r),
+        ...(undecidedGate(r) ? { next: 'the run waits for a person at its gate: show the user its prompt and run_diff, and approve_run or reject_run only as they say' } : {}),
+      };
     }),
   );
 
@@ -341,6 +348,7 @@ function status(r: RunRecord | NotStarted): Record<string, unknown> {
     pipeline: r.pipeline,
     project: r.project,
     startedAt: r.startedAt,
+    ...(r.gate ? { gate: r.gate } : {}),
     finishedAt: r.finishedAt,
     durationMs: r.durationMs,
     current: r.current,

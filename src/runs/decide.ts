@@ -11,7 +11,7 @@ import { RunnerError } from '../common/errors.js';
 import { describeDecider, gateTimedOut, MAX_COMMENT_CHARS, type DecidedBy, type GateDecision } from '../run/gate.js';
 import { tryOwnerLock } from '../run/owner-lock.js';
 import type { RunRecord } from '../run/record.js';
-import { readRun, writeRun } from '../run/records.js';
+import { listRuns, readRun, writeRun } from '../run/records.js';
 import type { Door } from './door.js';
 import { showRun } from './show.js';
 
@@ -95,4 +95,17 @@ export async function expireGate(runsDir: string, home: string, id: string, now:
   } finally {
     await lock.release();
   }
+}
+
+/** How often runner serve looks for gates whose wait ran out. */
+export const GATE_SWEEP_MS = 60_000;
+
+/** Every run of the home waiting at a gate whose wait ran out: rejected (timed out), whoever looks (the gate's own rule); their ids. */
+export async function expireGates(home: { root: string; runs: string }, now: Date): Promise<string[]> {
+  const waiting = await listRuns(home.runs, { where: (r) => r.status === 'awaiting_approval' && r.gate != null && gateTimedOut(r.gate, now) });
+  const out: string[] = [];
+  for (const r of waiting) {
+    if (await expireGate(home.runs, home.root, r.runId, now)) out.push(r.runId);
+  }
+  return out;
 }

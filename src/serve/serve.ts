@@ -19,12 +19,13 @@ import { resolveInputs } from '../pipeline/inputs.js';
 import { dayBudget, dayOf } from './day-budget.js';
 import type { StepTransport } from '../container/runtime.js';
 import { reconcile } from '../run/reconcile.js';
+import { expireGates, GATE_SWEEP_MS } from '../runs/decide.js';
 import type { Reporter } from '../run/reporter.js';
 import { newRunId } from '../run/run-id.js';
 import type { RunRecord, StartedBy } from '../run/record.js';
 import { readRun } from '../run/records.js';
 import { RunHolder } from '../runs/holder.js';
-import { pipelineProject, projectScope, servedBy } from '../runs/scope.js';
+import { pipelineProject, projectScope } from '../runs/scope.js';
 import { Scheduler, type Pending, type ScheduledPipeline } from '../schedule/scheduler.js';
 import { RunnerHome } from '../workspace/home.js';
 import { createApi } from './api.js';
@@ -35,7 +36,6 @@ import { listPipelineFiles } from '../runs/pipeline-list.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
 import type { StreamCapSettings } from './stream-caps.js';
 import { acceptedElsewhere, RunRequests } from '../runs/run-requests.js';
-import { GATE_SWEEP_MS, sweepGates } from './gate-sweep.js';
 
 export interface ServeOptions {
   pipelinesDir: string;
@@ -181,6 +181,8 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
     o.say(`cannot watch ${o.pipelinesDir} (${errorMessage(err)}): rescanning every 10 s`);
   }
   const rescan = setInterval(soon, 10_000);
+  // Gates whose wait ran out are rejected (timed out) here too, not only when someone next looks (src/runs/decide.ts).
+  const gates = setInterval(() => void expireGates(home, new Date()).then((ids) => ids.forEach((id) => o.say(`run ${id}: its gate timed out; rejected`))).catch(() => undefined), GATE_SWEEP_MS);
 
   const trigger = async (name: string, inputs: Record<string, string>, startedBy: StartedBy) => {
     if (o.stop.aborted) throw new RunnerError('stopping', 'runner serve is stopping: it takes no new runs');
@@ -233,18 +235,6 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
     folders: projects,
     says: `runner serve serves the projects of the pipelines in ${o.pipelinesDir}${projects.length ? ` and the projects under --project ${projects.join(', ')}` : ''}`,
   });
-
-  // gates whose wait ran out end rejected (timed out): a run at a gate holds no process that would end it
-  let sweeping = false;
-  const gateSweep = setInterval(() => {
-    if (sweeping) return;
-    sweeping = true;
-    void servedBy(scope)
-      .then((served) => sweepGates(home.runs, home.root, served, new Date(), o.say))
-      .catch((e) => o.say(`gate sweep failed: ${errorMessage(e)}`))
-      .finally(() => (sweeping = false));
-  }, GATE_SWEEP_MS);
-  gateSweep.unref();
 
   let api: http.Server | undefined;
   if (o.listen) {
@@ -318,7 +308,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
   scheduler.stop();
   watcher?.close();
   clearInterval(rescan);
-  clearInterval(gateSweep);
+  clearInterval(gates);
   clearTimeout(pending);
   await holder.stop(o.graceMs);
   await Promise.all(recorded.values());

@@ -213,14 +213,14 @@ test('attacks through the API: two approvals at once (one wins); comments of con
   assert.equal(await s.exited, 0, s.out());
 });
 
-test('serve ends a gate whose wait ran out, rejected by its timeout, with nobody deciding', { timeout: 120_000 }, async () => {
+test('serve ends a gate whose wait ran out, rejected by its timeout, with nobody deciding', { timeout: 150_000 }, async () => {
   const f = await fixture();
   const s = await serveFolder(f, files(), '127.0.0.1:0');
   homeOf.set(s.base, f.home);
   try {
     const id = await trigger(s.base, 'short');
     await untilStatus(s.base, id, 'awaiting_approval');
-    const ended = await untilStatus(s.base, id, 'rejected', 45_000);
+    const ended = await untilStatus(s.base, id, 'rejected', 90_000); // serve looks every 60 s (GATE_SWEEP_MS)
     assert.equal(ended.error.code, 'gate_timed_out');
     assertHoldsNothing(f, id);
   } finally {

@@ -268,7 +268,7 @@ test("the same tools at runner serve's /mcp, behind its token; refused without i
     const c = new Client({ name: 'http', version: '1' });
     await c.connect(new StreamableHTTPClientTransport(new URL(`${s.base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
     try {
-      assert.equal((await c.listTools()).tools.length, 14);
+      assert.equal((await c.listTools()).tools.length, 18);
       const { pipelines } = await ok(c, 'list_pipelines');
       assert.deepEqual(pipelines.map((p: any) => p.name).filter(Boolean).sort(), ['one', 'slow'], 'the server\'s own folder');
       await refused(c, 'start_run', { pipeline: path.join(f.root, 'outside.yaml') }, 'outside_folders', /not under/);
