@@ -333,7 +333,6 @@ export function registerTools(server: McpServer, b: McpBackend): void {
 
 type WaitExtra = Parameters<typeof waitForRun>[3];
 
-/** A run as run_status answers it: the --json summary, with where it came from and whether it was delivered. */
 /** A run waiting at a gate no decision was taken at since it began waiting. */
 function undecidedGate(r: RunRecord | NotStarted): boolean {
   if (!('steps' in r) || r.status !== 'awaiting_approval' || !r.gate) return false;
@@ -341,6 +340,7 @@ function undecidedGate(r: RunRecord | NotStarted): boolean {
   return !r.decisions?.some((d) => d.step === gate.name && Date.parse(d.at) >= Date.parse(gate.since));
 }
 
+/** A run as run_status answers it: the --json summary, with where it came from and whether it was delivered. */
 function status(r: RunRecord | NotStarted): Record<string, unknown> {
   if (!('steps' in r)) return { ...r };
   return {
