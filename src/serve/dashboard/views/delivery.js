@@ -250,7 +250,7 @@ export function actions(runId, refresh) {
       // nothing offered that cannot be done: after a merge into every branch, or into the one checked out, say so instead
       ended && gitRun && el('button', { onclick: merge, disabled: Boolean(refusedWhy ?? d?.mergeWhy), title: refusedWhy ?? d?.mergeWhy }, 'Merge…'),
       ended && gitRun && el('button', { class: 'secondary', onclick: apply, disabled: Boolean(refusedWhy ?? d?.applyWhy), title: refusedWhy ?? d?.applyWhy }, 'Apply…'),
-      !live && r.pipelineFile !== undefined && el('button', { class: 'secondary', onclick: rerun }, 'Re-run'),
+      !live && !waits && r.pipelineFile !== undefined && el('button', { class: 'secondary', onclick: rerun }, 'Re-run'),
       ended && gitRun && (refusedWhy ?? d?.applyWhy ?? d?.mergeWhy) && el('span', { class: 'muted why' }, refusedWhy ?? [d?.mergeWhy, d?.applyWhy].filter(Boolean).join('; ')),
     ]);
     fill(history, [deliveries(r)]);
