@@ -19,7 +19,7 @@ import { within } from '../runs/folders.js';
 import { listRunsOf } from '../runs/list.js';
 import { runLog, stepTranscript } from '../runs/logs.js';
 import { previewDelivery } from '../runs/preview.js';
-import { showRun, type NotStarted } from '../runs/show.js';
+import { runView, showRun, type NotStarted } from '../runs/show.js';
 import { startPipeline } from '../runs/start.js';
 import { TASK_AGENTS } from '../runs/task-pipeline.js';
 import type { McpBackend } from './backend.js';
@@ -27,7 +27,9 @@ import { answer, failure } from './tool-result.js';
 import { waitForRun } from './wait.js';
 
 const runId = z.string().min(1).max(200).describe('the run id, as start_run, start_agent_task or list_runs gave it');
-const ENDED = new Set(['succeeded', 'failed', 'canceled', 'error', 'interrupted', 'not_started']);
+const ENDED = new Set(['succeeded', 'failed', 'canceled', 'rejected', 'error', 'interrupted', 'not_started']);
+/** wait_for_run answers at once for a run that needs a person: it will not move on by itself */
+const STOPS_WAITING = new Set([...ENDED, 'awaiting_approval']);
 
 type Result = ReturnType<typeof answer>;
 /** A tool's body, its errors turned into tool errors. */
@@ -117,11 +119,14 @@ export function registerTools(server: McpServer, b: McpBackend): void {
     {
       title: 'A run\'s status and steps',
       description:
-        'Where a run stands: queued, starting, running, succeeded, failed, canceled, error, interrupted or not_started (with why); its branch, each step\'s status, exit code and duration, an agent step\'s final message and what it used, and whether it was delivered.',
+        'Where a run stands: queued, starting, running, awaiting_approval (at a gate: its prompt and deadline), succeeded, failed, canceled, rejected, error, interrupted or not_started (with why); its branch, every step of its pipeline with its state (plan), each step\'s status, exit code and duration, an agent step\'s final message and what it used, and whether it was delivered.',
       inputSchema: { run_id: runId },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    guarded(async ({ run_id }: { run_id: string }) => status(await record(run_id))),
+    guarded(async ({ run_id }: { run_id: string }) => {
+      const v = await runView(b, run_id);
+      return { ...status(v), plan: v.plan };
+    }),
   );
 
   server.registerTool(
@@ -193,8 +198,12 @@ export function registerTools(server: McpServer, b: McpBackend): void {
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     guarded(async ({ run_id, timeout_seconds }: { run_id: string; timeout_seconds: number }, extra: WaitExtra) => {
-      const r = await waitForRun(() => record(run_id), (x) => ENDED.has(x.status), timeout_seconds * 1000, extra);
-      return { ended: ENDED.has(r.status), ...status(r) };
+      const r = await waitForRun(() => record(run_id), (x) => STOPS_WAITING.has(x.status), timeout_seconds * 1000, extra);
+      return {
+        ended: ENDED.has(r.status),
+        ...status(r),
+        ...(r.status === 'awaiting_approval' ? { next: 'the run waits for a person at its gate: show the user its prompt and run_diff, and approve_run or reject_run only as they say' } : {}),
+      };
     }),
   );
 
@@ -333,6 +342,7 @@ function status(r: RunRecord | NotStarted): Record<string, unknown> {
     pipeline: r.pipeline,
     project: r.project,
     startedAt: r.startedAt,
+    ...(r.gate ? { gate: r.gate } : {}),
     finishedAt: r.finishedAt,
     durationMs: r.durationMs,
     current: r.current,

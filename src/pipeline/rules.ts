@@ -8,6 +8,7 @@ import { checkFlow } from '../flow/check.js';
 import { flowShape, type FlowShape } from '../flow/graph.js';
 import { cronProblem } from '../schedule/cron.js';
 import { checkCredentialRules } from './credential-rules.js';
+import { checkNotifyRules } from '../notify/rules.js';
 import { GATE_OUTPUTS } from '../run/gate.js';
 import type { DocPath } from './positions.js';
 import type { PipelineFile, StepFile } from './schema.js';
@@ -29,6 +30,7 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
   const shape = flowShape(p.steps);
   issues.push(...checkFlow(p));
   issues.push(...checkCredentialRules(p));
+  issues.push(...checkNotifyRules(p));
 
   for (const [name, value] of Object.entries(p.env ?? {})) {
     if (findExpressions(value).length > 0) {

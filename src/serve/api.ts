@@ -402,7 +402,7 @@ async function sendFilePatch(res: http.ServerResponse, door: Door, runId: string
 
 /** A run as the list shows it (runListing), with its project: the dashboard groups the recent runs by it. A run this server holds says its project from its queued record. */
 async function withProject(runsDir: string, r: RunRecord | NotStarted): Promise<Record<string, unknown>> {
-  if ('steps' in r) return { ...runListing(r), project: r.project };
+  if ('steps' in r) return runListing(r);
   const queued = await readRun(runsDir, r.runId).catch(() => undefined);
   return queued?.project ? { ...r, project: queued.project } : { ...r };
 }
