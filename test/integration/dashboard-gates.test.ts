@@ -268,6 +268,8 @@ steps:
     assert.equal(git(f.project, 'show', `run/${forked}:built.txt`), built, "the fork starts from the old run's build, not a new one");
     assert.equal(git(f.project, 'show', `run/${forked}:shipped.txt`), 'shipped');
     assert.equal(frec.steps.filter((x: { id: string; carried?: boolean }) => x.id === 'build' && !x.carried).length, 0, 'build was not run in the fork');
+    assert.equal(await page.locator('#fork-of').innerText(), `${runId} from step check (its branch began at ${String(frec.forkOf.commit).slice(0, 10)})`, 'the page says whose fork it is');
+    assert.equal(await page.locator('#steps tr[data-step="build"] .note.carried').innerText(), `carried from ${runId}`, 'a carried step says it did not run here');
     await shot(page, f, 'forked');
     assert.deepEqual(problems, [], 'the page threw no errors');
   } finally {

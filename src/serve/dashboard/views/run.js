@@ -98,6 +98,8 @@ function runHead(r) {
       el('dd', {}, el('code', {}, r.runId)),
       r.branch && el('dt', {}, 'Branch'),
       r.branch && el('dd', {}, el('code', {}, r.branch)),
+      r.forkOf && el('dt', {}, 'Fork of'),
+      r.forkOf && el('dd', { id: 'fork-of' }, el('a', { href: `#/runs/${encodeURIComponent(r.forkOf.runId)}` }, r.forkOf.runId), ` from step ${r.forkOf.step}`, r.forkOf.commit ? ` (its branch began at ${String(r.forkOf.commit).slice(0, 10)})` : ''),
       r.startedAt && el('dt', {}, 'Started'),
       r.startedAt && el('dd', {}, when(r.startedAt)),
       (r.startedBy || r.requestedBy) && el('dt', {}, 'Started by'),

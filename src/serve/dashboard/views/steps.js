@@ -82,6 +82,7 @@ export function stepRows(r, live, o = {}) {
     /** @type {Array<HTMLElement>} */
     const notes = [];
     if (step?.kind === 'approval') notes.push(el('span', { class: 'note kind' }, 'approval gate'));
+    if (s.carried) notes.push(el('span', { class: 'note carried', title: 'not run in this run: its outcome, outputs and commit are those of the run it came from' }, `carried from ${s.carried.from}`));
     if (s.attempt > 1) notes.push(el('span', { class: 'note attempt' }, `attempt ${s.attempt}`));
     if (s.item) notes.push(el('span', { class: 'note item' }, `item ${s.item.index}: ${s.item.value}`));
     if (typeof s.retryInMs === 'number') {
