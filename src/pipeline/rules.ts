@@ -239,7 +239,9 @@ function checkExpression(
   const outputs = p.steps[j]!.approval ? [...GATE_OUTPUTS] : (p.steps[j]!.outputs ?? []);
   // An agent preset's step has its final message as output result.
   const fromAgent = expr.key === 'result' && p.agents?.[p.steps[j]!.agent ?? '']?.use !== undefined;
-  if (!outputs.includes(expr.key) && expr.key !== 'summary' && !fromAgent) {
+  const gate = p.steps[j]!.approval !== undefined;
+  if (!outputs.includes(expr.key) && (expr.key !== 'summary' || gate) && !fromAgent) {
+    if (gate) return `\${{ ${describeExpression(expr)} }}: step "${expr.step}" is an approval gate, whose outputs are ${GATE_OUTPUTS.join(', ')}${didYouMean(expr.key, outputs)}`;
     return `\${{ ${describeExpression(expr)} }}: step "${expr.step}" declares no output "${expr.key}"${didYouMean(expr.key, outputs)} (add it to its outputs: list)`;
   }
   return undefined;

@@ -214,7 +214,8 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
       'POST',
       new RegExp(`^/api/runs/${ID}/(approve|reject)$`),
       async (req, res, [id, what]) => {
-        const body = await readObject(req, ['comment']);
+        // a comment may be as long as a decision keeps (8000 characters, up to 6 bytes each as JSON)
+        const body = await readObject(req, ['comment'], 64 * 1024);
         if (body.comment !== undefined && typeof body.comment !== 'string') throw new RunnerError('bad_request', '"comment" must be text');
         const r = await decideRunOf(state, id!, what === 'approve' ? 'approved' : 'rejected', { comment: (body.comment as string | undefined) ?? '', by: deliverer(req) });
         json(res, what === 'approve' ? 202 : 200, r);
@@ -353,8 +354,8 @@ function deliverer(req: http.IncomingMessage): DeliveredBy {
 }
 
 /** A small JSON object body (or none: {}), with only the keys named: a misspelt option is a 400, never ignored. */
-async function readObject(req: http.IncomingMessage, keys: string[]): Promise<Record<string, unknown>> {
-  const text = await readBody(req, 4096);
+async function readObject(req: http.IncomingMessage, keys: string[], limit = 4096): Promise<Record<string, unknown>> {
+  const text = await readBody(req, limit);
   if (!text.trim()) return {};
   let body: unknown;
   try {
