@@ -28,6 +28,8 @@ export function actions(runId, refresh) {
   /** @type {Promise<void> | undefined} the question in flight: a click while the page asks waits for its answer */
   let asking;
   let lastKey = '';
+  /** the run's status when delivery was asked */
+  let askedAt = '';
 
   /** What a done or refused action says. @param {string} text @param {boolean} ok @param {string[]} [details] */
   const say = (text, ok, details = []) =>
@@ -37,11 +39,15 @@ export function actions(runId, refresh) {
 
   const ask = () =>
     (asking ??= (async () => {
+      const at = askedAt;
+      /** @type {Delivery | null} */
+      let answer;
       try {
-        delivery = await api(runUrl(runId, '/delivery'));
+        answer = await api(runUrl(runId, '/delivery'));
       } catch {
-        delivery = null; // a server without the route: no merge or apply from here
+        answer = null; // a server without the route: no merge or apply from here
       }
+      if (at === askedAt) delivery = answer; // else the run moved on meanwhile: asked again
       asking = undefined;
     })());
 
@@ -219,26 +225,32 @@ export function actions(runId, refresh) {
   /** Redrawn from each poll of the record. @param {any} r */
   const update = (r) => {
     const live = r.status === 'running' || r.status === 'queued' || r.status === 'starting';
-    const ended = !live && r.status !== 'not_started';
+    const waits = r.status === 'awaiting_approval' && r.gate;
+    // a run at a gate has not ended: it is decided, not delivered (Merge and Apply come once it ends)
+    const ended = !live && !waits && r.status !== 'not_started';
     const gitRun = r.workspace !== 'persistent_directory' && Boolean(r.branch);
+    // what the server said about delivering holds for the status it was asked at: a run approved at its gate, or resumed, asks again when it ends
+    if (r.status !== askedAt) {
+      askedAt = r.status;
+      delivery = undefined;
+    }
     if (ended && gitRun && delivery === undefined) void ask().then(() => (lastKey = '', update(r)));
     const d = delivery;
     const key = JSON.stringify([r.status, r.gate && r.gate.name, gitRun, d && d.deliverable, d && d.why, d && d.mergeWhy, d && d.applyWhy, r.delivered, r.deliveries]);
     if (key === lastKey) return; // redrawn only when it changed: a dialog's button must not move under the pointer
     lastKey = key;
     const refusedWhy = d && !d.deliverable ? (d.why ?? 'the server says this run cannot be delivered') : undefined;
-    const waits = r.status === 'awaiting_approval' && r.gate;
     const resumable = ['failed', 'interrupted', 'canceled', 'error'].includes(r.status) && r.workspace !== 'task_worktree';
     fill(buttons, [
       waits && el('button', { onclick: () => decide(r, 'approve') }, 'Approve…'),
       waits && el('button', { class: 'danger', onclick: () => decide(r, 'reject') }, 'Reject…'),
       resumable && el('button', { onclick: () => resume(r) }, 'Resume…'),
-      ended && gitRun && r.workspace === 'git_worktree' && !waits && el('button', { class: 'secondary', onclick: () => fork(r) }, 'Fork…'),
+      ended && gitRun && r.workspace === 'git_worktree' && el('button', { class: 'secondary', onclick: () => fork(r) }, 'Fork…'),
       live && el('button', { class: 'danger', onclick: cancel }, 'Cancel run'),
       // nothing offered that cannot be done: after a merge into every branch, or into the one checked out, say so instead
-      ended && gitRun && !waits && el('button', { onclick: merge, disabled: Boolean(refusedWhy ?? d?.mergeWhy), title: refusedWhy ?? d?.mergeWhy }, 'Merge…'),
-      ended && gitRun && !waits && el('button', { class: 'secondary', onclick: apply, disabled: Boolean(refusedWhy ?? d?.applyWhy), title: refusedWhy ?? d?.applyWhy }, 'Apply…'),
-      !live && r.pipelineFile !== undefined && el('button', { class: 'secondary', onclick: rerun }, 'Re-run'),
+      ended && gitRun && el('button', { onclick: merge, disabled: Boolean(refusedWhy ?? d?.mergeWhy), title: refusedWhy ?? d?.mergeWhy }, 'Merge…'),
+      ended && gitRun && el('button', { class: 'secondary', onclick: apply, disabled: Boolean(refusedWhy ?? d?.applyWhy), title: refusedWhy ?? d?.applyWhy }, 'Apply…'),
+      !live && !waits && r.pipelineFile !== undefined && el('button', { class: 'secondary', onclick: rerun }, 'Re-run'),
       ended && gitRun && (refusedWhy ?? d?.applyWhy ?? d?.mergeWhy) && el('span', { class: 'muted why' }, refusedWhy ?? [d?.mergeWhy, d?.applyWhy].filter(Boolean).join('; ')),
     ]);
     fill(history, [deliveries(r)]);

@@ -18,27 +18,63 @@ const LINE_SHOWN = 4000;
 
 /** @typedef {(step: string, line: string) => void} LineListener */
 
-/** A stream of the run's log, started when asked (a run that is queued has none yet). @param {string} runId */
+/**
+ * A stream of the run's log, started when asked (a run that is queued has none yet). The server ends it
+ * when the run stops (its `end` event says the status it stopped at): at a gate, or failed. A run that went
+ * on after (approved, resumed) is followed again when `start` is given another status than that: the new
+ * stream reads the log from its start, and the lines this page has had already (counted per step, each
+ * step's lines in their order) are not given again.
+ * @param {string} runId
+ */
 export function logStream(runId) {
   /** @type {Array<LineListener>} */
   const listeners = [];
-  let started = false;
+  /** lines given to the listeners, by step */
+  const had = new Map();
+  let opened = false;
+  let open = false;
+  /** the status the last stream ended at (undefined: it broke off, or none ended) */
+  /** @type {string | undefined} */
+  let endedAt;
   return {
     /** @param {LineListener} fn */
     listen(fn) {
       listeners.push(fn);
     },
-    start() {
-      if (started) return;
-      started = true;
+    /**
+     * Follows the log: the first time, or again once the run is at another status than the one its last
+     * stream ended at (one that broke off: again while the run runs).
+     * @param {string} status the run's status, as the page last read it
+     */
+    start(status) {
+      if (open || (opened && (endedAt === undefined ? status !== 'running' : endedAt === status))) return;
+      opened = open = true;
+      endedAt = undefined;
+      /** what the new stream repeats, by step */
+      const skip = new Map(had);
       const source = new EventSource(runUrl(runId, '/log'));
+      const done = () => {
+        source.close();
+        open = false;
+      };
       source.onmessage = (e) => {
         const { step, line } = JSON.parse(e.data);
-        for (const fn of listeners) fn(String(step), String(line));
+        const name = String(step);
+        const left = skip.get(name) ?? 0;
+        if (left > 0) return void skip.set(name, left - 1);
+        had.set(name, (had.get(name) ?? 0) + 1);
+        for (const fn of listeners) fn(name, String(line));
       };
-      source.addEventListener('end', () => source.close());
-      source.onerror = () => source.close();
-      onLeave(() => source.close());
+      source.addEventListener('end', (e) => {
+        try {
+          endedAt = String(JSON.parse(/** @type {MessageEvent} */ (e).data).status);
+        } catch {
+          endedAt = undefined;
+        }
+        done();
+      });
+      source.onerror = done;
+      onLeave(done);
     },
   };
 }

@@ -66,8 +66,8 @@ export function runView(runId) {
     planNote.hidden = !r.plan?.note;
     fill(planNote, [r.plan?.note ? `Not the pipeline file's plan: ${r.plan.note}.` : '']);
     flow.replaceChildren(...flowSection(r));
-    log.know(stepRuns(r).filter((s) => s.status !== 'skipped').map((s) => s.name));
-    if (r.status !== 'queued' && r.status !== 'starting' && r.status !== 'not_started') stream.start();
+    log.know(stepRuns(r).filter((s) => s.status !== 'skipped' && !s.approval).map((s) => s.name));
+    if (r.status !== 'queued' && r.status !== 'starting' && r.status !== 'not_started') stream.start(r.status); // again after a gate or a resume
     if ((!live || r.status === 'awaiting_approval') && diffShown !== r.status) {
       diffShown = r.status;
       if (r.status === 'not_started') {
@@ -84,6 +84,8 @@ export function runView(runId) {
 
 /** @param {any} r */
 function runHead(r) {
+  // a run at a gate has no duration yet (its gate row says since when it waits)
+  const timed = r.status === 'running' ? Boolean(r.startedAt) : typeof r.durationMs === 'number';
   const hasInputs = r.inputs !== undefined && r.inputs !== null && Object.keys(r.inputs).length > 0;
   return el(
     'div',
@@ -96,12 +98,14 @@ function runHead(r) {
       el('dd', {}, el('code', {}, r.runId)),
       r.branch && el('dt', {}, 'Branch'),
       r.branch && el('dd', {}, el('code', {}, r.branch)),
+      r.forkOf && el('dt', {}, 'Fork of'),
+      r.forkOf && el('dd', { id: 'fork-of' }, el('a', { href: `#/runs/${encodeURIComponent(r.forkOf.runId)}` }, r.forkOf.runId), ` from step ${r.forkOf.step}`, r.forkOf.commit ? ` (its branch began at ${String(r.forkOf.commit).slice(0, 10)})` : ''),
       r.startedAt && el('dt', {}, 'Started'),
       r.startedAt && el('dd', {}, when(r.startedAt)),
       (r.startedBy || r.requestedBy) && el('dt', {}, 'Started by'),
       (r.startedBy || r.requestedBy) && el('dd', { id: 'started-by' }, startedBy(r)),
-      r.durationMs !== undefined && el('dt', {}, 'Duration'),
-      r.durationMs !== undefined && el('dd', {}, r.status === 'running' ? duration(Date.now() - new Date(r.startedAt).getTime()) : duration(r.durationMs)),
+      timed && el('dt', {}, 'Duration'),
+      timed && el('dd', {}, r.status === 'running' ? `${duration(Date.now() - new Date(r.startedAt).getTime())} so far` : duration(r.durationMs)),
       hasInputs && el('dt', {}, 'Inputs'),
       hasInputs && el('dd', { id: 'inputs' }, ...Object.entries(r.inputs).map(([k, v]) => el('div', {}, el('code', {}, k), ' = ', String(v)))),
       r.push && el('dt', {}, 'Push'),

@@ -82,6 +82,7 @@ export function stepRows(r, live, o = {}) {
     /** @type {Array<HTMLElement>} */
     const notes = [];
     if (step?.kind === 'approval') notes.push(el('span', { class: 'note kind' }, 'approval gate'));
+    if (s.carried) notes.push(el('span', { class: 'note carried', title: 'not run in this run: its outcome, outputs and commit are those of the run it came from' }, `carried from ${s.carried.from}`));
     if (s.attempt > 1) notes.push(el('span', { class: 'note attempt' }, `attempt ${s.attempt}`));
     if (s.item) notes.push(el('span', { class: 'note item' }, `item ${s.item.index}: ${s.item.value}`));
     if (typeof s.retryInMs === 'number') {
@@ -125,7 +126,7 @@ export function stepRows(r, live, o = {}) {
       el(
         'td',
         {},
-        stepName(s.name, o.showLog),
+        stepName(s.name, step?.kind === 'approval' || s.approval ? undefined : o.showLog), // a gate prints nothing
         notes.length > 0 && el('div', { class: 'notes' }, ...notes.flatMap((n, k) => (k ? [' · ', n] : [n]))),
         step?.kind === 'approval' && gateBox(step, r),
         said && finalMessage(s.name, said, o.opened),
@@ -265,12 +266,14 @@ export function gateBox(p, r) {
   const d = decisionAt(r, p.id);
   if (state === 'awaiting_approval') {
     block.append(el('div', { class: 'gate-wait muted' }, g?.since ? `waiting since ${new Date(g.since).toLocaleString()}` : 'waiting', g?.deadline ? `; it ends rejected (timed out) at ${new Date(g.deadline).toLocaleString()}` : ''));
-    block.append(el('div', { class: 'gate-actions', dataset: { step: p.id } }));
+    block.append(el('div', { class: 'gate-actions muted', dataset: { step: p.id } }, 'Decide with Approve… or Reject… above; the change so far is under Diff, below.'));
   } else if (d && (state === 'approved' || state === 'rejected')) {
     const by = decider(d.by);
     block.append(el('div', { class: `gate-decision ${d.decision}` }, `${d.decision}${by ? ` by ${by}` : ''}${d.at ? `, ${new Date(d.at).toLocaleString()}` : ''}`, d.comment ? el('div', { class: 'gate-comment' }, d.comment) : null));
   } else if (p.approval?.timeout) {
-    block.append(el('div', { class: 'muted' }, `waits at most ${p.approval.timeout}`));
+    // the file's `1h`, or the milliseconds it was read as
+    const t = String(p.approval.timeout);
+    block.append(el('div', { class: 'muted' }, `waits at most ${/^\d+$/.test(t) ? duration(Number(t)) : t}, then the run ends rejected (timed out)`));
   }
   return block;
 }
