@@ -5,6 +5,7 @@
  * gives the exact bytes (`runner diff ID --raw | git apply`).
  */
 import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { StringDecoder } from 'node:string_decoder';
@@ -29,6 +30,12 @@ export async function diffCommand(args: string[]): Promise<number> {
     return 0;
   }
   const { file } = await patchOf(door, runId); // no_diff, with why, when it has none
+  if ((await stat(file)).size === 0) {
+    // an empty patch printed nothing at all: say it, on stderr (stdout stays the patch, empty, for `| git apply`)
+    const live = rec.status === 'running' || rec.status === 'awaiting_approval';
+    process.stderr.write(`run ${runId} changed nothing${live ? ' so far' : ''}: its branch holds no change against its base\n`);
+    return 0;
+  }
   if (values.raw) await pipeline(createReadStream(file), process.stdout, { end: false });
   else await pipeline(createReadStream(file), visibleStream(), process.stdout, { end: false });
   return 0;

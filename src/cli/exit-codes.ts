@@ -11,7 +11,9 @@ export const EXIT = {
   interrupted: 130,
 } as const;
 
-const BAD_INPUT_CODES = new Set(['not_waiting', 'already_decided', 'gate_timed_out', 'not_resumable', 'not_forkable', 'pipeline_changed', 
+const BAD_INPUT_CODES = new Set(['not_waiting', 'already_decided', 'gate_timed_out', 'not_resumable', 'not_forkable', 'pipeline_changed',
+  // a request an operation refuses as it is asked (a comment too long, a fork from a step the pipeline lacks)
+  'bad_request',
   'project_missing',
   'project_not_dir',
   'not_a_repository',

@@ -6,6 +6,7 @@
  * someone approves (from any door), or ends when someone rejects.
  */
 import { errorMessage, RunnerError } from '../common/errors.js';
+import { formatDuration } from '../common/durations.js';
 import { openEngine } from '../container/engine.js';
 import { Git } from '../git/git.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
@@ -95,7 +96,8 @@ async function waitAtGate(home: string, rec: RunRecord, reporter: ConsoleReporte
   const runsDir = new RunnerHome(home).runs;
   const waiter = await holdGateWaiter(home, rec.runId);
   reporter.info(
-    `run ${rec.runId} waits at gate ${gate.name} until ${gate.deadline}: ${gate.prompt}\n` +
+    // the prompt was said as the run reached the gate (step NAME waits for approval: PROMPT): said once
+    `run ${rec.runId} waits at gate ${gate.name} until ${gate.deadline.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')} (in ${formatDuration(Math.max(0, Date.parse(gate.deadline) - Date.now()))}; then it ends rejected, timed out)\n` +
       `  read its work: runner diff ${rec.runId}${rec.branch ? ` (branch ${rec.branch})` : ''}\n` +
       `  decide from another terminal: runner approve ${rec.runId} [--comment TEXT]  or  runner reject ${rec.runId} [--comment TEXT]\n` +
       `  (or from the dashboard, the API or MCP; Ctrl-C leaves it waiting, holding nothing)`,
@@ -112,13 +114,15 @@ async function waitAtGate(home: string, rec: RunRecord, reporter: ConsoleReporte
       if (cur.status !== 'awaiting_approval' || (cur.gate && decisionFor(cur.decisions, cur.gate.name))) {
         const d = cur.gate ? decisionFor(cur.decisions, cur.gate.name) : cur.decisions?.[cur.decisions.length - 1];
         if (cur.status === 'rejected') reporter.warn(`run ${rec.runId}: ${cur.error?.message ?? 'rejected'}`);
-        else if (d?.decision === 'approved') reporter.info(`run ${rec.runId}: gate ${gate.name} approved${d.comment ? `: ${d.comment}` : ''}; going on`);
+        else if (d?.decision === 'approved') reporter.info(`run ${rec.runId}: gate ${gate.name} approved; going on`); // who and what they said: the run's next line
         else if (cur.status === 'running') reporter.info(`run ${rec.runId} was continued by another process`);
         return cur;
       }
+      // one listener at a time: a gate polled every second for days added one per poll (MaxListenersExceededWarning after 10 s)
       await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, GATE_POLL_MS);
-        signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+        const stop = () => (clearTimeout(t), resolve());
+        const t = setTimeout(() => (signal.removeEventListener('abort', stop), resolve()), GATE_POLL_MS);
+        signal.addEventListener('abort', stop, { once: true });
       });
     }
   } finally {

@@ -17,6 +17,7 @@ import { openHome } from './context.js';
 import { describeUsage } from '../agents/usage.js';
 import { changeLines } from './change-lines.js';
 import { printTable } from './table.js';
+import { describeDecider } from '../run/gate.js';
 
 async function dropSavedRefs(projectDir: string, runId: string): Promise<void> {
   const project = await inspectProject((who) => new Git(who), projectDir);
@@ -87,11 +88,20 @@ async function runsShow(args: string[]): Promise<number> {
       ? `asked for  ${r.startedAt}${r.requestedBy ? ` (${r.requestedBy})` : ''}`
       : `started    ${r.startedAt}${r.durationMs !== null ? `  (${formatDuration(r.durationMs)})` : ''}`,
     ...(r.startedBy ? [`started by ${describeStarter(r.startedBy)}`] : []),
+    ...(r.forkOf ? [`fork of    ${r.forkOf.runId} from step ${r.forkOf.step} (at ${r.forkOf.commit.slice(0, 10)})`] : []),
+    ...(r.attempts && r.attempts.length > 1 ? r.attempts.map((a) => `${a.n === 1 ? 'attempts   ' : '           '}${a.n}. ${a.how}${a.from ? ` from ${a.from}` : ''} at ${a.startedAt}${a.status ? `: ${a.status}` : ''}`) : []),
+    ...(r.gate
+      ? [
+          `waits at   ${r.gate.name}: ${r.gate.prompt}`,
+          `           until ${r.gate.deadline}; decide: runner approve ${r.runId} [--comment TEXT] or runner reject ${r.runId}`,
+        ]
+      : []),
+    ...(r.decisions ?? []).map((d) => `decision   ${d.step} ${d.decision} by ${describeDecider(d.by)} at ${d.at}${d.comment ? `: ${d.comment}` : ''}`),
     ...(r.delivered ? [`delivered  ${r.delivered.how}${r.delivered.into ? ` into ${r.delivered.into}` : ''} at ${r.delivered.at}`] : []),
     'steps',
     ...r.steps.flatMap((s, i) => [
       `  ${resultName(s).padEnd(16)} ${s.status.padEnd(11)} ${s.exitCode ?? '-'}`.padEnd(34) +
-        ` ${formatDuration(s.durationMs).padStart(7)}  ${s.commit?.slice(0, 10) ?? ''}${sandboxed && s.isolation ? `  under ${s.isolation}` : ''}${s.node ? `  on node ${s.node}` : ''}${s.limits?.length ? `  limits: ${s.limits.join(', ')}` : ''}${s.message ? `  ${s.message}` : ''}`,
+        ` ${formatDuration(s.durationMs).padStart(7)}  ${s.commit?.slice(0, 10) ?? ''}${sandboxed && s.isolation ? `  under ${s.isolation}` : ''}${s.node ? `  on node ${s.node}` : ''}${s.carried ? `  (done in run ${s.carried.from}, not run again)` : ''}${s.limits?.length ? `  limits: ${s.limits.join(', ')}` : ''}${s.message ? `  ${s.message}` : ''}`,
       // an agent step: what it said at the end, and what it used
       ...finalMessage(s).map((l) => `  ${''.padEnd(16)} ${l}`),
       ...(s.usage ? [`  ${''.padEnd(16)} ${describeUsage(s.usage)}`] : []),

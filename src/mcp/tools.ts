@@ -19,7 +19,7 @@ import { within } from '../runs/folders.js';
 import { listRunsOf } from '../runs/list.js';
 import { runLog, stepTranscript } from '../runs/logs.js';
 import { previewDelivery } from '../runs/preview.js';
-import { showRun, type NotStarted } from '../runs/show.js';
+import { runView, showRun, type NotStarted } from '../runs/show.js';
 import { startPipeline } from '../runs/start.js';
 import { TASK_AGENTS } from '../runs/task-pipeline.js';
 import type { McpBackend } from './backend.js';
@@ -27,7 +27,7 @@ import { answer, failure } from './tool-result.js';
 import { waitForRun } from './wait.js';
 
 const runId = z.string().min(1).max(200).describe('the run id, as start_run, start_agent_task or list_runs gave it');
-const ENDED = new Set(['succeeded', 'failed', 'canceled', 'error', 'interrupted', 'not_started']);
+const ENDED = new Set(['succeeded', 'failed', 'canceled', 'rejected', 'error', 'interrupted', 'not_started']);
 
 type Result = ReturnType<typeof answer>;
 /** A tool's body, its errors turned into tool errors. */
@@ -117,11 +117,14 @@ export function registerTools(server: McpServer, b: McpBackend): void {
     {
       title: 'A run\'s status and steps',
       description:
-        'Where a run stands: queued, starting, running, succeeded, failed, canceled, error, interrupted or not_started (with why); its branch, each step\'s status, exit code and duration, an agent step\'s final message and what it used, and whether it was delivered.',
+        'Where a run stands: queued, starting, running, awaiting_approval (at a gate: its prompt and deadline), succeeded, failed, canceled, rejected, error, interrupted or not_started (with why); its branch, every step of its pipeline with its state (plan), each step\'s status, exit code and duration, an agent step\'s final message and what it used, and whether it was delivered.',
       inputSchema: { run_id: runId },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    guarded(async ({ run_id }: { run_id: string }) => status(await record(run_id))),
+    guarded(async ({ run_id }: { run_id: string }) => {
+      const v = await runView(b, run_id);
+      return { ...status(v), plan: v.plan };
+    }),
   );
 
   server.registerTool(
@@ -188,13 +191,18 @@ export function registerTools(server: McpServer, b: McpBackend): void {
     {
       title: 'Wait for a run to end',
       description:
-        'Waits until the run ends or timeout_seconds pass, whichever is first, sending progress notifications meanwhile; answers its status (ended: true once it ended). Call it again while ended is false; do not poll run_status in a loop.',
+        'Waits until the run ends, stops at an approval gate (status awaiting_approval: a person decides, with approve_run or reject_run), or timeout_seconds pass, whichever is first, sending progress notifications meanwhile; answers its status (ended: true once it ended). Call it again while ended is false and it is not awaiting_approval; do not poll run_status in a loop.',
       inputSchema: { run_id: runId, timeout_seconds: z.number().int().min(1).max(300).default(50).describe('how long to wait at most (keep it under your client\'s tool-call timeout)') },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     guarded(async ({ run_id, timeout_seconds }: { run_id: string; timeout_seconds: number }, extra: WaitExtra) => {
-      const r = await waitForRun(() => record(run_id), (x) => ENDED.has(x.status), timeout_seconds * 1000, extra);
-      return { ended: ENDED.has(r.status), ...status(r) };
+      // a run at a gate nobody decided yet waits for a person, not for time: said at once (an approved one goes on)
+      const r = await waitForRun(() => record(run_id), (x) => ENDED.has(x.status) || undecidedGate(x), timeout_seconds * 1000, extra);
+      return {
+        ended: ENDED.has(r.status),
+        ...status(r),
+        ...(undecidedGate(r) ? { next: 'the run waits for a person at its gate: show the user its prompt and run_diff, and approve_run or reject_run only as they say' } : {}),
+      };
     }),
   );
 
@@ -252,7 +260,7 @@ export function registerTools(server: McpServer, b: McpBackend): void {
         title: decision === 'approved' ? 'Approve a run waiting at a gate' : 'Reject a run waiting at a gate',
         description:
           decision === 'approved'
-            ? 'A PERSON\'S DECISION: approves a run waiting at an approval gate (status awaiting_approval), so it goes on with the steps after the gate (which may cost money). The comment reaches those steps as $RUNNER_APPROVAL_COMMENT. Ask the user first; show them the gate\'s prompt and the run\'s diff (show_run, get_diff).'
+            ? 'A PERSON\'S DECISION: approves a run waiting at an approval gate (status awaiting_approval), so it goes on with the steps after the gate (which may cost money). The comment reaches those steps as $RUNNER_APPROVAL_COMMENT. Ask the user first; show them the gate\'s prompt (run_status) and the run\'s diff (run_diff).'
             : 'A PERSON\'S DECISION: rejects a run waiting at an approval gate: the run ends rejected, its work kept on its branch. Ask the user first.',
         inputSchema: { run_id: runId, comment: z.string().max(8000).optional() },
         annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
@@ -325,6 +333,13 @@ export function registerTools(server: McpServer, b: McpBackend): void {
 
 type WaitExtra = Parameters<typeof waitForRun>[3];
 
+/** A run waiting at a gate no decision was taken at since it began waiting. */
+function undecidedGate(r: RunRecord | NotStarted): boolean {
+  if (!('steps' in r) || r.status !== 'awaiting_approval' || !r.gate) return false;
+  const gate = r.gate;
+  return !r.decisions?.some((d) => d.step === gate.name && Date.parse(d.at) >= Date.parse(gate.since));
+}
+
 /** A run as run_status answers it: the --json summary, with where it came from and whether it was delivered. */
 function status(r: RunRecord | NotStarted): Record<string, unknown> {
   if (!('steps' in r)) return { ...r };
@@ -333,6 +348,7 @@ function status(r: RunRecord | NotStarted): Record<string, unknown> {
     pipeline: r.pipeline,
     project: r.project,
     startedAt: r.startedAt,
+    ...(r.gate ? { gate: r.gate } : {}),
     finishedAt: r.finishedAt,
     durationMs: r.durationMs,
     current: r.current,

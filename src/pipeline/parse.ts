@@ -119,6 +119,7 @@ function knownKeysAt(path: DocPath): readonly string[] {
   if (a === 'project') return KNOWN_KEYS.project;
   if (a === 'hooks') return KNOWN_KEYS.hooks;
   if (a === 'delivery') return KNOWN_KEYS.delivery;
+  if (a === 'notify') return KNOWN_KEYS.notify;
   if (a === 'schedule') return KNOWN_KEYS.schedule;
   if (a === 'inputs') return KNOWN_KEYS.input;
   if (a === 'defaults') return path.length === 1 ? KNOWN_KEYS.defaults : KNOWN_KEYS.resources;

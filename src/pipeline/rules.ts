@@ -8,6 +8,7 @@ import { checkFlow } from '../flow/check.js';
 import { flowShape, type FlowShape } from '../flow/graph.js';
 import { cronProblem } from '../schedule/cron.js';
 import { checkCredentialRules } from './credential-rules.js';
+import { checkNotifyRules } from '../notify/rules.js';
 import { GATE_OUTPUTS } from '../run/gate.js';
 import type { DocPath } from './positions.js';
 import type { PipelineFile, StepFile } from './schema.js';
@@ -29,6 +30,7 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
   const shape = flowShape(p.steps);
   issues.push(...checkFlow(p));
   issues.push(...checkCredentialRules(p));
+  issues.push(...checkNotifyRules(p));
 
   for (const [name, value] of Object.entries(p.env ?? {})) {
     if (findExpressions(value).length > 0) {
@@ -237,7 +239,9 @@ function checkExpression(
   const outputs = p.steps[j]!.approval ? [...GATE_OUTPUTS] : (p.steps[j]!.outputs ?? []);
   // An agent preset's step has its final message as output result.
   const fromAgent = expr.key === 'result' && p.agents?.[p.steps[j]!.agent ?? '']?.use !== undefined;
-  if (!outputs.includes(expr.key) && expr.key !== 'summary' && !fromAgent) {
+  const gate = p.steps[j]!.approval !== undefined;
+  if (!outputs.includes(expr.key) && (expr.key !== 'summary' || gate) && !fromAgent) {
+    if (gate) return `\${{ ${describeExpression(expr)} }}: step "${expr.step}" is an approval gate, whose outputs are ${GATE_OUTPUTS.join(', ')}${didYouMean(expr.key, outputs)}`;
     return `\${{ ${describeExpression(expr)} }}: step "${expr.step}" declares no output "${expr.key}"${didYouMean(expr.key, outputs)} (add it to its outputs: list)`;
   }
   return undefined;

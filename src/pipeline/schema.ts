@@ -3,6 +3,7 @@
  * shared/design/pipeline-format.md). Pure: no I/O.
  * Phase 1 of validation; cross-references are checked in rules.ts.
  */
+import { NOTIFY_KEYS, notifySchema } from '../notify/schema.js';
 import { z } from 'zod';
 import { PRESET_NAMES } from '../agents/presets.js';
 import { parseDuration, parseSize } from '../common/durations.js';
@@ -230,6 +231,8 @@ export const pipelineSchema = z.strictObject({
   max_parallel: z.number({ error: 'expected a whole number, like 4' }).int().min(1, 'expected at least 1').optional(),
   /** persistent_directory: steps may run at once in the one directory */
   shared_workspace: z.boolean().optional(),
+  /** name → a webhook the runner POSTs to when a run ends with one of its `on:` statuses (src/notify/) */
+  notify: notifySchema.optional(),
   delivery: z
     .strictObject({
       /** globs a run's change must stay within to be applied or merged */
@@ -258,6 +261,7 @@ export const KNOWN_KEYS = {
   budget: ['usd', 'tokens'],
   input: Object.keys(inputSchema.shape),
   delivery: ['paths'],
+  notify: NOTIFY_KEYS,
   hooks: Object.keys(hooksSchema.shape),
   defaults: Object.keys(stepSettings),
   credential: CREDENTIAL_KEYS,

@@ -43,6 +43,8 @@ import { checkGatewayImage } from '../gateway/host/image.js';
 import type { Budget, Spent } from '../gateway/host/budget.js';
 import { RunSpend } from '../gateway/host/run-spend.js';
 import { mountTransport } from '../container/local/mount-transport.js';
+import { notifyRunEnd } from '../notify/notifier.js';
+import { notifySecrets } from '../notify/rules.js';
 
 export interface ExecDeps {
   runtime: ContainerRuntime;
@@ -101,7 +103,12 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
   // a credential's value a header cannot carry: said by the secret's name before anything starts
   const credentialProblems = [...new Set(plans.flatMap((p) => credentialValueProblems(p.gateway, secrets)))];
   if (credentialProblems.length) throw new RunnerError('secret_invalid', credentialProblems.join('; '));
-  const masker = new Masker(Object.values(secrets));
+  // the notify entries' signing secrets: the runner's own, never given to a step
+  const notifySecretValues = resolveSecrets(notifySecrets(pipeline.notify), opts.secretSource, {
+    environment: settings.secretsFromEnvironment !== false,
+    ...(settings.secretsFile ? { file: settings.secretsFile } : {}),
+  });
+  const masker = new Masker([...Object.values(secrets), ...Object.values(notifySecretValues)]);
   const prepared = await maskErrors(masker, async () => {
     const userSettings = plans.map((s) => s.user);
     // The project (git) and the engine (images) are checked at once; a problem with the project is said first.
@@ -309,6 +316,8 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     await store.writeRecord(record);
     store.event('run_finished', { status: record.status, headSha: record.headSha, pushed: record.pushed });
     await store.close();
+    // in the background: the run's end waits on no receiver (src/notify/)
+    notifyRunEnd({ notify: pipeline.notify, record, secrets: notifySecretValues, eventsFile: path.join(store.dir, 'events.jsonl'), now: deps.clock });
     await owner.release();
   }
   deps.reporter.runFinished(record);

@@ -243,6 +243,7 @@ export function runListing(r: RunRecord): Record<string, unknown> {
     runId: r.runId,
     pipeline: r.pipeline,
     status: r.status,
+    project: r.project,
     workspace: r.workspace,
     taskId: r.taskId,
     branch: r.branch,

@@ -9,9 +9,10 @@
  */
 import { RunnerError } from '../common/errors.js';
 import { describeDecider, gateTimedOut, MAX_COMMENT_CHARS, type DecidedBy, type GateDecision } from '../run/gate.js';
+import type { HeldLock } from '../common/kernel-lock.js';
 import { tryOwnerLock } from '../run/owner-lock.js';
 import type { RunRecord } from '../run/record.js';
-import { readRun, writeRun } from '../run/records.js';
+import { listRuns, readRun, writeRun } from '../run/records.js';
 import type { Door } from './door.js';
 import { showRun } from './show.js';
 
@@ -28,7 +29,7 @@ export async function decideGate(door: Door, id: string, decision: GateDecision[
   const comment = (opts.comment ?? '').trim();
   if (comment.length > MAX_COMMENT_CHARS) throw new RunnerError('bad_request', `the comment is ${comment.length} characters; at most ${MAX_COMMENT_CHARS} are kept: shorten it`);
   await showRun(door, id); // known, and the door's
-  const lock = await tryOwnerLock(door.home, id);
+  const lock = await lockAtGate(door, id);
   if (!lock) throw new RunnerError('not_waiting', `run ${id} is not waiting at a gate: it is being run or continued right now (runner runs show ${id})`);
   try {
     const rec = await readRun(door.runsDir, id);
@@ -37,7 +38,7 @@ export async function decideGate(door: Door, id: string, decision: GateDecision[
     if (rec.status !== 'awaiting_approval' || !gate) throw new RunnerError('not_waiting', `run ${id} is ${rec.status}, not waiting at a gate: there is nothing to ${decision === 'approved' ? 'approve' : 'reject'}`);
     const taken = rec.decisions?.find((d) => d.step === gate.name && Date.parse(d.at) >= Date.parse(gate.since));
     if (taken) {
-      throw new RunnerError('already_decided', `the gate ${gate.name} of run ${id} was already ${taken.decision} by ${describeDecider(taken.by)} at ${taken.at}${taken.decision === 'approved' ? ': the run goes on (runner runs show ' + id + ')' : ''}`);
+      throw new RunnerError('already_decided', `the gate ${gate.name} of run ${id} was already ${taken.decision} by ${describeDecider(taken.by)} at ${taken.at}${taken.decision === 'approved' ? `: the run goes on (runner runs show ${id}; if nothing runs it, runner resume ${id})` : ''}`);
     }
     if (gateTimedOut(gate, now)) {
       endRejected(rec, { step: gate.name, decision: 'rejected', by: { via: 'timeout' }, at: now.toISOString(), comment: `no decision by ${gate.deadline}` }, now);
@@ -51,6 +52,25 @@ export async function decideGate(door: Door, id: string, decision: GateDecision[
     return { runId: id, step: gate.name, decision, status: rec.status, record: rec };
   } finally {
     await lock.release();
+  }
+}
+
+/** How long a decision waits for a run that has just stopped at its gate to let go of it (its cleanup). */
+const LETTING_GO_MS = 15_000;
+
+/**
+ * The run's lock, for a decision. A run whose record says it waits may still
+ * be letting go (its worktree being removed, in the moment after it stopped):
+ * the decision waits for that, a little, rather than be refused.
+ */
+async function lockAtGate(door: Door, id: string): Promise<HeldLock | undefined> {
+  const until = Date.now() + LETTING_GO_MS;
+  for (;;) {
+    const lock = await tryOwnerLock(door.home, id);
+    if (lock) return lock;
+    const rec = await readRun(door.runsDir, id).catch(() => undefined);
+    if (rec?.status !== 'awaiting_approval' || Date.now() >= until) return undefined;
+    await new Promise((r) => setTimeout(r, 200));
   }
 }
 
@@ -95,4 +115,17 @@ export async function expireGate(runsDir: string, home: string, id: string, now:
   } finally {
     await lock.release();
   }
+}
+
+/** How often runner serve looks for gates whose wait ran out. */
+export const GATE_SWEEP_MS = 60_000;
+
+/** Every run of the home waiting at a gate whose wait ran out: rejected (timed out), whoever looks (the gate's own rule); their ids. */
+export async function expireGates(home: { root: string; runs: string }, now: Date): Promise<string[]> {
+  const waiting = await listRuns(home.runs, { where: (r) => r.status === 'awaiting_approval' && r.gate != null && gateTimedOut(r.gate, now) });
+  const out: string[] = [];
+  for (const r of waiting) {
+    if (await expireGate(home.runs, home.root, r.runId, now)) out.push(r.runId);
+  }
+  return out;
 }

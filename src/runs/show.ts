@@ -8,8 +8,9 @@
 import { RunnerError } from '../common/errors.js';
 import { DeliveryRefused } from '../delivery/refusal.js';
 import type { RunRecord } from '../run/record.js';
-import { readRun } from '../run/records.js';
+import { readRun, runDir } from '../run/records.js';
 import type { Door } from './door.js';
+import { planOf, type RunPlan } from './plan-view.js';
 import { checkServed } from './scope.js';
 
 /** A run a server holds and that has no record of its own yet. */
@@ -51,6 +52,23 @@ export async function showRun(door: Door, id: string): Promise<RunRecord | NotSt
   const r = await currentRun(door.runsDir, door, id);
   if ('steps' in r) await checkServed(door.scope, r); // a run the door holds itself is its own
   return r;
+}
+
+/** A run as a reader is shown it: showRun's answer with its plan, every step of its pipeline with where it stands (plan-view.ts). */
+export type RunView = (RunRecord | NotStarted) & { plan: RunPlan };
+
+/**
+ * The run as showRun gives it, with its plan: for the doors that show a run
+ * to a person or an agent (GET /api/runs/:id and the dashboard), not for the
+ * operations that only check a run first (they would read its pipeline file for nothing).
+ * A run the door still holds has its queued record on disk, which names its file.
+ */
+export async function runView(door: Door, id: string): Promise<RunView> {
+  const r = await showRun(door, id);
+  if ('steps' in r) return { ...r, plan: await planOf(r, runDir(door.runsDir, id)) };
+  const queued = await readRun(door.runsDir, id).catch(() => undefined);
+  const plan = queued ? await planOf({ ...queued, status: r.status }, runDir(door.runsDir, id)) : { from: 'record' as const, file: '', note: 'the run has no record yet: its steps are listed once it has one', steps: [] };
+  return { ...r, plan };
 }
 
 /** The run's own record (it has started, or ended), for an operation that needs one: a run the door still holds is refused, as not delivered yet. */

@@ -7,9 +7,11 @@
  *   POST /api/pipelines/:name/runs     trigger a run: 202 with its run id (it waits for room under --max-concurrent);
  *                                      an optional JSON body {"inputs": {"name": "value"}} sets the pipeline's inputs
  *   GET  /api/runs[?pipeline=&status=&limit=] this server's queued and running runs, then the other records, newest first
- *                                      (summaries, with startedBy, costUsd and tokens: the whole record is GET /api/runs/:id)
+ *                                      (summaries, with project, startedBy, costUsd and tokens: the whole record is GET /api/runs/:id)
  *   GET  /api/runs/:id                 one run: its record (not_started with its error, for one that never did), or
- *                                      {status: queued | starting} while this server holds it
+ *                                      {status: queued | starting} while this server holds it; with `plan`, every step of
+ *                                      its pipeline and where it stands (runs/plan-view.ts), and while it runs `activity`,
+ *                                      what each running step is doing (step-activity.ts)
  *   GET  /api/runs/:id/log             the run's log, live, as Server-Sent Events (one watcher per run, however many
  *                                      follow it: log-watch.ts); at most so many at once, per client address and in
  *                                      all (stream-caps.ts): a 429 or 503 past them
@@ -42,8 +44,8 @@ import path from 'node:path';
 import { pipeline as pipe } from 'node:stream/promises';
 import { errorMessage, RunnerError } from '../common/errors.js';
 import { DeliveryRefused } from '../delivery/refusal.js';
-import { type DeliveredBy, type RunRecord, type StartedBy } from '../run/record.js';
-import { listRuns, runDir } from '../run/records.js';
+import { runListing, type DeliveredBy, type RunRecord, type StartedBy } from '../run/record.js';
+import { listRuns, readRun, runDir } from '../run/records.js';
 import { cancelRunOf } from '../runs/cancel.js';
 import { applyRunOf, mergeRunOf } from '../runs/deliver.js';
 import { diffFilesOf, filePatchOf, patchOf } from '../runs/diff.js';
@@ -53,12 +55,13 @@ import { previewDelivery } from '../runs/preview.js';
 import { rerunOf } from '../runs/rerun.js';
 import { decideRunOf, forkRunOf, resumeRunOf } from '../runs/resume.js';
 import { servedBy } from '../runs/scope.js';
-import { showRun, type NotStarted } from '../runs/show.js';
+import { runView, showRun, type NotStarted } from '../runs/show.js';
 import { sumUsage } from '../agents/usage.js';
 import { checkAccess, LOGGED_OUT_COOKIE, sessionCookie, tokenMatches } from './access.js';
 import { SECURITY_HEADERS, withLoginError, withLogout, type Asset } from './dashboard.js';
 import { spentTodayByPipeline } from './day-budget.js';
 import { LogWatches } from './log-watch.js';
+import { StepActivities } from './step-activity.js';
 import { DEFAULT_STREAM_CAPS, StreamCaps, type StreamCapSettings } from './stream-caps.js';
 
 export type { NotStarted } from '../runs/show.js';
@@ -105,6 +108,7 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
   // A run's record; while this server holds it queued or is starting it, what it is doing now. Every run
   // operation below is one of runs/, which checks the run (its id, held here, the server's scope) itself.
   const record = (id: string): Promise<RunRecord | NotStarted> => showRun(state, id);
+  const activities = new StepActivities();
   const streamCaps = { ...DEFAULT_STREAM_CAPS, ...opts.logStreams };
   const caps = new StreamCaps(streamCaps);
   const watches = new LogWatches({
@@ -146,10 +150,18 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
         const limitText = url.searchParams.get('limit');
         const limit = limitText === null ? undefined : Number(limitText);
         if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) throw new RunnerError('bad_request', `limit takes a whole number above 0, got "${limitText}"`);
-        json(res, 200, await listRunsOf(state, { pipeline: p, status: s, ...(limit !== undefined ? { limit } : {}) }));
+        const runs = await listRunsOf(state, { pipeline: p, status: s, whole: true, ...(limit !== undefined ? { limit } : {}) });
+        json(res, 200, await Promise.all(runs.map((r) => withProject(state.runsDir, r))));
       },
     ],
-    ['GET', new RegExp(`^/api/runs/${ID}$`), async (_q, res, [id]) => json(res, 200, await record(id!))],
+    [
+      'GET',
+      new RegExp(`^/api/runs/${ID}$`),
+      async (_q, res, [id]) => {
+        const view = await runView(state, id!);
+        json(res, 200, 'steps' in view && view.status === 'running' ? { ...view, activity: await activities.of(runDir(state.runsDir, id!), view) } : view);
+      },
+    ],
     [
       'GET',
       new RegExp(`^/api/runs/${ID}/log$`),
@@ -202,7 +214,8 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
       'POST',
       new RegExp(`^/api/runs/${ID}/(approve|reject)$`),
       async (req, res, [id, what]) => {
-        const body = await readObject(req, ['comment']);
+        // a comment may be as long as a decision keeps (8000 characters, up to 6 bytes each as JSON)
+        const body = await readObject(req, ['comment'], 64 * 1024);
         if (body.comment !== undefined && typeof body.comment !== 'string') throw new RunnerError('bad_request', '"comment" must be text');
         const r = await decideRunOf(state, id!, what === 'approve' ? 'approved' : 'rejected', { comment: (body.comment as string | undefined) ?? '', by: deliverer(req) });
         json(res, what === 'approve' ? 202 : 200, r);
@@ -341,8 +354,8 @@ function deliverer(req: http.IncomingMessage): DeliveredBy {
 }
 
 /** A small JSON object body (or none: {}), with only the keys named: a misspelt option is a 400, never ignored. */
-async function readObject(req: http.IncomingMessage, keys: string[]): Promise<Record<string, unknown>> {
-  const text = await readBody(req, 4096);
+async function readObject(req: http.IncomingMessage, keys: string[], limit = 4096): Promise<Record<string, unknown>> {
+  const text = await readBody(req, limit);
   if (!text.trim()) return {};
   let body: unknown;
   try {
@@ -386,6 +399,13 @@ async function sendFilePatch(res: http.ServerResponse, door: Door, runId: string
   const part = await filePatchOf(door, runId, name);
   res.writeHead(200, { 'content-type': 'text/x-diff; charset=utf-8', 'content-length': part.size, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
   await pipe(createReadStream(part.file, { start: part.start, end: part.end }), res);
+}
+
+/** A run as the list shows it (runListing), with its project: the dashboard groups the recent runs by it. A run this server holds says its project from its queued record. */
+async function withProject(runsDir: string, r: RunRecord | NotStarted): Promise<Record<string, unknown>> {
+  if ('steps' in r) return runListing(r);
+  const queued = await readRun(runsDir, r.runId).catch(() => undefined);
+  return queued?.project ? { ...r, project: queued.project } : { ...r };
 }
 
 function json(res: http.ServerResponse, status: number, body: unknown): void {

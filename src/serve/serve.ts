@@ -19,6 +19,7 @@ import { resolveInputs } from '../pipeline/inputs.js';
 import { dayBudget, dayOf } from './day-budget.js';
 import type { StepTransport } from '../container/runtime.js';
 import { reconcile } from '../run/reconcile.js';
+import { expireGates, GATE_SWEEP_MS } from '../runs/decide.js';
 import type { Reporter } from '../run/reporter.js';
 import { newRunId } from '../run/run-id.js';
 import type { RunRecord, StartedBy } from '../run/record.js';
@@ -180,6 +181,8 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
     o.say(`cannot watch ${o.pipelinesDir} (${errorMessage(err)}): rescanning every 10 s`);
   }
   const rescan = setInterval(soon, 10_000);
+  // Gates whose wait ran out are rejected (timed out) here too, not only when someone next looks (src/runs/decide.ts).
+  const gates = setInterval(() => void expireGates(home, new Date()).then((ids) => ids.forEach((id) => o.say(`run ${id}: its gate timed out; rejected`))).catch(() => undefined), GATE_SWEEP_MS);
 
   const trigger = async (name: string, inputs: Record<string, string>, startedBy: StartedBy) => {
     if (o.stop.aborted) throw new RunnerError('stopping', 'runner serve is stopping: it takes no new runs');
@@ -305,6 +308,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
   scheduler.stop();
   watcher?.close();
   clearInterval(rescan);
+  clearInterval(gates);
   clearTimeout(pending);
   await holder.stop(o.graceMs);
   await Promise.all(recorded.values());

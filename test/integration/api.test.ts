@@ -76,7 +76,9 @@ test('trigger a run, follow its log live, cancel another, read the metrics', { t
     await until('the run', async () => (containersOfRun(long.runId).length ? true : undefined));
     // --max-concurrent 1: a second run waits, named, and can be dropped before it starts.
     const waiting = (await (await fetch(`${s.base}/api/pipelines/talk/runs`, { method: 'POST' })).json()) as { runId: string };
-    assert.deepEqual(await (await fetch(`${s.base}/api/runs/${waiting.runId}`)).json(), { runId: waiting.runId, pipeline: 'talk', status: 'queued', why: 'trigger', error: null });
+    const { plan, ...queuedView } = (await (await fetch(`${s.base}/api/runs/${waiting.runId}`)).json()) as { plan: { steps: Array<{ id: string; state: string }> } };
+    assert.deepEqual(queuedView, { runId: waiting.runId, pipeline: 'talk', status: 'queued', why: 'trigger', error: null });
+    assert.deepEqual(plan.steps.map((x) => [x.id, x.state]), [['talk', 'pending']], 'a queued run already shows its plan');
     assert.equal((await (await fetch(`${s.base}/metrics`)).text()).match(/^runner_queue_length (\d+)$/m)?.[1], '1');
     assert.equal((await fetch(`${s.base}/api/runs/${waiting.runId}/cancel`, { method: 'POST' })).status, 202);
     const dropped = (await (await fetch(`${s.base}/api/runs/${waiting.runId}`)).json()) as { runId: string; pipeline: string; status: string; error: unknown };

@@ -6,13 +6,13 @@
  * and screenshots of each view are taken and checked.
  */
 import assert from 'node:assert/strict';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { BIG_DIFF, BIG_DIFF_STEP } from '../fixtures/big-diff.js';
 import { ModelServer } from '../fixtures/model-server.js';
-import { git, IMAGE, projectsForThisFile, serveFolder, until, type Fixture } from '../fixtures/project.js';
+import { git, HOLD_UNTIL_RELEASED, IMAGE, projectsForThisFile, releaseStep, serveFolder, until, type Fixture } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 const CHROMIUM = '/usr/bin/chromium';
@@ -173,12 +173,17 @@ test("an agent step's usage, and the hosts a step was refused, are on its run pa
     const seen = model.reportedUsage();
     const tokens = `${asPeopleWrite(seen.input)} in / ${asPeopleWrite(seen.output)} out tokens`;
     await usage.getByText(new RegExp(`${tokens}, \\$\\d+\\.\\d{3,4}, 2 turns, ${seen.calls} calls`)).waitFor();
-    // its panel: the transcript's lines, what it said last, its usage
-    const panel = page.locator('#by-step .step-panel[data-step="implement"]');
-    await panel.locator('.agent-said .text').getByText('Wrote done.txt.').waitFor();
-    assert.match(await panel.locator('summary .agent-usage').innerText(), new RegExp(tokens));
-    assert.match(await panel.locator('pre.step-log').innerText(), /done\.txt/, 'the transcript names the file the agent wrote');
-    assert.equal(await page.locator('#by-step .step-panel[data-step="fetch"]').evaluate((d) => (d as unknown as { open: boolean }).open), false, 'a step that is not an agent folds once it ended');
+    // its row: what it said last, folded until asked; its lines in the log, alone when asked
+    const row = page.locator('#steps tr[data-step="implement"]');
+    assert.equal(await row.locator('details.agent-said').evaluate((d) => (d as unknown as { open: boolean }).open), false, 'the final message folds');
+    await row.locator('details.agent-said summary').click();
+    await row.locator('details.agent-said .text').getByText('Wrote done.txt.').waitFor();
+    await page.waitForTimeout(2500); // a redraw keeps it open
+    assert.equal(await row.locator('details.agent-said').evaluate((d) => (d as unknown as { open: boolean }).open), true, 'opened, it stays open as the page redraws');
+    await row.locator('button.step-name').click();
+    assert.match(await page.locator('#log').innerText(), /done\.txt/, 'the transcript names the file the agent wrote');
+    assert.equal(await page.locator('#log').getAttribute('data-only'), 'implement', "the implement step's lines alone");
+    assert.equal(await page.locator('#log .line[data-step="fetch"]:not([hidden])').count(), 0);
     await page.locator('#steps tr[data-step="fetch"] .note.egress').getByText('egress refused: denied.example ×1').waitFor();
     await screenshot(page, f, 'agent-run');
   } finally {
@@ -369,7 +374,7 @@ test('a diff of 758 files and 10 MB: listed a page at a time, a file opened on c
   assert.equal(await s.exited, 0, s.out());
 });
 
-test("a step's lines show in its own panel while it runs; the runs list says what started each run and what it cost", { timeout: 120_000 }, async () => {
+test("a step's lines show, alone when asked, while it runs; the runs list says what started each run and what it cost", { timeout: 120_000 }, async () => {
   const f = await fixture();
   const slow = `version: 1\nname: slow\nproject: { path: ${f.project}, push: never }\ndefaults: { image: ${IMAGE} }\nsteps:\n  - id: first\n    run: echo first done\n  - id: work\n    run: |\n      echo "starting <b>work</b>"\n      sleep 4\n      echo finished > out.txt\n`;
   const s = await serveFolder(f, { 'slow.yaml': slow }, '127.0.0.1:0');
@@ -381,9 +386,9 @@ test("a step's lines show in its own panel while it runs; the runs list says wha
     await page.locator('#pipelines tr[data-pipeline="slow"]').getByRole('button', { name: 'Run now' }).click();
     await page.waitForURL(/#\/runs\//);
     const runId = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
-    const work = page.locator('#by-step .step-panel[data-step="work"]');
-    await work.locator('pre.step-log').getByText('starting <b>work</b>').waitFor({ timeout: 60_000 });
-    assert.equal(await work.locator('summary .badge').innerText(), 'running', 'the line is shown while its step runs');
+    const work = page.locator('#log .line[data-step="work"]');
+    await work.getByText('starting <b>work</b>').waitFor({ timeout: 60_000 });
+    assert.equal(await page.locator('#steps tr[data-step="work"] .badge').innerText(), 'running', 'the line is shown while its step runs');
     assert.equal(await page.locator('.run-head .badge').innerText(), 'running');
     assert.equal(await page.getByRole('button', { name: 'Cancel run' }).count(), 1, 'a running run can be canceled');
     // canceling asks first; dismissed, the run goes on
@@ -392,7 +397,11 @@ test("a step's lines show in its own panel while it runs; the runs list says wha
     assert.match(await ask.innerText(), new RegExp(`Run ${runId} stops`));
     await ask.getByRole('button', { name: 'Cancel', exact: true }).click();
     assert.equal(await page.locator('dialog[open]').count(), 0);
-    assert.doesNotMatch(await work.locator('pre.step-log').innerText(), /first done/, "each panel holds its own step's lines");
+    // the step's name in the table shows its lines alone
+    await page.locator('#steps tr[data-step="work"] button.step-name').click();
+    assert.equal(await page.locator('#run-log button.log-step[data-step="work"]').getAttribute('aria-pressed'), 'true');
+    assert.doesNotMatch(await page.locator('#log').innerText(), /first done/, "one step's lines alone");
+    assert.match(await page.locator('#log').innerText(), /starting <b>work<\/b>/);
     await screenshot(page, f, 'run-live');
     await page.locator('.run-head .badge.succeeded').waitFor({ timeout: 60_000 });
     assert.equal(await page.locator('#main b').count(), 0);
@@ -481,6 +490,164 @@ test('a run is delivered from its page: a refusal shows its reason, a merge asks
     assert.deepEqual([rec.startedBy.via, rec.startedBy.rerunOf], ['rerun', runId]);
     await page.getByRole('link', { name: '← all runs' }).click();
     await page.locator(`#runs tr[data-run="${again}"] td.started-by`).getByText(`re-run of ${runId}`).waitFor();
+    assert.deepEqual(problems, [], 'the page threw no errors');
+  } finally {
+    await page.close();
+    s.child.kill('SIGTERM');
+  }
+  assert.equal(await s.exited, 0, s.out());
+});
+
+/** A screenshot, checked, also kept as page-NAME.png in $RUNNER_PAGE_SHOTS when set (the run page's, for the note). */
+async function pageShot(page: Page, f: Fixture, name: string): Promise<void> {
+  const png = await screenshot(page, f, name);
+  const shots = process.env.RUNNER_PAGE_SHOTS;
+  if (!shots) return;
+  await mkdir(shots, { recursive: true });
+  await writeFile(path.join(shots, `page-${name}.png`), png);
+}
+
+/** How often `text` occurs in `hay`. */
+function occurrences(hay: string, text: string): number {
+  return hay.split(text).length - 1;
+}
+
+test('the run page lists the whole plan from the start, each log line once, what the running step does; the recent runs by project', { timeout: 180_000 }, async () => {
+  const f = await fixture();
+  const other = await fixture();
+  const plan = `version: 1
+name: plan
+project: { path: ${f.project}, push: never }
+defaults: { image: ${IMAGE} }
+inputs:
+  files: { default: '["a.txt","b.txt"]' }
+steps:
+  - id: prepare
+    run: echo "prepared <i>once</i>"
+  - id: work
+    run: |
+      echo "working <b>hard</b>"
+      ${HOLD_UNTIL_RELEASED}
+      echo done > out.txt
+  - id: lint
+    for_each: \${{ inputs.files }}
+    run: echo "lint $RUNNER_ITEM"
+  - id: verify
+    verify: true
+    run: echo verified
+`;
+  const elsewhere = `version: 1\nname: elsewhere\nproject: { path: ${other.project}, push: never }\ndefaults: { image: ${IMAGE} }\nsteps:\n  - id: hello\n    run: echo hello from the other project\n`;
+  const s = await serveFolder(f, { 'plan.yaml': plan, 'elsewhere.yaml': elsewhere }, '127.0.0.1:0');
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const problems: string[] = [];
+  page.on('pageerror', (e) => problems.push(e.message));
+  const shot = (name: string) => pageShot(page, f, name);
+  try {
+    // a run of the other project first: the recent runs then hold two projects
+    await page.goto(s.base);
+    await page.locator('#pipelines tr[data-pipeline="elsewhere"]').getByRole('button', { name: 'Run now' }).click();
+    await page.waitForURL(/#\/runs\//);
+    const otherId = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
+    await page.locator('.run-head .badge.succeeded').waitFor({ timeout: 60_000 });
+
+    await page.goto(s.base);
+    await page.locator('#pipelines tr[data-pipeline="plan"]').getByRole('button', { name: 'Run now' }).click();
+    await page.getByRole('button', { name: 'Start run' }).click(); // its input's default taken
+    await page.waitForURL((u) => u.hash.startsWith('#/runs/') && !u.hash.endsWith(otherId));
+    const runId = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
+    // from the start, before any step ran, every step of the file is listed
+    const names = () => page.locator('#steps tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-step')));
+    await until('the plan listed', async () => ((await names()).length >= 4 ? true : undefined));
+    assert.deepEqual((await names()).slice(-2), ['lint', 'verify'], 'the steps not started yet are listed, in the file\'s order');
+    assert.match(await page.locator('#steps tr[data-step="lint"]').innerText(), /one run per item of \$\{\{ inputs\.files \}\}/, 'a for_each step is one row until its instances exist');
+    assert.match(await page.locator('#steps tr[data-step="verify"]').innerText(), /verify/);
+
+    // while work runs: verify is pending, the bar says what the step does, each line is on the page once
+    await page.locator('#log').getByText('working <b>hard</b>').waitFor({ timeout: 60_000 });
+    await until('work running in the table', async () => ((await page.locator('#steps tr[data-step="work"] .badge').innerText()) === 'running' ? true : undefined));
+    assert.deepEqual(await names(), ['prepare', 'work', 'lint', 'verify']);
+    assert.equal(await page.locator('#steps tr[data-step="verify"] .badge').innerText(), 'pending');
+    assert.equal(await page.locator('#steps tr[data-step="lint"] .badge').innerText(), 'pending');
+    assert.equal(await page.locator('#steps tr[data-step="prepare"] .badge').innerText(), 'completed');
+    const said = page.locator('#steps tr[data-step="work"] td.when');
+    await until('the running step says what it does', async () => (/last line \(\d+s ago\): holding until released/.test(await said.innerText()) ? true : undefined));
+    assert.match(await said.innerText(), /started \d\d:\d\d:\d\d, running \d+s/);
+    assert.match(await page.locator('#steps tr[data-step="prepare"] td.when').innerText(), /\d\d:\d\d:\d\d → \d\d:\d\d:\d\d \(\d+s\)/, 'an ended step says when it ran and how long');
+    assert.equal(await page.locator('pre.log').count(), 1, 'one log on the page');
+    assert.equal(await page.locator('#log .line').getByText('prepared <i>once</i>').count(), 1);
+    assert.equal(occurrences(await page.locator('#main').innerText(), 'prepared <i>once</i>'), 1, 'a line is on the page once');
+    await shot('run-working');
+
+    releaseStep(runId, 'work');
+    await page.locator('.run-head .badge.succeeded').waitFor({ timeout: 60_000 });
+    await until('the instances listed', async () => ((await names()).includes('lint[1]') ? true : undefined));
+    const after = await names();
+    assert.deepEqual([...after.slice(0, 2), ...after.slice(2, 4).sort(), after[4]], ['prepare', 'work', 'lint[0]', 'lint[1]', 'verify'], "a for_each step's instances once they exist (in the order they ended)");
+    assert.equal(await page.locator('#steps tr[data-step="verify"] .badge').innerText(), 'completed');
+    await page.locator('#log').getByText('verified').waitFor();
+    const text = await page.locator('#main').innerText();
+    for (const line of ['prepared <i>once</i>', 'working <b>hard</b>', 'lint a.txt', 'lint b.txt', 'verified']) assert.equal(occurrences(text, line), 1, `"${line}" is on the page once`);
+    assert.equal(await page.locator('#main i, #main b').count(), 0);
+    // a step's lines alone, then all again
+    await page.locator('#run-log button.log-step[data-step="lint[1]"]').click();
+    assert.equal((await page.locator('#log').innerText()).trim(), 'lint b.txt');
+    await page.locator('#run-log').getByRole('button', { name: /^All steps/ }).click();
+    assert.match(await page.locator('#log').innerText(), /\[prepare\] prepared[\s\S]*\[verify\] verified/);
+    await page.locator('#diff .diff-file[data-path="out.txt"]').waitFor();
+    await shot('run-ended');
+
+    // the recent runs: all projects, or one
+    await page.getByRole('link', { name: '← all runs' }).click();
+    await page.locator(`#runs tr[data-run="${runId}"]`).waitFor();
+    const picker = page.locator('#project-filter');
+    assert.equal(await picker.inputValue(), '', 'all projects at first');
+    assert.equal(await page.locator(`#runs tr[data-run="${otherId}"] td.project`).innerText(), path.basename(other.project));
+    await shot('front-all');
+    await picker.selectOption(f.project);
+    await until('only the project chosen', async () => ((await page.locator(`#runs tr[data-run="${otherId}"]`).count()) === 0 ? true : undefined));
+    assert.equal(await page.locator(`#runs tr[data-run="${runId}"]`).count(), 1);
+    assert.ok(page.url().endsWith(`#/?project=${encodeURIComponent(f.project)}`), 'the choice is in the address');
+    await page.waitForTimeout(2500); // a redraw keeps the choice
+    assert.equal(await page.locator(`#runs tr[data-run="${otherId}"]`).count(), 0);
+    assert.equal(await picker.inputValue(), f.project);
+    await shot('front');
+    assert.deepEqual(problems, [], 'the page threw no errors');
+  } finally {
+    await page.close();
+    s.child.kill('SIGTERM');
+  }
+  assert.equal(await s.exited, 0, s.out());
+});
+
+test('a run waiting at an approval gate shows the gate: its prompt, since when, where its decision goes', { timeout: 60_000 }, async () => {
+  const f = await fixture();
+  const s = await serveFolder(f, { 'talk.yaml': `version: 1\nname: talk\nproject: { path: ${f.project}, push: never }\ndefaults: { image: ${IMAGE} }\nsteps:\n  - id: talk\n    run: echo hi\n` }, '127.0.0.1:0');
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const problems: string[] = [];
+  page.on('pageerror', (e) => problems.push(e.message));
+  try {
+    // the record a gate leaves (the approval steps' own), written here: the page shows what it says
+    const runId = '20261127-100000-gatexx';
+    const since = new Date(Date.now() - 300_000).toISOString();
+    await mkdir(path.join(f.home, 'runs', runId), { recursive: true });
+    const rec = {
+      runId, pipeline: 'gated', pipelineFile: path.join(f.root, 'gone.yaml'), project: f.project, workspace: 'git_worktree', taskId: null, worktree: null,
+      branch: `run/${runId}`, baseSha: null, headSha: null, status: 'awaiting_approval', startedAt: since, finishedAt: null, durationMs: null, pushed: false, push: null,
+      keptWorkspace: false, pid: 1, current: null, recovery: null, deliveryRules: { verifySteps: [], paths: null }, delivered: null, hooks: [], error: null,
+      steps: [{ id: 'plan', status: 'completed', exitCode: 0, oomKilled: false, timedOut: false, durationMs: 4000, startedAt: since, finishedAt: since, commit: 'abcdef1234567', outputs: {}, limits: [] }],
+      gate: { id: 'approve-plan', name: 'approve-plan', prompt: 'Read PLAN.md on the run\'s branch; <b>approve</b> to implement it.', since, deadline: new Date(Date.now() + 48 * 3600_000).toISOString() },
+    };
+    await writeFile(path.join(f.home, 'runs', runId, 'run.json'), JSON.stringify(rec));
+    await page.goto(`${s.base}/#/runs/${runId}`);
+    const gate = page.locator('#steps tr.gate[data-step="approve-plan"]');
+    await gate.waitFor();
+    assert.equal(await gate.locator('.badge').innerText(), 'awaiting approval');
+    assert.equal(await gate.locator('.gate-prompt').innerText(), "Read PLAN.md on the run's branch; <b>approve</b> to implement it.");
+    assert.match(await gate.innerText(), /waiting since .*; it ends rejected \(timed out\) at /);
+    assert.equal(await gate.locator('.gate-actions').count(), 1, 'the place for Approve and Reject');
+    assert.match(await page.locator('.plan-note').innerText(), /gone\.yaml is gone/, 'the plan says it is the record\'s');
+    await pageShot(page, f, 'gate');
+    assert.equal(await page.locator('#main b').count(), 0);
     assert.deepEqual(problems, [], 'the page threw no errors');
   } finally {
     await page.close();

@@ -92,7 +92,11 @@ ${a.settings(server)}steps:
   - id: implement
     agent: coder
     prompt: Probe the sandbox, then write hello.txt.
-    timeout: 2m
+    timeout: 75s
+    # codex under this machine's gVisor (runsc 20221219, no pidfd_open) now and then never reaps a quick
+    # command's shell and waits until its step's timeout (about one case in ten, with or without any change of
+    # ours: docs/gvisor.md). A user meets it the same way, and retries are how a user's file takes it.
+    retries: { max: 1, backoff: 1s }
 `;
 
 /**
@@ -124,8 +128,8 @@ function watchRuntimes(f: Fixture): { seen: Map<string, string>; stop: () => voi
 for (const a of AGENTS) {
   // a root-owned project: the step runs as 65532, its process cap (RLIMIT_NPROC inside the sandbox) counted for that uid
   for (const owner of [1000, undefined]) {
-    test(`${a.preset} under gVisor, ${owner ? 'a project owned by a user' : 'a root-owned project (the step runs as 65532)'}: its shell sees gVisor's kernel, it edits the project, a denied host is refused by its gateway, its calls are metered`, { timeout: 200_000 }, async () => {
-      // longer than the step's own timeout (2m): a step that hangs ends by it, and the failure shows the step's log
+    test(`${a.preset} under gVisor, ${owner ? 'a project owned by a user' : 'a root-owned project (the step runs as 65532)'}: its shell sees gVisor's kernel, it edits the project, a denied host is refused by its gateway, its calls are metered`, { timeout: 240_000 }, async () => {
+      // longer than the step's two attempts (75 s each): a step that hangs ends by its timeout, and the failure shows its log
       // (a CI run once saw this test end at its own 120 s with nothing to say where the agent stood)
       const f = await fixture(owner ? { owner } : {});
       const server = await ModelServer.start(a.script);
@@ -133,12 +137,15 @@ for (const a of AGENTS) {
       const watch = watchRuntimes(f);
       const r = await execPipeline(f, await writePipeline(f, pipeline(a, server)), [], { env: { [a.secret]: a.key } }).finally(watch.stop);
       const runDir = path.join(f.home, 'runs', r.json?.runId ?? '');
-      const log = await readFile(path.join(runDir, 'steps', 'implement.log'), 'utf8').catch(() => '(no log)');
+      const attempts = r.json?.attempts?.filter((x: { id: string }) => x.id === 'implement') ?? [];
+      const last: string = attempts[attempts.length - 1]?.name ?? 'implement';
+      const log = await readFile(path.join(runDir, 'steps', `${last}.log`), 'utf8').catch(() => '(no log)');
       assert.equal(r.code, 0, `${r.stderr}\n${log}`);
       const step = r.json.steps.implement;
       assert.equal(step.status, 'completed', log);
-      const record = JSON.parse(await readFile(path.join(runDir, 'run.json'), 'utf8')) as { steps: Array<{ isolation?: string }> };
-      assert.equal(record.steps[0]!.isolation, 'gvisor', 'the record says where it ran');
+      const record = JSON.parse(await readFile(path.join(runDir, 'run.json'), 'utf8')) as { steps: Array<{ isolation?: string; status: string; usage?: { calls: number; inputTokens: number; outputTokens: number } }> };
+      assert.ok(record.steps.every((x) => x.isolation === 'gvisor'), 'the record says where each attempt ran');
+      if (record.steps.length > 1) console.log(`# ${a.preset}: the first attempt ${record.steps[0]!.status}, the retry ${record.steps[1]!.status} (the known codex-under-gVisor hang)`);
 
       // where it ran: gVisor's kernel, for the agent's container only
       assert.equal(git(f.project, 'show', `${r.json.branch}:kernel.txt`), '4.4.0', "the agent's shell ran on gVisor's kernel");
@@ -159,12 +166,14 @@ for (const a of AGENTS) {
       const calls = (await readFile(path.join(runDir, 'calls.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { step: string; status: number; inputTokens: number; outputTokens: number });
       const seen = server.reportedUsage();
       assert.equal(calls.length, seen.calls);
-      assert.ok(calls.every((c) => c.step === 'implement' && c.status === 200), JSON.stringify(calls));
-      assert.equal(step.usage.calls, calls.length);
-      assert.equal(step.usage.inputTokens, calls.reduce((n, c) => n + c.inputTokens, 0));
-      assert.equal(step.usage.outputTokens, calls.reduce((n, c) => n + c.outputTokens, 0));
-      assert.equal(step.usage.inputTokens, seen.input);
-      assert.equal(step.usage.outputTokens, seen.output);
+      assert.ok(calls.every((c) => /^implement(#2)?$/.test(c.step) && c.status === 200), JSON.stringify(calls));
+      // every metered call is some attempt's: the attempts' usage sums to the calls and to what the model reported
+      const used = record.steps.reduce((n, x) => ({ calls: n.calls + (x.usage?.calls ?? 0), input: n.input + (x.usage?.inputTokens ?? 0), output: n.output + (x.usage?.outputTokens ?? 0) }), { calls: 0, input: 0, output: 0 });
+      assert.equal(used.calls, calls.length);
+      assert.equal(used.input, calls.reduce((n, c) => n + c.inputTokens, 0));
+      assert.equal(used.output, calls.reduce((n, c) => n + c.outputTokens, 0));
+      assert.equal(used.input, seen.input);
+      assert.equal(used.output, seen.output);
       assert.ok(seen.input >= 3 * a.script.usage!.input, 'three turns at least');
       assert.doesNotMatch(log, new RegExp(a.key), 'the key stays outside');
     });

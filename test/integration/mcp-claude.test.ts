@@ -107,7 +107,7 @@ test('Claude Code, through runner mcp, starts an agent task, waits, reads the di
   const init = events.find((e) => e.type === 'system' && e.subtype === 'init');
   assert.deepEqual(init.mcp_servers, [{ name: 'runner', status: 'connected', source: 'dynamic' }]);
   const exposed = (init.tools as string[]).filter((n) => n.startsWith('mcp__runner__')).sort();
-  assert.deepEqual(exposed, ['apply_run', 'cancel_run', 'delivery_preview', 'list_pipelines', 'list_runs', 'merge_run', 'run_diff', 'run_log', 'run_status', 'start_agent_task', 'start_run', 'step_transcript', 'validate_pipeline', 'wait_for_run'].map((t) => `mcp__runner__${t}`));
+  assert.deepEqual(exposed, ['apply_run', 'approve_run', 'cancel_run', 'delivery_preview', 'fork_run', 'list_pipelines', 'list_runs', 'merge_run', 'reject_run', 'resume_run', 'run_diff', 'run_log', 'run_status', 'start_agent_task', 'start_run', 'step_transcript', 'validate_pipeline', 'wait_for_run'].map((t) => `mcp__runner__${t}`));
   const sent = JSON.stringify(outer.agentRequests()[0]!.body);
   for (const t of ['start_agent_task', 'wait_for_run', 'run_diff', 'merge_run']) assert.ok(sent.includes(`mcp__runner__${t}`), `the model is told of mcp__runner__${t}`);
   // each call answered by the runner, not refused by the CLI

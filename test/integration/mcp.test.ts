@@ -94,7 +94,7 @@ after(() => client?.close());
 test('the tools, each with a description and a schema; merge and apply are marked destructive', async () => {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
-  assert.deepEqual(names, ['apply_run', 'cancel_run', 'delivery_preview', 'list_pipelines', 'list_runs', 'merge_run', 'run_diff', 'run_log', 'run_status', 'start_agent_task', 'start_run', 'step_transcript', 'validate_pipeline', 'wait_for_run']);
+  assert.deepEqual(names, ['apply_run', 'approve_run', 'cancel_run', 'delivery_preview', 'fork_run', 'list_pipelines', 'list_runs', 'merge_run', 'reject_run', 'resume_run', 'run_diff', 'run_log', 'run_status', 'start_agent_task', 'start_run', 'step_transcript', 'validate_pipeline', 'wait_for_run']);
   for (const t of tools) {
     assert.ok((t.description ?? '').length > 60, `${t.name} has a description a model can act on`);
     assert.equal(t.inputSchema.type, 'object');
@@ -268,7 +268,7 @@ test("the same tools at runner serve's /mcp, behind its token; refused without i
     const c = new Client({ name: 'http', version: '1' });
     await c.connect(new StreamableHTTPClientTransport(new URL(`${s.base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
     try {
-      assert.equal((await c.listTools()).tools.length, 14);
+      assert.equal((await c.listTools()).tools.length, 18);
       const { pipelines } = await ok(c, 'list_pipelines');
       assert.deepEqual(pipelines.map((p: any) => p.name).filter(Boolean).sort(), ['one', 'slow'], 'the server\'s own folder');
       await refused(c, 'start_run', { pipeline: path.join(f.root, 'outside.yaml') }, 'outside_folders', /not under/);

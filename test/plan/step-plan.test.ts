@@ -152,3 +152,34 @@ steps:
   assert.deepEqual(ids(planSteps(parsePipeline(withDefault, 'p.yaml'), { isolation: 'gvisor' })), ['plain:runc', 'agent:gvisor', 'own:runc']);
   assert.throws(() => parsePipeline(file.replace('isolation: runc', 'isolation: kata'), 'p.yaml'), /isolation.*expected runc or gvisor/s);
 });
+
+test('an approval gate: planned with its prompt, timeout and notify, no gateway; the comment reaches later steps in env and in a prompt as written', () => {
+  const plans = planSteps(
+    parsePipeline(
+      `version: 1
+name: g
+project: { path: . }
+defaults: { image: alpine, egress: [example.com] }
+agents: { a: { command: [agent, "\${{ prompt }}"] } }
+steps:
+  - id: plan
+    run: echo plan
+  - id: ok
+    approval: { prompt: Read PLAN.md, timeout: 48h }
+  - id: impl
+    agent: a
+    prompt: "Do it. The reviewer said: $RUNNER_APPROVAL_COMMENT (\${RUNNER_APPROVAL_COMMENT}) $RUNNER_APPROVAL_COMMENTS"
+`,
+      'g.yaml',
+    ),
+  );
+  const gate = plans[1]!;
+  assert.deepEqual(gate.approval, { prompt: 'Read PLAN.md', timeoutMs: 48 * 3_600_000 });
+  assert.equal(gate.gateway, undefined, 'a gate runs nothing: no gateway is made for it');
+  const id = { runId: 'r1', pipeline: 'g', branch: 'run/r1', baseSha: 'abc', attempt: 1, taskRun: 1, taskId: '', approvalComment: 'use $(tabs)' };
+  const d = renderStep(plans[2]!, new Map(), id, {});
+  assert.equal(d.env.RUNNER_APPROVAL_COMMENT, 'use $(tabs)');
+  assert.equal(d.env.RUNNER_PROMPT, 'Do it. The reviewer said: use $(tabs) (use $(tabs)) $RUNNER_APPROVAL_COMMENTS', 'a longer name is not the comment');
+  const none = renderStep(plans[2]!, new Map(), { ...id, approvalComment: undefined }, {});
+  assert.equal(none.env.RUNNER_APPROVAL_COMMENT, undefined, 'no approval: no variable');
+});

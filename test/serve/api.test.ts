@@ -1,6 +1,6 @@
 /** The API over a stand-in serve loop: what it lists and answers while runs are queued, starting and running. */
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -88,6 +88,37 @@ test('a trigger while the server stops is a 503 that says so', async () => {
     const res = await fetch(`${s.base}/api/pipelines/p/runs`, { method: 'POST' });
     assert.equal(res.status, 503);
     assert.match(((await res.json()) as { error: string }).error, /stopping/);
+  } finally {
+    await s.close();
+  }
+});
+
+test("a run's view has its plan, from its queued record's pipeline file while this server holds it; the list says each run's project", async () => {
+  const held = '20261122-120000-heldxx';
+  const s = await serve({ active: () => [held], notStarted: (id) => (id === held ? { runId: id, pipeline: 'p', status: 'starting', why: 'trigger', error: null } : undefined) });
+  try {
+    const file = path.join(path.dirname(s.runsDir), 'p.yaml');
+    await writeFile(file, 'version: 1\nname: p\ndefaults: { image: alpine:3 }\nsteps:\n  - id: build\n    run: make\n  - id: test\n    run: make test\n');
+    const past = new Date(Date.now() - 60_000);
+    await utimes(file, past, past);
+    await mkdir(path.join(s.runsDir, held), { recursive: true });
+    const queued = { runId: held, pipeline: 'p', pipelineFile: file, project: '/srv/alpha', status: 'queued', startedAt: new Date().toISOString(), steps: [], current: null };
+    await writeFile(path.join(s.runsDir, held, 'run.json'), JSON.stringify(queued));
+    const view = (await (await fetch(`${s.base}/api/runs/${held}`)).json()) as { status: string; plan: { from: string; steps: Array<{ id: string; state: string }> } };
+    assert.equal(view.status, 'starting');
+    assert.equal(view.plan.from, 'pipeline_file');
+    assert.deepEqual(view.plan.steps.map((x) => [x.id, x.state]), [['build', 'pending'], ['test', 'pending']], 'a run starting lists its whole plan');
+
+    const done = '20261122-100000-donexx';
+    await mkdir(path.join(s.runsDir, done));
+    await writeFile(path.join(s.runsDir, done, 'run.json'), JSON.stringify({ ...queued, runId: done, project: '/srv/beta', status: 'failed', pipelineFile: '/gone/p.yaml', steps: [{ id: 'build', status: 'failed', exitCode: 2, durationMs: 5, commit: null, outputs: {}, limits: [] }] }));
+    const ended = (await (await fetch(`${s.base}/api/runs/${done}`)).json()) as { plan: { from: string; note: string; steps: Array<{ id: string; state: string }> } };
+    assert.equal(ended.plan.from, 'record');
+    assert.match(ended.plan.note, /\/gone\/p\.yaml is gone/);
+    assert.deepEqual(ended.plan.steps.map((x) => [x.id, x.state]), [['build', 'failed']]);
+
+    const list = (await (await fetch(`${s.base}/api/runs`)).json()) as Array<{ runId: string; project?: string }>;
+    assert.deepEqual(list.map((r) => [r.runId, r.project]), [[held, '/srv/alpha'], [done, '/srv/beta']]);
   } finally {
     await s.close();
   }

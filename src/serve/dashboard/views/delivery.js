@@ -9,7 +9,7 @@
  */
 import { api, ApiError, post, runUrl } from '../lib/api.js';
 import { el, fill, messageOf, setStatus } from '../lib/dom.js';
-import { when } from '../lib/format.js';
+import { money, when } from '../lib/format.js';
 import { onLeave } from '../lib/poll.js';
 
 /**
@@ -28,6 +28,8 @@ export function actions(runId, refresh) {
   /** @type {Promise<void> | undefined} the question in flight: a click while the page asks waits for its answer */
   let asking;
   let lastKey = '';
+  /** the run's status when delivery was asked */
+  let askedAt = '';
 
   /** What a done or refused action says. @param {string} text @param {boolean} ok @param {string[]} [details] */
   const say = (text, ok, details = []) =>
@@ -37,11 +39,15 @@ export function actions(runId, refresh) {
 
   const ask = () =>
     (asking ??= (async () => {
+      const at = askedAt;
+      /** @type {Delivery | null} */
+      let answer;
       try {
-        delivery = await api(runUrl(runId, '/delivery'));
+        answer = await api(runUrl(runId, '/delivery'));
       } catch {
-        delivery = null; // a server without the route: no merge or apply from here
+        answer = null; // a server without the route: no merge or apply from here
       }
+      if (at === askedAt) delivery = answer; // else the run moved on meanwhile: asked again
       asking = undefined;
     })());
 
@@ -147,23 +153,104 @@ export function actions(runId, refresh) {
     }
   };
 
+  /**
+   * Approve or Reject the gate the run waits at: the dialog shows what the gate asks, the cost so far, what a
+   * decision will do (the steps it runs, or that the run ends), and takes a comment the next steps read.
+   * @param {any} r @param {'approve' | 'reject'} what
+   */
+  const decide = async (r, what) => {
+    const g = r.gate ?? {};
+    const comment = /** @type {HTMLTextAreaElement} */ (el('textarea', { id: 'gate-comment', rows: 4, placeholder: 'What the next steps should know ($RUNNER_APPROVAL_COMMENT)' }));
+    const next = (r.plan?.steps ?? []).filter((/** @type {any} */ s) => s.state === 'pending').map((/** @type {any} */ s) => s.id);
+    const spent = spentSoFar(r);
+    const yes = await dialog(
+      what === 'approve' ? `Approve ${g.name ?? 'the gate'}` : `Reject ${g.name ?? 'the gate'}`,
+      [
+        el('p', { class: 'gate-prompt' }, g.prompt ?? ''),
+        el('p', { class: 'note' }, `Cost so far: ${spent}. `, what === 'approve' ? `Approving runs ${next.length ? next.join(', ') : 'the steps after the gate'} (on branch ${r.branch ?? 'its branch'}), which may cost more.` : 'Rejecting ends the run rejected; its work so far stays on its branch.'),
+        el('div', { class: 'field' }, el('label', { for: 'gate-comment' }, 'Comment'), comment),
+      ],
+      el('button', { type: 'submit', value: 'yes', class: what === 'reject' ? 'danger' : '' }, what === 'approve' ? 'Approve' : 'Reject'),
+    );
+    if (!yes) return;
+    try {
+      const d = await post(runUrl(runId, `/${what}`), { comment: comment.value });
+      say(what === 'approve' ? `Approved: ${d.goesOn === 'waiting_exec' ? 'the run goes on in the runner exec that waits for it' : 'the run goes on'}.` : 'Rejected: the run ended rejected, its work kept on its branch.', true);
+    } catch (err) {
+      refused(err, what === 'approve' ? 'Not approved' : 'Not rejected');
+    }
+    lastKey = '';
+    refresh();
+  };
+
+  /** Resume: go on from the first step that did not complete. @param {any} r */
+  const resume = async (r) => {
+    const yes = await dialog(
+      'Resume this run',
+      [el('p', { class: 'note' }, `Run ${runId} goes on from its first step that did not complete, on branch ${r.branch ?? 'its branch'}. The steps it completed are not run again (nor paid for again); its budget counts the ${spentSoFar(r)} it spent.`)],
+      el('button', { type: 'submit', value: 'yes' }, 'Resume'),
+    );
+    if (!yes) return;
+    try {
+      await post(runUrl(runId, '/resume'), {});
+      say('Resumed: the run goes on.', true);
+    } catch (err) {
+      refused(err, 'Not resumed');
+    }
+    lastKey = '';
+    refresh();
+  };
+
+  /** Fork: a new run from a step of this one. @param {any} r */
+  const fork = async (r) => {
+    const ids = [...new Set((r.steps ?? []).filter((/** @type {any} */ s) => s.status !== 'skipped' && !s.approval).map((/** @type {any} */ s) => s.id))];
+    const select = /** @type {HTMLSelectElement} */ (el('select', { id: 'fork-from' }, ...ids.map((id) => el('option', { value: id }, id))));
+    const yes = await dialog(
+      'Fork this run',
+      [
+        el('div', { class: 'field' }, el('label', { for: 'fork-from' }, 'From step'), select),
+        el('p', { class: 'note' }, 'A new run begins where this one was just before that step, with the outputs of the steps before it, and runs that step and what follows with the pipeline file as it is now. Both runs stay.'),
+      ],
+      el('button', { type: 'submit', value: 'yes' }, 'Fork'),
+    );
+    if (!yes) return;
+    try {
+      const d = await post(runUrl(runId, '/fork'), { from: select.value });
+      location.hash = `#/runs/${encodeURIComponent(d.runId)}`;
+    } catch (err) {
+      refused(err, 'Not forked');
+    }
+  };
+
   /** Redrawn from each poll of the record. @param {any} r */
   const update = (r) => {
     const live = r.status === 'running' || r.status === 'queued' || r.status === 'starting';
-    const ended = !live && r.status !== 'not_started';
+    const waits = r.status === 'awaiting_approval' && r.gate;
+    // a run at a gate has not ended: it is decided, not delivered (Merge and Apply come once it ends)
+    const ended = !live && !waits && r.status !== 'not_started';
     const gitRun = r.workspace !== 'persistent_directory' && Boolean(r.branch);
+    // what the server said about delivering holds for the status it was asked at: a run approved at its gate, or resumed, asks again when it ends
+    if (r.status !== askedAt) {
+      askedAt = r.status;
+      delivery = undefined;
+    }
     if (ended && gitRun && delivery === undefined) void ask().then(() => (lastKey = '', update(r)));
     const d = delivery;
-    const key = JSON.stringify([r.status, gitRun, d && d.deliverable, d && d.why, d && d.mergeWhy, d && d.applyWhy, r.delivered, r.deliveries]);
+    const key = JSON.stringify([r.status, r.gate && r.gate.name, gitRun, d && d.deliverable, d && d.why, d && d.mergeWhy, d && d.applyWhy, r.delivered, r.deliveries]);
     if (key === lastKey) return; // redrawn only when it changed: a dialog's button must not move under the pointer
     lastKey = key;
     const refusedWhy = d && !d.deliverable ? (d.why ?? 'the server says this run cannot be delivered') : undefined;
+    const resumable = ['failed', 'interrupted', 'canceled', 'error'].includes(r.status) && r.workspace !== 'task_worktree';
     fill(buttons, [
+      waits && el('button', { onclick: () => decide(r, 'approve') }, 'Approve…'),
+      waits && el('button', { class: 'danger', onclick: () => decide(r, 'reject') }, 'Reject…'),
+      resumable && el('button', { onclick: () => resume(r) }, 'Resume…'),
+      ended && gitRun && r.workspace === 'git_worktree' && el('button', { class: 'secondary', onclick: () => fork(r) }, 'Fork…'),
       live && el('button', { class: 'danger', onclick: cancel }, 'Cancel run'),
       // nothing offered that cannot be done: after a merge into every branch, or into the one checked out, say so instead
       ended && gitRun && el('button', { onclick: merge, disabled: Boolean(refusedWhy ?? d?.mergeWhy), title: refusedWhy ?? d?.mergeWhy }, 'Merge…'),
       ended && gitRun && el('button', { class: 'secondary', onclick: apply, disabled: Boolean(refusedWhy ?? d?.applyWhy), title: refusedWhy ?? d?.applyWhy }, 'Apply…'),
-      !live && r.pipelineFile !== undefined && el('button', { class: 'secondary', onclick: rerun }, 'Re-run'),
+      !live && !waits && r.pipelineFile !== undefined && el('button', { class: 'secondary', onclick: rerun }, 'Re-run'),
       ended && gitRun && (refusedWhy ?? d?.applyWhy ?? d?.mergeWhy) && el('span', { class: 'muted why' }, refusedWhy ?? [d?.mergeWhy, d?.applyWhy].filter(Boolean).join('; ')),
     ]);
     fill(history, [deliveries(r)]);
@@ -223,4 +310,16 @@ function dialog(title, body, confirm) {
     // A dialog outlives its view otherwise (it hangs on the body): after Back, it would ask about this run over another's page.
     onLeave(() => d.open && d.close('no'));
   });
+}
+
+/** What the run's own steps cost so far (a fork's carried steps were paid by the run they came from). @param {any} r */
+function spentSoFar(r) {
+  let usd = 0;
+  let known = false;
+  for (const s of r.steps ?? []) {
+    if (s.carried || !s.usage || typeof s.usage.costUsd !== 'number') continue;
+    usd += s.usage.costUsd;
+    known = true;
+  }
+  return known ? money(usd) : 'nothing metered';
 }

@@ -1,11 +1,13 @@
 // @ts-check
 /**
- * The run page's steps table and flow section: each run of a step (attempts,
- * retries, items, lanes), the steps it ran at once with, a bar placing it in
- * the run's time; the routes the flow took and what stopped it.
+ * The run page's steps table and flow section: the whole plan (every step of
+ * the pipeline, from the start: those not run yet pending), each run of a step
+ * (attempts, retries, items, lanes), the steps it ran at once with, a bar
+ * placing it in the run's time with what it says; gates with what they ask;
+ * the routes the flow took and what stopped it.
  */
 import { badge, el } from '../lib/dom.js';
-import { count, duration, money } from '../lib/format.js';
+import { bytes, count, duration, money } from '../lib/format.js';
 
 /** The name a step's run goes by (`implement#2`, `build[0]`), or its id. @param {{ id: string, name?: string | null }} s */
 export function resultName(s) {
@@ -51,13 +53,21 @@ function span(s) {
 }
 
 /**
- * The steps table's rows: each run of a step by its name, what the flow did
- * with it (attempt, retry, item, lane and its merge), the steps it ran at
- * once with, and a bar placing it in the run's time.
+ * The steps table's rows: the whole plan. First each run of a step by its name
+ * (in the order they ran), what the flow did with it (attempt, retry, item,
+ * lane and its merge), the steps it ran at once with, a bar placing it in the
+ * run's time with what it says (when, how long; a running step's output and
+ * agent events so far); then each step of the pipeline that has not run (yet):
+ * pending while the run goes on, not run once it ended. A gate (an approval
+ * step) is a row of its own kind, with what it asks and its decision.
  * @param {any} r @param {boolean} live
+ * @param {{ opened?: Set<string>, showLog?: (name: string) => void }} [o] the final messages the reader opened (kept open across redraws); what a step's name does when clicked
  */
-export function stepRows(r, live) {
+export function stepRows(r, live, o = {}) {
   const list = stepRuns(r);
+  /** @type {Array<any>} */
+  const plan = Array.isArray(r.plan?.steps) ? r.plan.steps : [];
+  const planned = new Map(plan.map((p) => [p.id, p]));
   const spans = list.map(span);
   const known = /** @type {Array<{ start: number, end: number }>} */ (spans.filter((x) => x !== null));
   const runStart = new Date(r.startedAt).getTime();
@@ -65,11 +75,14 @@ export function stepRows(r, live) {
   const t0 = Math.min(...known.map((x) => x.start), ...(Number.isFinite(runStart) ? [runStart] : []));
   const t1 = Math.max(...known.map((x) => x.end), ...(Number.isFinite(runEnd) ? [runEnd] : []));
   const total = Math.max(t1 - t0, 1);
-  return list.map((s, i) => {
+  const ran = list.map((s, i) => {
     const here = spans[i];
+    const step = planned.get(s.id);
     const together = here ? list.filter((_, j) => j !== i && spans[j] && /** @type {any} */ (spans[j]).start < here.end && here.start < /** @type {any} */ (spans[j]).end).map((x) => x.name) : [];
     /** @type {Array<HTMLElement>} */
     const notes = [];
+    if (step?.kind === 'approval') notes.push(el('span', { class: 'note kind' }, 'approval gate'));
+    if (s.carried) notes.push(el('span', { class: 'note carried', title: 'not run in this run: its outcome, outputs and commit are those of the run it came from' }, `carried from ${s.carried.from}`));
     if (s.attempt > 1) notes.push(el('span', { class: 'note attempt' }, `attempt ${s.attempt}`));
     if (s.item) notes.push(el('span', { class: 'note item' }, `item ${s.item.index}: ${s.item.value}`));
     if (typeof s.retryInMs === 'number') {
@@ -91,26 +104,178 @@ export function stepRows(r, live) {
     if (s.egress && s.egress.secrets && s.egress.secrets.length) {
       notes.push(el('span', { class: 'note egress', title: 'requests its gateway stopped for carrying a secret (named, never its value)' }, `secrets stopped: ${s.egress.secrets.slice(0, 5).map((/** @type {{ secret: string, count: number }} */ r) => `${r.secret} ×${r.count}`).join(', ')}${s.egress.secrets.length > 5 ? ', …' : ''}`));
     }
+    const said = s.agent && typeof s.outputs?.result === 'string' ? s.outputs.result.trim() : '';
     /** @type {HTMLElement | string} */
-    let bar = '';
+    let when = '';
     if (here && known.length) {
       const b = el('span', { class: `bar ${s.status}` });
       b.style.left = `${(((here.start - t0) / total) * 100).toFixed(2)}%`;
       b.style.width = `${(((here.end - here.start) / total) * 100).toFixed(2)}%`;
-      bar = el('div', { class: 'timeline', title: `from ${duration(here.start - t0)} to ${duration(here.end - t0)} into the run` }, b);
+      const running = s.status === 'running';
+      when = el(
+        'div',
+        {},
+        el('div', { class: 'timeline', title: `from ${duration(here.start - t0)} to ${duration(here.end - t0)} into the run` }, b),
+        el('div', { class: 'when-said' }, running ? `started ${clock(here.start)}, running ${duration(Date.now() - here.start)}` : `${clock(here.start)} → ${clock(here.end)} (${duration(here.end - here.start)})`),
+        running ? activityLines(r.activity?.[s.name]) : null,
+      );
     }
-    return el(
+    const row = el(
       'tr',
-      { dataset: { step: s.name, id: s.id } },
-      el('td', {}, s.name, notes.length > 0 && el('div', { class: 'notes' }, ...notes.flatMap((n, k) => (k ? [' · ', n] : [n])))),
-      el('td', {}, badge(s.status)),
+      { dataset: { step: s.name, id: s.id, kind: step?.kind ?? (s.agent ? 'agent' : 'run') }, class: step?.kind === 'approval' ? 'gate' : undefined },
+      el(
+        'td',
+        {},
+        stepName(s.name, step?.kind === 'approval' || s.approval ? undefined : o.showLog), // a gate prints nothing
+        notes.length > 0 && el('div', { class: 'notes' }, ...notes.flatMap((n, k) => (k ? [' · ', n] : [n]))),
+        step?.kind === 'approval' && gateBox(step, r),
+        said && finalMessage(s.name, said, o.opened),
+      ),
+      el('td', {}, badge(step?.kind === 'approval' && gateState(step, r) ? /** @type {string} */ (gateState(step, r)) : s.status)),
       el('td', {}, s.exitCode === null || s.exitCode === undefined ? '' : String(s.exitCode)),
       el('td', {}, duration(s.durationMs)),
       el('td', {}, s.commit ? el('code', {}, s.commit.slice(0, 10)) : ''),
       el('td', { class: 'usage' }, s.usage ? usageText(s.usage) : ''),
-      el('td', { class: 'when' }, bar),
+      el('td', { class: 'when' }, when),
     );
+    return row;
   });
+  const ranIds = new Set(list.map((s) => s.id));
+  const waiting = plan.filter((p) => !ranIds.has(p.id) && !(Array.isArray(p.runs) && p.runs.length)).map((p) => planRow(p, r));
+  return [...ran, ...waiting];
+}
+
+/** A step's name, which shows its lines of the log when clicked. @param {string} name @param {((name: string) => void) | undefined} showLog */
+function stepName(name, showLog) {
+  if (!showLog) return el('span', { class: 'step-name' }, name);
+  return el('button', { type: 'button', class: 'link step-name', title: `show the log of ${name} alone`, onclick: () => showLog(name) }, name);
+}
+
+/**
+ * An agent's final message under its row, folded; kept open across the page's redraws once the reader opened it.
+ * @param {string} name @param {string} said @param {Set<string> | undefined} opened
+ */
+function finalMessage(name, said, opened) {
+  const d = /** @type {HTMLDetailsElement} */ (el('details', { class: 'agent-said' }, el('summary', {}, 'Final message'), el('div', { class: 'text' }, said)));
+  d.open = opened?.has(name) ?? false;
+  d.addEventListener('toggle', () => (d.open ? opened?.add(name) : opened?.delete(name)));
+  return d;
+}
+
+/** A running step's activity (GET /api/runs/:id `activity`): what it printed last, an agent's calls so far. @param {any} a */
+function activityLines(a) {
+  if (!a || typeof a !== 'object') return null;
+  const ago = (/** @type {string | null} */ at) => (at ? ` (${duration(Math.max(0, Date.now() - new Date(at).getTime()))} ago)` : '');
+  /** @type {Array<HTMLElement>} */
+  const lines = [];
+  if (a.agent) {
+    const g = a.agent;
+    const parts = [`${g.toolCalls} tool call${g.toolCalls === 1 ? '' : 's'}`, `${g.messages} message${g.messages === 1 ? '' : 's'}`];
+    if (g.failedTools) parts.push(`${g.failedTools} failed`);
+    lines.push(el('div', { class: 'activity agent' }, parts.join(' · ')));
+    if (g.last) lines.push(el('div', { class: 'activity last', title: g.last }, `last${ago(g.lastAt)}: ${g.last}`));
+  } else if (a.output) {
+    const o = a.output;
+    if (!o.bytes) lines.push(el('div', { class: 'activity' }, 'no output yet'));
+    else {
+      lines.push(el('div', { class: 'activity' }, `${bytes(o.bytes)} of output`));
+      if (o.last) lines.push(el('div', { class: 'activity last', title: o.last }, `last line${ago(o.lastAt)}: ${o.last}`));
+    }
+  }
+  return lines.length ? el('div', { class: 'activities' }, ...lines) : null;
+}
+
+/** A time of day, to the second. @param {number} ms */
+function clock(ms) {
+  return new Date(ms).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
+}
+
+/**
+ * A step of the plan that has no run (yet): pending while the run goes on, not run once it ended; a gate
+ * with what it asks; what kind of step it is and what it waits for.
+ * @param {any} p @param {any} r
+ */
+function planRow(p, r) {
+  /** @type {Array<HTMLElement>} */
+  const notes = [];
+  if (p.kind === 'approval') notes.push(el('span', { class: 'note kind' }, 'approval gate'));
+  if (p.kind === 'agent') notes.push(el('span', { class: 'note kind' }, `agent ${p.agent ?? ''}`.trim()));
+  if (p.forEach !== undefined) notes.push(el('span', { class: 'note item' }, p.forEach ? `one run per item of ${p.forEach}` : 'one run per item'));
+  if (Array.isArray(p.needs) && p.needs.length) notes.push(el('span', { class: 'note needs' }, `after ${p.needs.join(', ')}`));
+  if (p.route && Array.isArray(p.route.to)) notes.push(el('span', { class: 'note route' }, `its ${p.route.output} may send the run to ${p.route.to.join(', ')}`));
+  if (p.verify) notes.push(el('span', { class: 'note verify', title: 'merge and apply require it to have passed' }, 'verify'));
+  const state = String(p.state ?? 'pending');
+  return el(
+    'tr',
+    { dataset: { step: p.id, id: p.id, kind: p.kind, state }, class: `planned${p.kind === 'approval' ? ' gate' : ''}` },
+    el(
+      'td',
+      {},
+      el('span', { class: 'step-name' }, p.id),
+      p.title && el('span', { class: 'muted' }, ` ${p.title}`),
+      notes.length > 0 && el('div', { class: 'notes' }, ...notes.flatMap((n, k) => (k ? [' · ', n] : [n]))),
+      p.kind === 'approval' && gateBox(p, r),
+    ),
+    el('td', {}, badge(state)),
+    el('td', {}),
+    el('td', {}),
+    el('td', {}),
+    el('td', {}),
+    el('td', { class: 'when' }, state === 'pending' ? el('span', { class: 'muted' }, 'not started yet') : state === 'not_run' ? el('span', { class: 'muted' }, 'the run ended before it') : ''),
+  );
+}
+
+/** A unit's step id: `approve#2` → `approve`. @param {string} name */
+function baseId(name) {
+  return String(name).replace(/#\d+$/, '').replace(/\[\d+\]$/, '');
+}
+
+/** The newest decision taken at gate step `id` (record.decisions), if any. @param {any} r @param {string} id */
+function decisionAt(r, id) {
+  /** @type {Array<any>} */
+  const all = Array.isArray(r.decisions) ? r.decisions : [];
+  return all.filter((d) => baseId(d.step) === id).pop();
+}
+
+/** A gate's state from the record: awaiting, or its decision; undefined when it has neither. @param {any} p @param {any} r */
+function gateState(p, r) {
+  const g = r.gate && r.gate.id === p.id ? r.gate : null;
+  const d = decisionAt(r, p.id);
+  if (g && r.status === 'awaiting_approval') return d && Date.parse(d.at) >= Date.parse(g.since) ? d.decision : 'awaiting_approval';
+  return d ? d.decision : undefined;
+}
+
+/** Who decided: `ana (cli)`, `10.0.0.5 (dashboard)`, `timeout`. @param {any} by */
+function decider(by) {
+  if (!by || typeof by !== 'object') return '';
+  if (by.via === 'timeout') return 'timeout';
+  const who = by.user || by.from || '';
+  return who ? `${who} (${by.via})` : String(by.via ?? '');
+}
+
+/**
+ * What a gate asks, since when it waits and until when, and once decided, who decided, through which door, and what they said.
+ * Its `.gate-actions` (while it waits) is where Approve and Reject go.
+ * @param {any} p @param {any} r @returns {HTMLElement}
+ */
+export function gateBox(p, r) {
+  const g = r.gate && r.gate.id === p.id ? r.gate : null;
+  const prompt = (g && typeof g.prompt === 'string' && g.prompt) || p.approval?.prompt || '';
+  const block = el('div', { class: 'gate-box' }, prompt ? el('div', { class: 'gate-prompt' }, prompt) : el('div', { class: 'gate-prompt muted' }, 'No prompt.'));
+  const state = gateState(p, r);
+  const d = decisionAt(r, p.id);
+  if (state === 'awaiting_approval') {
+    block.append(el('div', { class: 'gate-wait muted' }, g?.since ? `waiting since ${new Date(g.since).toLocaleString()}` : 'waiting', g?.deadline ? `; it ends rejected (timed out) at ${new Date(g.deadline).toLocaleString()}` : ''));
+    block.append(el('div', { class: 'gate-actions muted', dataset: { step: p.id } }, 'Decide with Approve… or Reject… above; the change so far is under Diff, below.'));
+  } else if (d && (state === 'approved' || state === 'rejected')) {
+    const by = decider(d.by);
+    block.append(el('div', { class: `gate-decision ${d.decision}` }, `${d.decision}${by ? ` by ${by}` : ''}${d.at ? `, ${new Date(d.at).toLocaleString()}` : ''}`, d.comment ? el('div', { class: 'gate-comment' }, d.comment) : null));
+  } else if (p.approval?.timeout) {
+    // the file's `1h`, or the milliseconds it was read as
+    const t = String(p.approval.timeout);
+    block.append(el('div', { class: 'muted' }, `waits at most ${/^\d+$/.test(t) ? duration(Number(t)) : t}, then the run ends rejected (timed out)`));
+  }
+  return block;
 }
 
 /**
