@@ -57,6 +57,8 @@ interface Live {
   cancel: AbortController;
   kill: AbortController;
   done: Promise<void>;
+  /** a resume: how many starts its record had when it was asked for (show.ts: starting until its record says it started again) */
+  continues?: number;
 }
 
 export class RunHolder {
@@ -106,6 +108,7 @@ export class RunHolder {
    */
   hold(p: Pending, load: () => Promise<LoadedPipeline | undefined>, continuation?: Continuation): Promise<void> {
     const entry: Live = { pipeline: p.pipeline, why: p.why, cancel: new AbortController(), kill: new AbortController(), done: Promise.resolve() };
+    if (continuation?.kind === 'resume') entry.continues = continuation.prior.attempts?.length ?? 1;
     this.live.set(p.runId, entry);
     entry.done = this.run(p, load, entry, continuation).finally(async () => {
       this.live.delete(p.runId);
@@ -166,7 +169,7 @@ export class RunHolder {
   /** A run held here whose own record is not written yet (workspace, images). */
   notStarted(runId: string): NotStarted | undefined {
     const run = this.live.get(runId);
-    return run ? { runId, pipeline: run.pipeline, status: 'starting', why: run.why, error: null } : undefined;
+    return run ? { runId, pipeline: run.pipeline, status: 'starting', why: run.why, error: null, ...(run.continues !== undefined ? { continues: run.continues } : {}) } : undefined;
   }
 
   /** The ids of the runs held here. */

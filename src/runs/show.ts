@@ -22,6 +22,8 @@ export interface NotStarted {
   /** what asked for the run */
   why?: string;
   error: null;
+  /** a resume being started: how many starts the run's record had when it was asked for */
+  continues?: number;
 }
 
 export interface HeldRuns {
@@ -39,8 +41,12 @@ export async function currentRun(runsDir: string, held: Pick<HeldRuns, 'notStart
   } catch (err) {
     if (!(err instanceof RunnerError && err.code === 'run_unknown')) throw err;
   }
-  // a run the door is continuing (a resume, an approved gate) whose record still says how its last start ended: starting again
-  if (rec && rec.status !== 'queued') return (rec.status !== 'running' ? held.notStarted(id) : undefined) ?? rec;
+  if (rec && rec.status !== 'queued') {
+    // a run the door is continuing (a resume, an approved gate) whose record still says how its last start ended: starting again
+    // (once its record counts the new start, the record is what it is: one that ended since is not shown starting)
+    const again = rec.status !== 'running' ? held.notStarted(id) : undefined;
+    return again?.continues !== undefined && (rec.attempts?.length ?? 1) === again.continues ? again : rec;
+  }
   const pending = held.notStarted(id);
   if (pending) return pending;
   if (rec) return rec;
