@@ -192,7 +192,9 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
   await store.writeRecord(record);
   if (cont) {
     store.event(cont.kind === 'fork' ? 'run_forked' : 'run_resumed', { runId, from: cont.from, how: cont.how, ...(cont.kind === 'fork' ? { of: cont.prior.runId, commit: cont.startAt } : {}) });
-    deps.reporter.info(cont.kind === 'fork' ? `run ${runId} is a fork of ${cont.prior.runId} from step ${cont.from}` : `run ${runId} goes on from step ${cont.from}`);
+    deps.reporter.info(
+      cont.kind === 'fork' ? `run ${runId} is a fork of ${cont.prior.runId} from step ${cont.from}` : cont.how === 'approval' ? `run ${runId} goes on after gate ${cont.from}` : `run ${runId} goes on from step ${cont.from}`,
+    );
   } else store.event('run_started', { runId, pipeline: pipeline.name, project: record.project, workspace: record.workspace });
   const leftOut = prepared.kind !== 'persistent_directory' && prepared.uncommitted ? uncommittedNotice(prepared.uncommitted, prepared.baseSha) : undefined;
   if (leftOut) {

@@ -104,8 +104,11 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
     const d = decisionFor(record.decisions, u.name);
     if (d?.decision === 'approved') {
       approvalComment = d.comment;
-      const now = deps.clock().toISOString();
-      const result: StepResult = { ...unitFields(u), id: u.id, status: 'completed', exitCode: null, oomKilled: false, timedOut: false, durationMs: 0, startedAt: now, finishedAt: now, commit: null, outputs: gateOutputs(d), limits: [], approval: d };
+      // the gate's entry spans its wait: from when the run stopped there to the decision
+      const waited = c.continuation?.prior.gate?.name === u.name ? c.continuation.prior.gate : undefined;
+      const since = waited?.since ?? d.at;
+      const message = `approved by ${describeDecider(d.by)}${d.comment ? `: ${d.comment}` : ''}`;
+      const result: StepResult = { ...unitFields(u), id: u.id, status: 'completed', exitCode: null, oomKilled: false, timedOut: false, durationMs: Math.max(0, Date.parse(d.at) - Date.parse(since)), startedAt: since, finishedAt: d.at, commit: null, outputs: gateOutputs(d), limits: [], approval: d, message };
       record.steps.push(result);
       flow.finished(u, { status: 'completed', outputs: result.outputs }, deps.clock().getTime());
       deps.reporter.info(`step ${u.name}: approved by ${describeDecider(d.by)}${d.comment ? `: ${d.comment}` : ''}`);

@@ -37,7 +37,8 @@ test('exec waits at the gate holding nothing, says how to decide; runner approve
     assert.equal(ok.code, 0, ok.stderr);
     assert.match(ok.stdout, new RegExp(`run ${w.runId}: gate approve approved; it goes on in the runner exec waiting for it`));
     assert.equal(await w.done, 0, w.out());
-    assert.match(w.out(), /gate approve approved: Go ahead/);
+    assert.match(w.out(), /gate approve approved; going on/);
+    assert.match(w.out(), /step approve: approved by \S+ \(cli\): Go ahead/, 'the comment is said once, with who decided');
     assert.match(w.out(), new RegExp(`run ${w.runId} succeeded`));
 
     const done = await record(f.home, w.runId);
