@@ -415,10 +415,14 @@ registry_up() {
   cp "$REGISTRY_DIR/ca.crt" "$CERTS_D/ca.crt"
   log "registry: docker-registry at $REGISTRY (TLS; the engines trust it through $CERTS_D/ca.crt; log $REGISTRY_DIR/log)"
   setsid docker-registry serve "$REGISTRY_DIR/config.yml" </dev/null >"$REGISTRY_DIR/log" 2>&1 9<&- &
-  echo $! >"$REGISTRY_DIR/pid"
-  for _ in $(seq 1 40); do
+  local starter=$!
+  echo "$starter" >"$REGISTRY_DIR/pid"
+  # Alive is the process, whatever its name says yet: right after the fork it is still bash or setsid until
+  # docker-registry is exec'd, and reading its name then (registry_pid) gave up on a registry that was starting
+  # (a loaded clean-clone CI run: "it did not answer" 3.8 s into up, every registry test of the file failed).
+  for _ in $(seq 1 80); do
     registry_healthy && return 0
-    registry_pid >/dev/null || break
+    kill -0 "$starter" 2>/dev/null || break
     sleep 0.25
   done
   tail -n 20 "$REGISTRY_DIR/log" >&2 || true
