@@ -88,6 +88,6 @@ export async function finishCleanup(makeGit: MakeGit, home: RunnerHome, rec: Run
   rec.lanes = [];
   rec.current = null;
   rec.running = [];
-  rec.finishedAt ??= wanted.since;
+  if (rec.status !== 'awaiting_approval') rec.finishedAt ??= wanted.since; // a run at its gate has not ended
   return [...done, ...notes].join('; ');
 }

@@ -364,9 +364,11 @@ async function finishWorkspace(
  */
 async function decideOutcome(deps: ExecDeps, store: RunStore, record: RunRecord, startedAt: Date, workspace: RunCleanup['workspace']): Promise<boolean> {
   const now = deps.clock();
-  record.finishedAt = now.toISOString();
-  record.durationMs = now.getTime() - startedAt.getTime();
-  record.cleanup = { since: record.finishedAt, workspace };
+  // a run that stops at a gate has not ended: no end time, not even for the moment of its cleanup
+  const waits = record.status === 'awaiting_approval';
+  record.finishedAt = waits ? null : now.toISOString();
+  record.durationMs = waits ? null : now.getTime() - startedAt.getTime();
+  record.cleanup = { since: now.toISOString(), workspace };
   try {
     await store.writeRecord(record);
     store.event('run_decided', { status: record.status, headSha: record.headSha, workspace });

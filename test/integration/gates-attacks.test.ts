@@ -74,7 +74,7 @@ test('a comment of control characters never drives the terminal: the waiting exe
     const a = await runCli(['approve', w.runId, '--comment', comment, '--home', f.home]);
     assert.equal(a.code, 0, a.stderr);
     assert.equal(await w.done, 0, w.out());
-    assert.match(w.out(), /gate approve approved: fine/);
+    assert.match(w.out(), /step approve: approved by \S+ \(cli\): fine/);
     assert.doesNotMatch(w.out(), /[\x07\x1b\x9b]|\r(?!\n)/, 'no raw ESC, BEL, CSI or lone CR reaches the terminal');
     assert.doesNotMatch(w.out(), /^runner: run 1 succeeded/m, 'the comment cannot start a line that looks like the runner\'s');
     assert.equal(git(f.project, 'show', `run/${w.runId}:comment-env.txt`), comment);

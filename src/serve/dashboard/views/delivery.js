@@ -53,6 +53,8 @@ export function actions(runId, refresh) {
 
   const merge = async () => {
     await ask();
+    // the run's status moved while the page asked (its answer was dropped as stale): ask once more, for now
+    if (delivery === undefined) await ask();
     if (!delivery) return say('This server cannot deliver runs (no GET /api/runs/:id/delivery).', false);
     const d = delivery;
     const select = /** @type {HTMLSelectElement} */ (el('select', { id: 'merge-into', name: 'into' }, ...d.branches.map((b) => el('option', { value: b }, b))));
@@ -97,6 +99,8 @@ export function actions(runId, refresh) {
 
   const apply = async () => {
     await ask();
+    // the run's status moved while the page asked (its answer was dropped as stale): ask once more, for now
+    if (delivery === undefined) await ask();
     if (!delivery) return say('This server cannot deliver runs (no GET /api/runs/:id/delivery).', false);
     const d = delivery;
     const yes = await dialog(
