@@ -13,6 +13,9 @@ async function record(home: string, runId: string): Promise<any> {
 }
 
 test('a fork bomb hits the pids limit, is reported as such, and is killed at its timeout', async () => {
+  // The step's own shell must outlive the bomb until the timeout: its last command is exec'd (no fork) and a fork it
+  // is refused does not end it (set +e). Before, its sleep was a fork too: when the bomb had taken every pid
+  // first, the shell ended at once and the run with it, before the limit was read (a clean-clone CI run, 1.7 s).
   const f = await fixture();
   const file = await writePipeline(
     f,
@@ -20,10 +23,11 @@ test('a fork bomb hits the pids limit, is reported as such, and is killed at its
     timeout: 8s
     resources: { pids: 64 }
     run: |
+      set +e
       echo lit > fuse.txt
       bomb() { bomb | bomb & }
       bomb
-      sleep 300
+      exec sleep 300
 `),
   );
   const r = await execPipeline(f, file, [], { tailOnly: true });
