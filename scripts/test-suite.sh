@@ -15,7 +15,8 @@
 # (getaddrinfo ENOTFOUND) while the lab came and went, which they never did with the lab apart.
 # The gVisor pass has no skip: with no working runsc the runner refuses every step (no_gvisor) and the tests
 # fail; test/safety/container.test.ts checks the step saw gVisor's kernel. A failure anywhere fails the suite.
-# At the end: the seconds each file's tests took, slowest first (scripts/test-times.mjs).
+# At the end: the seconds each file's tests took, slowest first (scripts/test-times.mjs), then each lane's
+# failing tests with their errors again (a CI page may show only the last lines).
 # Nothing may hang the suite: a test that runs past TEST_TIMEOUT_S (1500) fails by name, a file whose tests are
 # done exits even with a handle left open (--test-force-exit), and a lane that runs past its cap (LANE_CAP_S,
 # 2100) is ended and reported as failed, its output shown. A CI run once hung in the gVisor lane until CI's own
@@ -55,7 +56,7 @@ started=$SECONDS
 # the gVisor lane writes to a file, shown whole when it ends, so the two lanes' lines do not mix
 RUNNER_ISOLATION=gvisor spec gvisor "$LANE_CAP_S" --test-concurrency=2 dist/test/safety/ >"$out/gvisor.log" 2>&1 &
 gvisor_pid=$!
-spec main "$LANE_CAP_S" --test-concurrency="$JOBS" "${slow[@]}" "${rest[@]}"
+spec main "$LANE_CAP_S" --test-concurrency="$JOBS" "${slow[@]}" "${rest[@]}" > >(tee "$out/main.log") 2>&1
 main=$?
 echo "# main lane ($JOBS files at a time): $((SECONDS - started)) s (exit $main)"
 wait "$gvisor_pid"
@@ -65,7 +66,7 @@ echo "# test/safety under gVisor (2 files at a time, beside the main lane), its 
 cat "$out/gvisor.log"
 echo "# test/safety under gVisor: ended by $gvisor_done s (exit $gvisor)"
 t0=$SECONDS
-spec swarm 1500 --test-concurrency=1 "${swarm[@]}"
+spec swarm 1500 --test-concurrency=1 "${swarm[@]}" > >(tee "$out/swarm.log") 2>&1
 swarm_exit=$?
 echo "# the swarm files, one at a time and alone: $((SECONDS - t0)) s (exit $swarm_exit)"
 for name in main swarm gvisor; do
@@ -73,4 +74,9 @@ for name in main swarm gvisor; do
   cat "$out/times-$name" 2>/dev/null
 done
 echo "# the whole suite: $((SECONDS - started)) s"
+# last, so the tail of a failed run (all some CI pages show) says which test failed and why
+for name in main gvisor swarm; do
+  failed=$(sed -n '/^✖ failing tests:/,$p' "$out/$name.log" 2>/dev/null | head -n 80)
+  [ -n "$failed" ] && printf '# the %s lane failed; its failing tests:\n%s\n' "$name" "$failed"
+done
 [ "$main" = 0 ] && [ "$gvisor" = 0 ] && [ "$swarm_exit" = 0 ]

@@ -15,9 +15,9 @@ test('two runner exec on one repository at once: both succeed, no lock error', a
   for (const r of runs) {
     assert.equal(r.code, 0, r.stderr);
     assert.doesNotMatch(r.stderr, /index\.lock|\.lock': File exists/);
-    assert.equal(commitsOn(f.project, r.json.branch, r.json.baseSha).length, 3);
-    assert.equal(git(f.remote, 'rev-parse', r.json.branch), r.json.headSha);
+    assert.equal(commitsOn(f.project, r.json.branch, r.json.baseSha).length, 3, `run ${r.json.runId}: ${r.stdout}`);
+    assert.equal(git(f.remote, 'rev-parse', r.json.branch), r.json.headSha, `run ${r.json.runId} pushed: ${JSON.stringify(r.json.push ?? r.json.pushed)}`);
   }
   assert.equal(new Set(runs.map((r) => r.json.runId)).size, 3);
-  assert.deepEqual(await readdir(path.join(f.home, 'worktrees')), []);
+  assert.deepEqual(await readdir(path.join(f.home, 'worktrees')), [], runs.map((r) => r.stderr).join('\n'));
 });
