@@ -1,0 +1,187 @@
+/**
+ * A step's image in a private registry of the test's own (Debian's
+ * docker-registry, TLS and htpasswd auth, on 127.0.0.1: test/fixtures/private-registry.ts),
+ * pulled by `runner exec` with the credentials the docker client would use:
+ * a config.json's auths, its credential helper (a script of the test's on the
+ * runner's PATH), or --registry-auth FILE. Without them, or with wrong ones,
+ * the run is refused naming the registry and how to log in. The step itself
+ * never sees them: it searches its env and its whole filesystem for the
+ * password, and the run's records and output are searched too.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { promisify } from 'node:util';
+import { busyboxImages, type BusyboxImages } from '../fixtures/busybox-image.js';
+import { startPrivateRegistry, type PrivateRegistry } from '../fixtures/private-registry.js';
+import { execPipeline, git, projectsForThisFile, writePipeline, type CliResult } from '../fixtures/project.js';
+
+const run = promisify(execFile);
+const fixture = projectsForThisFile();
+const dir = mkdtempSync(path.join(os.tmpdir(), 'runner-private-images-'));
+const bin = path.join(dir, 'bin');
+mkdirSync(bin);
+
+let registry: PrivateRegistry;
+let busybox: BusyboxImages;
+/** the step's image, under the registry's name: never on this engine when a run starts */
+let ref: string;
+/** the busybox image with grep, find, env and tr, which the private image is */
+let probeImage: string;
+
+before(async () => {
+  registry = await startPrivateRegistry();
+  busybox = await busyboxImages();
+  probeImage = busybox.shell.replace('xfer-busybox', 'private-probe');
+  const ctx = path.join(dir, 'ctx');
+  mkdirSync(ctx);
+  writeFileSync(path.join(ctx, 'Dockerfile'), `FROM ${busybox.shell}\nRUN for t in grep find env tr; do ln -s sh /bin/$t; done\n`);
+  await run('docker', ['build', '-q', '--label', 'dev.runner.test=private-images', '-t', probeImage, ctx]);
+  ref = await registry.push(probeImage, `runner-test/private:${probeImage.split(':')[1]}`);
+});
+
+after(async () => {
+  await run('docker', ['rmi', '-f', ref, probeImage]).catch(() => undefined);
+  await busybox?.remove();
+  await registry?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+
+/** a DOCKER_CONFIG directory holding `config` */
+function dockerConfig(name: string, config: unknown): string {
+  const d = path.join(dir, name);
+  mkdirSync(d, { recursive: true });
+  writeFileSync(path.join(d, 'config.json'), JSON.stringify(config));
+  return d;
+}
+
+/**
+ * A step in the private image that looks for the password (and the base64 of user:password) in its env, its
+ * processes' environments and every file it can read, and writes what it found to found.txt. The pipeline file
+ * holds each only cut in two, so that finding it whole anywhere (the records too) is a leak. A control string it
+ * writes itself must be found, or the search proved nothing.
+ */
+function pipeline(): string {
+  const cut = (s: string) => [s.slice(0, 6), s.slice(6)];
+  const [p1, p2] = cut(registry.password);
+  const [a1, a2] = cut(b64(`${registry.user}:${registry.password}`));
+  return `version: 1
+name: private
+project: { path: project, push: never }
+defaults: { resources: { memory: 128m, cpus: 0.5, pids: 64 }, timeout: 2m }
+steps:
+  - id: probe
+    image: ${ref}
+    run: |
+      pw="${p1}""${p2}"; auth="${a1}""${a2}"
+      echo "control-${p1}" > control.txt
+      files() { find / -path /proc -prune -o -path /sys -prune -o -path /dev -prune -o -type f -print 2>/dev/null; }
+      count() {
+        n=0
+        env | grep -qF "$1" && n=$((n + 1))
+        for e in /proc/[0-9]*/environ; do tr '\\000' '\\n' < "$e" 2>/dev/null | grep -qF "$1" && n=$((n + 1)); done
+        echo $((n + $(files | while read -r f; do grep -qsF "$1" "$f" && echo "$f"; done | wc -l)))
+      }
+      for s in "$pw" "$auth" "control-${p1}"; do count "$s" >> found.txt; done
+      echo "files=$(files | wc -l)" >> found.txt
+      rm control.txt
+`;
+}
+
+/** every file under `root`, read (the run's records, logs, events) */
+function allText(root: string): string {
+  let out = '';
+  const walk = (d: string) => {
+    for (const e of readdirSync(d)) {
+      const p = path.join(d, e);
+      const st = statSync(p, { throwIfNoEntry: false });
+      if (!st) continue;
+      if (st.isDirectory()) walk(p);
+      else if (st.isFile()) out += readFileSync(p).toString('latin1');
+    }
+  };
+  walk(root);
+  return out;
+}
+
+async function removeLocal(): Promise<void> {
+  await run('docker', ['rmi', ref]).catch(() => undefined);
+  const { stdout } = await run('docker', ['images', '-q', ref]);
+  assert.equal(stdout.trim(), '', `${ref} is not on this engine before the run`);
+}
+
+async function exec(env: NodeJS.ProcessEnv, extra: string[] = []): Promise<{ r: CliResult; f: Awaited<ReturnType<typeof fixture>> }> {
+  await removeLocal();
+  const f = await fixture({ owner: 1000 });
+  const file = await writePipeline(f, pipeline());
+  const r = await execPipeline(f, file, extra, { env });
+  return { r, f };
+}
+
+/** the run pulled the image and ran; the step found neither the password nor the auth; nothing of the run holds them */
+function assertRanUnseen(r: CliResult, f: { project: string; home: string }): void {
+  assert.equal(r.code, 0, `${r.stderr}\n${registry.log().slice(-3000)}`);
+  const found = git(f.project, 'show', `${r.json.branch}:found.txt`).split('\n');
+  assert.deepEqual(found.slice(0, 2), ['0', '0'], 'the step found the password and the auth nowhere');
+  assert.ok(Number(found[2]) > 0, `the step's search finds what it wrote itself (${found.join(' ')})`);
+  assert.ok(Number(/^files=(\d+)/.exec(found[3] ?? '')?.[1]) >= 4, `the step searched its filesystem (${found.join(' ')})`);
+  const auth = b64(`${registry.user}:${registry.password}`);
+  for (const [where, text] of [['output', r.stdout + r.stderr], ['run records', allText(f.home)]] as const) {
+    assert.ok(!text.includes(registry.password), `the password is not in the ${where}`);
+    assert.ok(!text.includes(auth), `the auth is not in the ${where}`);
+  }
+}
+
+test('without credentials the run is refused, naming the registry and how to log in; with wrong ones, saying whose were refused', { timeout: 300_000 }, async (t) => {
+  const empty = dockerConfig('empty', {});
+  const { r } = await exec({ DOCKER_CONFIG: empty });
+  assert.notEqual(r.code, 0);
+  const said = `${r.stderr}\n${JSON.stringify(r.json ?? {})}`;
+  assert.match(said, new RegExp(`the registry ${registry.host.replace(/\./g, '\\.')} wants credentials to pull ${ref.replace(/\./g, '\\.')}, and the runner has none for it`));
+  assert.match(said, new RegExp(`log in with \`docker login ${registry.host.replace(/\./g, '\\.')}\`.*--registry-auth FILE`));
+  assert.doesNotMatch(said, /\(HTTP code \d+\)/, 'not dockerode\'s words');
+  t.diagnostic(`without credentials: ${r.json?.error?.message ?? r.stderr}`);
+
+  const wrong = dockerConfig('wrong', { auths: { [registry.host]: { auth: b64(`${registry.user}:not-the-password`) } } });
+  const w = (await exec({ DOCKER_CONFIG: wrong })).r;
+  assert.notEqual(w.code, 0);
+  t.diagnostic(`wrong credentials: ${w.json?.error?.message ?? w.stderr}`);
+  assert.match(`${w.stderr}\n${JSON.stringify(w.json ?? {})}`, new RegExp(`the registry ${registry.host.replace(/\./g, '\\.')} refused the credentials for it from ${path.join(wrong, 'config.json')} .*log in again with \`docker login`));
+});
+
+test("with the docker client's config.json (auths), the image is pulled and the step never sees the credentials", { timeout: 300_000 }, async () => {
+  const d = dockerConfig('auths', { auths: { [registry.host]: { auth: b64(`${registry.user}:${registry.password}`) } } });
+  const { r, f } = await exec({ DOCKER_CONFIG: d });
+  assertRanUnseen(r, f);
+});
+
+test('with a credential helper (credHelpers), asked as the docker CLI asks it', { timeout: 300_000 }, async () => {
+  const asked = path.join(dir, 'helper-asked');
+  const secret = path.join(dir, 'helper-secret');
+  writeFileSync(secret, registry.password);
+  const helper = path.join(bin, 'docker-credential-runnertest');
+  writeFileSync(helper, `#!/bin/sh\nread -r url || true\necho "$1 $url" >> ${asked}\nprintf '{"ServerURL":"%s","Username":"${registry.user}","Secret":"%s"}' "$url" "$(cat ${secret})"\n`);
+  chmodSync(helper, 0o755);
+  const d = dockerConfig('helper', { credHelpers: { [registry.host]: 'runnertest' } });
+  const { r, f } = await exec({ DOCKER_CONFIG: d, PATH: `${bin}:${process.env.PATH}` });
+  assertRanUnseen(r, f);
+  assert.equal(readFileSync(asked, 'utf8'), `get ${registry.host}\n`);
+
+  // a helper the config names that is not on the PATH: said, with the pull's refusal
+  const gone = dockerConfig('gone', { credHelpers: { [registry.host]: 'runnertest-gone' } });
+  const g = (await exec({ DOCKER_CONFIG: gone, PATH: `${bin}:${process.env.PATH}` })).r;
+  assert.notEqual(g.code, 0);
+  assert.match(`${g.stderr}\n${JSON.stringify(g.json ?? {})}`, /none could be had: the credential helper docker-credential-runnertest-gone \(credHelpers in \S+config\.json\) is not on this PATH/);
+});
+
+test('with --registry-auth FILE in place of the docker client\'s config', { timeout: 300_000 }, async () => {
+  const file = path.join(dockerConfig('flag', { auths: { [`https://${registry.host}`]: { username: registry.user, password: registry.password } } }), 'config.json');
+  const empty = dockerConfig('empty-for-flag', {});
+  const { r, f } = await exec({ DOCKER_CONFIG: empty }, ['--registry-auth', file]);
+  assertRanUnseen(r, f);
+});
