@@ -186,6 +186,9 @@ export function loginCommand(registry: string): string {
   return registry === HUB ? 'docker login' : `docker login ${registry}`;
 }
 
+/** An engine's failure of its plain-http attempt, after https, at a registry it takes as insecure. */
+const FALLBACK = /HTTP request to an HTTPS server|server gave HTTP response to HTTPS client/i;
+
 /**
  * A pull's failure that is the registry refusing it for want of (good)
  * credentials. Without credentials, an engine that falls back from https to
@@ -194,7 +197,7 @@ export function loginCommand(registry: string): string {
  */
 export function isAuthRefusal(message: string, hadCredentials: boolean): boolean {
   if (/unauthori[sz]ed|authentication required|no basic auth credentials|access.{0,20}denied|denied:|\b401\b|may require 'docker login'/i.test(message)) return true;
-  return !hadCredentials && /HTTP request to an HTTPS server|server gave HTTP response to HTTPS client/i.test(message);
+  return !hadCredentials && FALLBACK.test(message);
 }
 
 /** The engine's words without dockerode's "(HTTP code 500) server error - " before them. */
@@ -202,14 +205,25 @@ export function engineReason(message: string): string {
   return message.split('\n')[0]!.replace(/^\(HTTP code \d+\)[^-]*- /, '').trim();
 }
 
+/** Where the credentials were looked for: the docker client's config file, or the --registry-auth file that stands in for it. */
+export interface AuthPlace {
+  configFile: string;
+  /** the file is --registry-auth's */
+  fromFlag: boolean;
+}
+
 /**
  * What a pull refused for want of credentials says: the image, the registry,
  * what was tried, and how to log in. `from`: where the credentials it was sent
  * came from (none: undefined); `problem`: why none could be had (a helper that failed).
  */
-export function pullRefused(image: string, registry: string, reason: string, from: string | undefined, problem?: string): string {
-  const login = `log in with \`${loginCommand(registry)}\` (the runner reads the docker client's credentials: $DOCKER_CONFIG/config.json, else ~/.docker/config.json, and its credential helpers), or give a docker config.json that has them with --registry-auth FILE`;
+export function pullRefused(image: string, registry: string, reason: string, place: AuthPlace, from?: string, problem?: string): string {
+  const login = place.fromFlag
+    ? `give ${registry}'s credentials in ${place.configFile} (--registry-auth; a docker config.json: \`${loginCommand(registry)}\` writes them to ~/.docker/config.json, or to its credential helper)`
+    : `log in with \`${loginCommand(registry)}\` (the runner reads what the docker client reads: ${place.configFile} and its credential helpers), or give a docker config.json that has them with --registry-auth FILE`;
   if (problem) return `the registry ${registry} refused to give ${image} without credentials, and none could be had: ${problem}. Then ${login}`;
   if (from) return `the registry ${registry} refused the credentials for it from ${from} to pull ${image} (${reason}): ${login.replace(/^log in/, 'log in again')}`;
-  return `the registry ${registry} wants credentials to pull ${image}, and the runner has none for it (the engine said: ${reason}): ${login}`;
+  // an engine that fell back to plain http says that attempt's failure, not the registry's 401: not worth repeating
+  const said = FALLBACK.test(reason) ? '' : ` (the engine said: ${reason})`;
+  return `the registry ${registry} wants credentials to pull ${image}, and the runner has none for it${said}: ${login}`;
 }

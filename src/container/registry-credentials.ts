@@ -12,7 +12,7 @@ import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { errorMessage } from '../common/errors.js';
-import { authSource, helperAnswer, helperHasNone, imageRegistry, parseDockerConfig, type AuthConfig, type DockerConfig } from './registry-auth.js';
+import { authSource, helperAnswer, helperHasNone, imageRegistry, parseDockerConfig, type AuthConfig, type AuthPlace, type DockerConfig } from './registry-auth.js';
 
 export type { AuthConfig } from './registry-auth.js';
 
@@ -49,6 +49,11 @@ export class RegistryCredentials {
   /** The config file the credentials are read from. */
   configFile(): string {
     return this.file ?? dockerConfigFile(this.env);
+  }
+
+  /** Where credentials are looked for, for what is said. */
+  place(): AuthPlace {
+    return { configFile: this.configFile(), fromFlag: this.file !== undefined };
   }
 
   /** The credentials `image`'s registry is asked with. Never throws: what went wrong is its `problem`. */

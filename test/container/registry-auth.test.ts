@@ -101,11 +101,15 @@ test('a pull refused for want of credentials: told from other failures, said wit
   assert.equal(isAuthRefusal('dial tcp 10.0.0.1:443: connect: connection refused', false), false);
 
   assert.equal(engineReason('(HTTP code 500) server error - unauthorized: authentication required \n'), 'unauthorized: authentication required');
-  const none = pullRefused('127.0.0.1:5000/t/x:1', '127.0.0.1:5000', 'no basic auth credentials', undefined);
-  assert.match(none, /^the registry 127\.0\.0\.1:5000 wants credentials to pull 127\.0\.0\.1:5000\/t\/x:1, and the runner has none for it/);
-  assert.match(none, /log in with `docker login 127\.0\.0\.1:5000`.*--registry-auth FILE/);
-  const wrong = pullRefused('x', HUB, 'unauthorized', '/home/u/.docker/config.json');
-  assert.match(wrong, /the registry docker\.io refused the credentials for it from \/home\/u\/\.docker\/config\.json .*log in again with `docker login`/);
-  const helper = pullRefused('r/x', 'r', 'unauthorized', undefined, 'the credential helper docker-credential-gone (credsStore in /c.json) is not on this PATH');
+  const client = { configFile: '/home/u/.docker/config.json', fromFlag: false };
+  const none = pullRefused('127.0.0.1:5000/t/x:1', '127.0.0.1:5000', 'no basic auth credentials', client);
+  assert.match(none, /^the registry 127\.0\.0\.1:5000 wants credentials to pull 127\.0\.0\.1:5000\/t\/x:1, and the runner has none for it \(the engine said: no basic auth credentials\)/);
+  assert.match(none, /log in with `docker login 127\.0\.0\.1:5000` \(the runner reads what the docker client reads: \/home\/u\/\.docker\/config\.json and its credential helpers\), or .*--registry-auth FILE$/);
+  assert.doesNotMatch(pullRefused('r/x', 'r', fallback, client), /engine said|HTTPS server/, 'the http fallback\'s words are not repeated');
+  const wrong = pullRefused('x', HUB, 'unauthorized', client, '/home/u/.docker/config.json');
+  assert.match(wrong, /the registry docker\.io refused the credentials for it from \/home\/u\/\.docker\/config\.json to pull x \(unauthorized\): log in again with `docker login`/);
+  const flag = pullRefused('r/x', 'r', 'unauthorized', { configFile: '/etc/runner/auth.json', fromFlag: true });
+  assert.match(flag, /give r's credentials in \/etc\/runner\/auth\.json \(--registry-auth; a docker config\.json: `docker login r` writes them/);
+  const helper = pullRefused('r/x', 'r', 'unauthorized', client, undefined, 'the credential helper docker-credential-gone (credsStore in /c.json) is not on this PATH');
   assert.match(helper, /refused to give r\/x without credentials, and none could be had: the credential helper docker-credential-gone .* is not on this PATH\. Then log in with `docker login r`/);
 });

@@ -17,7 +17,7 @@ import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
 import { busyboxImages, type BusyboxImages } from '../fixtures/busybox-image.js';
 import { startPrivateRegistry, type PrivateRegistry } from '../fixtures/private-registry.js';
-import { execPipeline, git, projectsForThisFile, writePipeline, type CliResult } from '../fixtures/project.js';
+import { execPipeline, git, projectsForThisFile, serveFolder, until, writePipeline, type CliResult } from '../fixtures/project.js';
 
 const run = promisify(execFile);
 const fixture = projectsForThisFile();
@@ -66,13 +66,13 @@ function dockerConfig(name: string, config: unknown): string {
  * holds each only cut in two, so that finding it whole anywhere (the records too) is a leak. A control string it
  * writes itself must be found, or the search proved nothing.
  */
-function pipeline(): string {
+function pipeline(project = 'project'): string {
   const cut = (s: string) => [s.slice(0, 6), s.slice(6)];
   const [p1, p2] = cut(registry.password);
   const [a1, a2] = cut(b64(`${registry.user}:${registry.password}`));
   return `version: 1
 name: private
-project: { path: project, push: never }
+project: { path: ${project}, push: never }
 defaults: { resources: { memory: 128m, cpus: 0.5, pids: 64 }, timeout: 2m }
 steps:
   - id: probe
@@ -126,12 +126,16 @@ async function exec(env: NodeJS.ProcessEnv, extra: string[] = []): Promise<{ r: 
 /** the run pulled the image and ran; the step found neither the password nor the auth; nothing of the run holds them */
 function assertRanUnseen(r: CliResult, f: { project: string; home: string }): void {
   assert.equal(r.code, 0, `${r.stderr}\n${registry.log().slice(-3000)}`);
-  const found = git(f.project, 'show', `${r.json.branch}:found.txt`).split('\n');
+  assertUnseen(r.json.branch, r.stdout + r.stderr, f);
+}
+
+function assertUnseen(branch: string, output: string, f: { project: string; home: string }): void {
+  const found = git(f.project, 'show', `${branch}:found.txt`).split('\n');
   assert.deepEqual(found.slice(0, 2), ['0', '0'], 'the step found the password and the auth nowhere');
   assert.ok(Number(found[2]) > 0, `the step's search finds what it wrote itself (${found.join(' ')})`);
   assert.ok(Number(/^files=(\d+)/.exec(found[3] ?? '')?.[1]) >= 4, `the step searched its filesystem (${found.join(' ')})`);
   const auth = b64(`${registry.user}:${registry.password}`);
-  for (const [where, text] of [['output', r.stdout + r.stderr], ['run records', allText(f.home)]] as const) {
+  for (const [where, text] of [['output', output], ['run records', allText(f.home)]] as const) {
     assert.ok(!text.includes(registry.password), `the password is not in the ${where}`);
     assert.ok(!text.includes(auth), `the auth is not in the ${where}`);
   }
@@ -184,4 +188,36 @@ test('with --registry-auth FILE in place of the docker client\'s config', { time
   const empty = dockerConfig('empty-for-flag', {});
   const { r, f } = await exec({ DOCKER_CONFIG: empty }, ['--registry-auth', file]);
   assertRanUnseen(r, f);
+
+  // a file without this registry: the docker client's own config is not read instead, and the fix is said for the file
+  const other = path.join(dockerConfig('flag-other', { auths: { 'registry.other.example': { auth: b64('a:b') } } }), 'config.json');
+  const withClient = dockerConfig('client-has-it', { auths: { [registry.host]: { auth: b64(`${registry.user}:${registry.password}`) } } });
+  const o = (await exec({ DOCKER_CONFIG: withClient }, ['--registry-auth', other])).r;
+  assert.notEqual(o.code, 0);
+  assert.match(`${o.stderr}\n${JSON.stringify(o.json ?? {})}`, new RegExp(`give ${registry.host.replace(/\./g, '\\.')}'s credentials in ${other} \\(--registry-auth`));
+});
+
+test('runner serve --registry-auth FILE: a run started through its API pulls with it too', { timeout: 300_000 }, async () => {
+  await removeLocal();
+  const file = path.join(dockerConfig('serve-flag', { auths: { [registry.host]: { auth: b64(`${registry.user}:${registry.password}`) } } }), 'config.json');
+  const f = await fixture({ owner: 1000 });
+  const s = await serveFolder(f, { 'private.yaml': pipeline(f.project) }, '127.0.0.1:0', { env: { DOCKER_CONFIG: dockerConfig('serve-empty', {}) }, args: ['--registry-auth', file] });
+  try {
+    const started = await fetch(`${s.base}/api/pipelines/private/runs`, { method: 'POST' });
+    assert.equal(started.status, 202, await started.clone().text());
+    const { runId } = (await started.json()) as { runId: string };
+    const done = await until(
+      'the run to end',
+      async () => {
+        const v = (await (await fetch(`${s.base}/api/runs/${runId}`)).json()) as { status: string; error?: unknown };
+        return ['succeeded', 'failed', 'error', 'canceled'].includes(v.status) ? v : undefined;
+      },
+      180_000,
+    );
+    assert.equal(done.status, 'succeeded', `${JSON.stringify(done)}\n${s.out()}`);
+    assertUnseen(`run/${runId}`, s.out(), f);
+  } finally {
+    s.child.kill('SIGTERM');
+    await s.exited;
+  }
 });

@@ -130,7 +130,7 @@ export class DockerRuntime implements ContainerRuntime {
       });
     } catch (err) {
       const reason = engineReason(errorMessage(err));
-      if (isAuthRefusal(reason, auth.authconfig !== undefined)) throw new ContainerError('image_missing', pullRefused(image, auth.registry, reason, auth.from, auth.problem));
+      if (isAuthRefusal(reason, auth.authconfig !== undefined)) throw new ContainerError('image_missing', pullRefused(image, auth.registry, reason, this.credentials.place(), auth.from, auth.problem));
       throw new ContainerError(
         'image_missing',
         `image ${image} is not present locally and could not be pulled from its registry (${firstLine(errorMessage(err)).trim()}): build it here (docker build -t ${image} ...), or pull it where its registry is reachable and load it here (docker save | docker load)`,
