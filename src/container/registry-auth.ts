@@ -223,6 +223,8 @@ export function pullRefused(image: string, registry: string, reason: string, pla
     : `log in with \`${loginCommand(registry)}\` (the runner reads what the docker client reads: ${place.configFile} and its credential helpers), or give a docker config.json that has them with --registry-auth FILE`;
   if (problem) return `the registry ${registry} refused to give ${image} without credentials, and none could be had: ${problem}. Then ${login}`;
   if (from) return `the registry ${registry} refused the credentials for it from ${from} to pull ${image} (${reason}): ${login.replace(/^log in/, 'log in again')}`;
+  // Docker Hub says this of a repository that does not exist too: which of the two, it does not tell
+  if (/does not exist or may require/i.test(reason)) return `the registry ${registry} gives no ${image} without credentials: it does not exist there, or it needs them (the engine said: ${reason}): check the image's name, or ${login}`;
   // an engine that fell back to plain http says that attempt's failure, not the registry's 401: not worth repeating
   const said = FALLBACK.test(reason) ? '' : ` (the engine said: ${reason})`;
   return `the registry ${registry} wants credentials to pull ${image}, and the runner has none for it${said}: ${login}`;

@@ -106,6 +106,8 @@ test('a pull refused for want of credentials: told from other failures, said wit
   assert.match(none, /^the registry 127\.0\.0\.1:5000 wants credentials to pull 127\.0\.0\.1:5000\/t\/x:1, and the runner has none for it \(the engine said: no basic auth credentials\)/);
   assert.match(none, /log in with `docker login 127\.0\.0\.1:5000` \(the runner reads what the docker client reads: \/home\/u\/\.docker\/config\.json and its credential helpers\), or .*--registry-auth FILE$/);
   assert.doesNotMatch(pullRefused('r/x', 'r', fallback, client), /engine said|HTTPS server/, 'the http fallback\'s words are not repeated');
+  const hub = pullRefused('team/typo:1', HUB, "pull access denied for team/typo, repository does not exist or may require 'docker login': denied: requested access to the resource is denied", client);
+  assert.match(hub, /^the registry docker\.io gives no team\/typo:1 without credentials: it does not exist there, or it needs them \(the engine said: pull access denied .*\): check the image's name, or log in with `docker login`/);
   const wrong = pullRefused('x', HUB, 'unauthorized', client, '/home/u/.docker/config.json');
   assert.match(wrong, /the registry docker\.io refused the credentials for it from \/home\/u\/\.docker\/config\.json to pull x \(unauthorized\): log in again with `docker login`/);
   const flag = pullRefused('r/x', 'r', 'unauthorized', { configFile: '/etc/runner/auth.json', fromFlag: true });
