@@ -15,6 +15,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
+import Docker from 'dockerode';
+import { pinnedOwnImage, pushOwnImages } from '../../src/container/registry.js';
+import { RegistryCredentials } from '../../src/container/registry-credentials.js';
 import { busyboxImages, type BusyboxImages } from '../fixtures/busybox-image.js';
 import { startPrivateRegistry, type PrivateRegistry } from '../fixtures/private-registry.js';
 import { execPipeline, git, projectsForThisFile, serveFolder, until, writePipeline, type CliResult } from '../fixtures/project.js';
@@ -219,5 +222,25 @@ test('runner serve --registry-auth FILE: a run started through its API pulls wit
   } finally {
     s.child.kill('SIGTERM');
     await s.exited;
+  }
+});
+
+test("runner images push and the swarm's digest lookup go to the registry with the docker client's credentials", { timeout: 300_000 }, async () => {
+  // one of the runner's own names on a tag of this test's (the busybox image), so nothing of the real runner/base moves
+  const own = `runner/base:regauth-${probeImage.split(':')[1]}`;
+  const docker = new Docker();
+  await docker.getImage(probeImage).tag({ repo: 'runner/base', tag: own.split(':')[1] });
+  try {
+    const none = new RegistryCredentials(undefined, { ...process.env, DOCKER_CONFIG: dockerConfig('push-none', {}) });
+    await assert.rejects(pushOwnImages(registry.host, [own], () => undefined, docker, none), (err: Error) => {
+      assert.match(err.message, new RegExp(`pushing ${own} to ${registry.host.replace(/\./g, '\\.')}/runner/base:\\S+ failed: the registry at \\S+ wants credentials, or refused the ones it was given: log in with \`docker login ${registry.host.replace(/\./g, '\\.')}\``), err.message);
+      return true;
+    });
+    const creds = new RegistryCredentials(undefined, { ...process.env, DOCKER_CONFIG: dockerConfig('push-auths', { auths: { [registry.host]: { auth: b64(`${registry.user}:${registry.password}`) } } }) });
+    const [pushed] = await pushOwnImages(registry.host, [own], () => undefined, docker, creds);
+    assert.match(pushed!.digest, /^sha256:[0-9a-f]{64}$/);
+    assert.equal(await pinnedOwnImage(docker, registry.host, own, creds), pushed!.pinned, 'the registry was asked for the digest with the credentials');
+  } finally {
+    await run('docker', ['rmi', own, `${registry.host}/${own}`]).catch(() => undefined);
   }
 });
