@@ -4,9 +4,11 @@
  * pulled by `runner exec` with the credentials the docker client would use:
  * a config.json's auths, its credential helper (a script of the test's on the
  * runner's PATH), or --registry-auth FILE. Without them, or with wrong ones,
- * the run is refused naming the registry and how to log in. The step itself
- * never sees them: it searches its env and its whole filesystem for the
- * password, and the run's records and output are searched too.
+ * the run is refused naming the registry and how to log in. The same through
+ * `runner serve`'s API (--registry-auth) and `runner mcp`'s start_run
+ * (RUNNER_REGISTRY_AUTH); and `runner images push`'s code pushes there with
+ * them. The step itself never sees them: it searches its env and its whole
+ * filesystem for the password, and the run's records and output are searched too.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -15,12 +17,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import Docker from 'dockerode';
 import { pinnedOwnImage, pushOwnImages } from '../../src/container/registry.js';
 import { RegistryCredentials } from '../../src/container/registry-credentials.js';
 import { busyboxImages, type BusyboxImages } from '../fixtures/busybox-image.js';
 import { startPrivateRegistry, type PrivateRegistry } from '../fixtures/private-registry.js';
-import { execPipeline, git, projectsForThisFile, serveFolder, until, writePipeline, type CliResult } from '../fixtures/project.js';
+import { CLI, execPipeline, git, projectsForThisFile, serveFolder, until, writePipeline, type CliResult } from '../fixtures/project.js';
 
 const run = promisify(execFile);
 const fixture = projectsForThisFile();
@@ -242,5 +246,37 @@ test("runner images push and the swarm's digest lookup go to the registry with t
     assert.equal(await pinnedOwnImage(docker, registry.host, own, creds), pushed!.pinned, 'the registry was asked for the digest with the credentials');
   } finally {
     await run('docker', ['rmi', own, `${registry.host}/${own}`]).catch(() => undefined);
+  }
+});
+
+test('runner mcp with RUNNER_REGISTRY_AUTH: a run started by its start_run tool pulls with it', { timeout: 300_000 }, async () => {
+  await removeLocal();
+  const file = path.join(dockerConfig('mcp-env', { auths: { [registry.host]: { auth: b64(`${registry.user}:${registry.password}`) } } }), 'config.json');
+  const f = await fixture({ owner: 1000 });
+  const pipes = path.join(f.root, 'pipelines');
+  mkdirSync(pipes);
+  writeFileSync(path.join(pipes, 'private.yaml'), pipeline(f.project));
+  let stderr = '';
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI, 'mcp', '--home', f.home, '--pipelines', pipes],
+    env: { ...(process.env as Record<string, string>), DOCKER_CONFIG: dockerConfig('mcp-empty', {}), RUNNER_REGISTRY_AUTH: file },
+    stderr: 'pipe',
+  });
+  transport.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
+  const c = new Client({ name: 'private-images', version: '1' });
+  await c.connect(transport);
+  try {
+    const call = async (name: string, args: Record<string, unknown>) => {
+      const r = (await c.callTool({ name, arguments: args }, undefined, { timeout: 240_000 })) as { isError?: boolean; content: Array<{ text: string }> };
+      assert.ok(!r.isError, `${name}: ${r.content[0]?.text}\n${stderr.slice(-3000)}`);
+      return JSON.parse(r.content[0]!.text);
+    };
+    const { runId } = await call('start_run', { pipeline: 'private' });
+    const end = await call('wait_for_run', { run_id: runId, timeout_seconds: 200 });
+    assert.equal(end.status, 'succeeded', `${JSON.stringify(end)}\n${stderr.slice(-3000)}`);
+    assertUnseen(`run/${runId}`, stderr, f);
+  } finally {
+    await c.close();
   }
 });
