@@ -18,6 +18,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
+import { DockerRuntime } from '../../src/container/local/docker.js';
+import { RegistryCredentials } from '../../src/container/registry-credentials.js';
 import { busyboxImages, type BusyboxImages } from '../fixtures/busybox-image.js';
 import { startPrivateRegistry, type PrivateRegistry } from '../fixtures/private-registry.js';
 import { execPipeline, projectsForThisFile, runCli, writePipeline, type CliResult } from '../fixtures/project.js';
@@ -184,3 +186,52 @@ test('a config.json that is a symlink to a file holding the password: refused wi
   assert.match(`${r.stderr}\n${JSON.stringify(r.json ?? {})}`, /config\.json is not JSON \(it holds something JSON does not allow\)/);
   await assertNowhere(r, f);
 });
+
+test('an image name the engine takes as no reference is refused before any credential is looked up: no helper runs', { timeout: 120_000 }, async () => {
+  const asked = path.join(dir, 'names-asked');
+  writeFileSync(asked, '');
+  const helper = path.join(bin, 'docker-credential-attacknames');
+  writeFileSync(helper, `#!/bin/sh\nread -r url || true\necho "$url" >> ${asked}\nprintf '{"Username":"${registry.user}","Secret":"%s"}' "${registry.password}"\n`);
+  chmodSync(helper, 0o755);
+  const d = dockerConfig('names', { credsStore: 'attacknames' });
+  const engine = new DockerRuntime(undefined, 'bridge', new RegistryCredentials(undefined, { ...process.env, PATH: `${bin}:${process.env.PATH}`, DOCKER_CONFIG: d }));
+  const names = [`${registry.host}@evil`, `${registry.host}/runner-test/attack:1\nevil.example/x`, `${registry.host}/Runner-Test/attack:1`, `${registry.host}/runner-test/attack:1 evil`];
+  // (not `https://HOST/...`: the engine answers its inspect with a 301, and docker-modem follows that to http://images/..., off loopback)
+  for (const image of names) {
+    const said: string[] = [];
+    await assert.rejects(engine.ensureImage(image, (p) => said.push(p.status)), /docker failed inspecting image .*(invalid reference format|unescaped characters)/s, JSON.stringify(image));
+    assert.deepEqual(said, [], `nothing was pulled for ${JSON.stringify(image)}`);
+  }
+  assert.equal(readFileSync(asked, 'utf8'), '', 'the helper was never asked');
+});
+
+test('a credential helper that hangs: the pull waits its bound (30 s), says so plainly, and goes on without', { timeout: 120_000 }, async () => {
+  const pids = path.join(dir, 'hang.pids');
+  const helper = path.join(bin, 'docker-credential-attackhang');
+  writeFileSync(helper, `#!/bin/sh\ntrap '' TERM\nsleep 1000 &\necho $$ $! > ${pids}\nwait\n`);
+  chmodSync(helper, 0o755);
+  const d = dockerConfig('hang', { credHelpers: { [registry.host]: 'attackhang' } });
+  const engine = new DockerRuntime(undefined, 'bridge', new RegistryCredentials(undefined, { ...process.env, PATH: `${bin}:${process.env.PATH}`, DOCKER_CONFIG: d }));
+  await run('docker', ['rmi', ref]).catch(() => undefined);
+  const said: string[] = [];
+  const started = Date.now();
+  await assert.rejects(engine.ensureImage(ref, (p) => said.push(p.status)), (err: Error) => {
+    assert.match(err.message, new RegExp(`none could be had: the credential helper docker-credential-attackhang \\(credHelpers in \\S+\\) gave no answer for ${registry.host.replace(/\./g, '\\.')}: it did not answer in 30 s and was stopped`), err.message);
+    return true;
+  });
+  const took = Date.now() - started;
+  assert.ok(took >= 29_000 && took < 60_000, `took ${took} ms`);
+  assert.ok(said.some((l) => /no credentials for \S+: the credential helper docker-credential-attackhang .* did not answer in 30 s and was stopped; asking without/.test(l)), said.join('\n'));
+  const left = readFileSync(pids, 'utf8').trim().split(/\s+/).map(Number);
+  for (let i = 0; i < 20 && left.some(alive); i++) await new Promise((r) => setTimeout(r, 100));
+  assert.deepEqual(left.filter(alive), [], 'the helper and its child are gone');
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
