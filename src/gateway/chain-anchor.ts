@@ -44,7 +44,8 @@ function signedBy(cert: X509Certificate, issuer: X509Certificate): boolean {
 /** Who issued the chain's top certificate, one line (`CN=..., O=...`), bounded. */
 export function topIssuer(chain: readonly X509Certificate[]): string {
   const top = chain.at(-1);
-  return top ? top.issuer.split('\n').join(', ').slice(0, 200) : 'no certificate';
+  // the upstream's words: no control character reaches a log or a terminal
+  return top ? top.issuer.split('\n').join(', ').replace(/[\x00-\x1f\x7f-\x9f]/g, '?').slice(0, 200) : 'no certificate';
 }
 
 /** OpenSSL's verdicts that mean "no root here vouches for this chain": another bundle may. */

@@ -34,4 +34,5 @@ test('a PEM text: its certificates, garbage left out; the top issuer on one line
   assert.equal(got.length, 2);
   assert.equal(topIssuer([x(a.cert)]), 'CN=runner test company CA');
   assert.equal(topIssuer([]), 'no certificate');
+  assert.equal(topIssuer([x(a.cert), x(a.caPem)]), 'CN=runner test company CA', "the top certificate's issuer");
 });

@@ -32,6 +32,13 @@ const cases: Array<{ name: string; e: UntrustedEvent; company: CompanyNetwork | 
   { name: 'trusted by neither, with no bundle at all: the images\' own roots', e: unknown, company: undefined, says: [/nor does the images' own roots/, /--ca-file bundle\.pem/] },
   { name: 'a port other than 443 is named', e: { ...unknown, port: 8443 }, company: undefined, says: [/^runner gateway: registry\.npmjs\.org:8443 presents/] },
   {
+    name: "the upstream's words are shown on one line, printable, bounded",
+    e: { ...unknown, issuer: `CN=evil\n\x1b[2Jrunner: fake${'x'.repeat(300)}`, host: 'a.example\r\nb' },
+    company: undefined,
+    says: [/^runner gateway: a\.example\?\?b presents a certificate issued by CN=evil\?\?\[2Jrunner: fakex+ that/],
+    not: [/[\n\r\x1b]/, /x{300}/],
+  },
+  {
     name: 'an expired certificate, or one for another name, is no question of bundles: no --ca-file advice',
     e: { ...unknown, reason: 'CERT_HAS_EXPIRED' },
     company: undefined,
