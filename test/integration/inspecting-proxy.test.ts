@@ -54,6 +54,7 @@ test("by default a step trusts the host's bundle: curl and npm work through a TL
   assert.match(log, new RegExp(`^npm: ${TINY.version.replace(/\./g, '\\.')}$`, 'm'), log);
   assert.match(log, /^npm_exit=0$/m, log);
   assert.doesNotMatch(log, /does not trust/, log);
+  assert.doesNotMatch(log, /--ca-file/, log);
   // through the proxy, which terminated the step's TLS with its own root
   assert.match(proxy.logs('proxy'), new RegExp(`INSPECTED ${SITE}:443`));
 });
@@ -74,6 +75,9 @@ test('with --ca-file none the step\'s log names the host and --ca-file within se
   assert.ok(said.index < log.indexOf('npm_exit='), log);
   assert.match(log, /^npm_exit=[1-9]/m, 'npm fails all the same');
   assert.equal(log.match(new RegExp(hint.source, 'gm'))?.length, 1, 'said once for the host');
+  // and again at the step's end, beside npm's own failure
+  assert.match(log, new RegExp(`^runner gateway: this step does not trust the certificate of ${SITE.replace('.', '\\.')} \\(said above.*--ca-file`, 'm'), log);
+  assert.ok(log.lastIndexOf('this step does not trust the certificate of') > log.indexOf('npm_exit='), log);
 });
 
 test("a proxy the host's bundle does not trust either is said too, with the host and how to hand its root over", { timeout: 240_000 }, async () => {

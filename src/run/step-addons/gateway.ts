@@ -34,6 +34,8 @@ export function gatewayAddon(place: GatewayPlace): StepAddon {
       let lost = false;
       // rules and secrets a refusal was said for: said once each, the rest counted (the step's record, its log at the end)
       const said = new Set<string>();
+      // hosts whose certificate the step will refuse: said when first asked, and again at the end, beside the tools' own failure
+      const untrusted: string[] = [];
       let way;
       try {
         way = await openStepWay({
@@ -57,7 +59,10 @@ export function gatewayAddon(place: GatewayPlace): StepAddon {
             step.say(`runner gateway: ${why}: the step is stopped`);
             step.stop();
           },
-          onEvent: (e) => gatewayEvent(c.store, c.unit.name, e, step.say, said, c.spending.company),
+          onEvent: (e) => {
+            if (e.event === 'untrusted' && untrusted.length < 8) untrusted.push(e.port === 443 ? e.host : `${e.host}:${e.port}`);
+            gatewayEvent(c.store, c.unit.name, e, step.say, said, c.spending.company);
+          },
         });
       } catch (err) {
         throw new StepRefused('gateway_failed', errorMessage(err));
@@ -86,7 +91,8 @@ export function gatewayAddon(place: GatewayPlace): StepAddon {
             c.deps.reporter.warn(`closing the step's gateway: ${errorMessage(e)}`);
             return undefined;
           });
-          return wayReport(r, { overRun: overBudget && !c.deps.signal.aborted, exited: end.reason === 'exit' });
+          const report = wayReport(r, { overRun: overBudget && !c.deps.signal.aborted, exited: end.reason === 'exit' });
+          return untrusted.length ? { ...report, logLines: [...(report.logLines ?? []), untrustedReminder(untrusted)] } : report;
         },
       };
     },
@@ -186,6 +192,12 @@ function gatewayEvent(store: RunStore, name: string, e: GatewayEvent, say: (line
     say(`runner gateway: ${e.message}`);
     store.event('gateway_error', { step: name, message: e.message }, 'warn');
   }
+}
+
+/** The step's last word on the certificates it was told it will refuse. Pure. */
+export function untrustedReminder(hosts: readonly string[]): string {
+  const names = hosts.map((h) => String(h).replace(/[\x00-\x1f\x7f-\x9f]/g, '?').slice(0, 255));
+  return `runner gateway: this step does not trust the certificate of ${names.join(', ')} (said above when first asked, with what fixes it: --ca-file, docs/company-networks.md)`;
 }
 
 /** The run's secrets too short for the gateway's check (it names them at the step's start), by name. */
