@@ -174,6 +174,8 @@ export interface ContainerRuntime {
   buildImage?(build: ImageBuild, onLine: (line: string) => void): Promise<void>;
   /** Makes a container's filesystem the image `tag`, its config reset by `changes` (Dockerfile instructions: CMD, USER...). */
   commitContainer?(id: string, tag: string, changes: string[]): Promise<void>;
+  /** Removes the name `tag` (the image stays while another name or image uses it). Already gone is success. */
+  untagImage?(tag: string): Promise<void>;
   /** what the image sets for its containers, or undefined when the engine does not have it */
   imageConfig?(image: string): Promise<ImageConfig | undefined>;
   /**

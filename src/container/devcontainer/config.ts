@@ -5,8 +5,11 @@
  * runArgs, privileged, capAdd, securityOpt, initializeCommand, features from a registry) and the keys it ignores with
  * a warning (the rest). Every issue carries its line and column. Pure: the text in, the reading out.
  */
-import jsonc from 'jsonc-parser';
+import * as parser from 'jsonc-parser';
 import type { Node, ParseError } from 'jsonc-parser';
+
+// Node loads the package's UMD main as CommonJS (its functions on the default export); the bundle, its ES module build
+const jsonc: typeof parser = (parser as unknown as { default?: typeof parser }).default ?? parser;
 
 /** A lifecycle command as the spec writes it: a shell string, an argv list, or named commands (each either). */
 export type LifecycleCommand = { kind: 'shell'; script: string } | { kind: 'argv'; argv: string[] };

@@ -131,6 +131,8 @@ export async function prepareDevcontainer(runtime: ContainerRuntime, opts: Prepa
     // nothing to run: the image is the last one made, under the prepared name
     await runTagOnly(runtime, opts, current, image, base, key);
   }
+  // the intermediate names go; their layers stay, under the prepared image
+  for (const step of [`${image}-build`, `${image}-features`]) await runtime.untagImage?.(step).catch(() => undefined);
   opts.say(`dev container: image ${image} is ready`);
   return { image, env, prepared: true, key, warnings };
 }

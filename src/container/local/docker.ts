@@ -177,6 +177,14 @@ export class DockerRuntime implements ContainerRuntime {
     }
   }
 
+  async untagImage(tag: string): Promise<void> {
+    try {
+      await this.docker.getImage(tag).remove();
+    } catch (err) {
+      if (status(err) !== 404) throw engineError(`removing the image name ${tag}`, err);
+    }
+  }
+
   async imageConfig(image: string): Promise<ImageConfig | undefined> {
     let c: { User?: string; WorkingDir?: string; Env?: string[] | null; Cmd?: string[] | string | null; Entrypoint?: string[] | string | null };
     try {
