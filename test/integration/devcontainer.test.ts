@@ -11,6 +11,7 @@ import { cp, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { startFakeInternet, type FakeInternet } from '../fixtures/fake-internet.js';
 import { execPipeline, git, projectsForThisFile, runCli, treeHash, writePipeline, type Fixture } from '../fixtures/project.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -155,4 +156,34 @@ test('runner validate refuses what the dev container may not have, each with its
   assert.notEqual(run.code, 0);
   assert.match(run.stderr, /runArgs: refused/);
   assert.deepEqual(await readdir(path.join(f.home, 'runs')).catch(() => []), []);
+});
+
+test("the preparing commands reach the hosts the step's egress: allows, through a gateway of their own, and no other; the proxy is not kept in the image", { timeout: 240_000 }, async () => {
+  const net: FakeInternet = startFakeInternet(['allowed.example', 'denied.example']);
+  try {
+    const { f } = await devcontainerProject();
+    const dc = path.join(f.project, '.devcontainer/devcontainer.json');
+    const fetch =
+      'set +e; (curl -s -m 10 http://allowed.example/ || echo no-answer) > /opt/dc-allowed; curl -s -m 10 -o /dev/null -w "%{http_code}" http://denied.example/ > /opt/dc-denied; echo made-by-postcreate > /opt/dc-marker';
+    await writeFile(dc, (await readFile(dc, 'utf8')).replace(/"postCreateCommand": "[^"]*"/, `"postCreateCommand": ${JSON.stringify(fetch)}`));
+    // curl is in our toolchain image, not in the base
+    const dockerfile = path.join(f.project, '.devcontainer/Dockerfile');
+    await writeFile(dockerfile, (await readFile(dockerfile, 'utf8')).replace('FROM runner/base:latest', 'FROM runner/toolchain:latest'));
+    const file = await writePipeline(
+      f,
+      PIPELINE.replace('  timeout: 2m\n', '  timeout: 2m\n  egress: [allowed.example]\n').replace(/    run: \|\n[\s\S]*$/, '    run: |\n      echo "allowed=$(cat /opt/dc-allowed) denied=$(cat /opt/dc-denied)"\n'),
+    );
+    const r = await execPipeline(f, file, ['--egress-network', net.network, '--egress-private', net.subnet]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /behind a gateway that allows the hosts of egress:/);
+    assert.match(r.stderr, /allowed=this is allowed\.example denied=403/);
+    assert.match(r.stderr, /dev container gateway: refused denied\.example/);
+    const [ev] = await devcontainerEvents(f, r.json.runId);
+    made.add(ev!.image);
+    const env = execFileSync('docker', ['image', 'inspect', '--format', '{{json .Config.Env}}', ev!.image], { encoding: 'utf8' });
+    assert.doesNotMatch(env, /PROXY/i, 'the gateway\'s proxy variables are not kept in the image');
+    assert.match(env, /DC_MODE=fixture/, 'containerEnv is');
+  } finally {
+    net.close();
+  }
 });

@@ -55,12 +55,26 @@ export async function loadDevcontainer(project: string): Promise<FoundConfig & {
   return { ...found, config: found.reading.config };
 }
 
+/** The preparing commands' way out when the file allows hosts (egress:): a gateway of their own, opened only when they run. */
+export interface PreparingWay {
+  network: string;
+  dns?: string[];
+  hosts?: Record<string, string>;
+  /** the commands begin once it resolves (the gateway listens) */
+  up?: Promise<void>;
+  /** the proxy variables: given to the commands' processes only, never kept in the image */
+  env: Record<string, string>;
+  close(): Promise<void>;
+}
+
 export interface PrepareOptions {
   project: string;
   /** where a step's workspace is in its container: the spec's workspace variables point there */
   workspace: string;
   /** limits and the network for the preparing commands (a step's: the first step that runs in the dev container) */
   sandbox: Pick<ContainerSpec, 'memoryBytes' | 'cpus' | 'pids' | 'openFiles' | 'fileSizeBytes' | 'network'> & { timeoutMs: number };
+  /** the gateway to run the preparing commands behind, instead of `sandbox.network` */
+  openWay?: () => Promise<PreparingWay>;
   /** each line of the preparation's progress */
   say: (line: string) => void;
 }
@@ -210,8 +224,22 @@ async function runPreparingCommands(
   opts: PrepareOptions,
   p: { from: string; to: string; script: string; user: string; env: Record<string, string>; key: string; base: { user: string; workingDir: string; cmd: string[] | undefined } },
 ): Promise<void> {
-  const network = opts.sandbox.network;
-  opts.say(`dev container: running its preparing commands as ${p.user || 'the image\'s user'}, network ${network}`);
+  const way = opts.openWay ? await opts.openWay() : undefined;
+  try {
+    await runInWay(runtime, opts, p, way);
+  } finally {
+    await way?.close().catch(() => undefined);
+  }
+}
+
+async function runInWay(
+  runtime: ContainerRuntime,
+  opts: PrepareOptions,
+  p: { from: string; to: string; script: string; user: string; env: Record<string, string>; key: string; base: { user: string; workingDir: string; cmd: string[] | undefined } },
+  way: PreparingWay | undefined,
+): Promise<void> {
+  const network = way?.network ?? opts.sandbox.network;
+  opts.say(`dev container: running its preparing commands as ${p.user || "the image's user"}, ${way ? 'behind a gateway that allows the hosts of egress:' : `network ${network}`}`);
   // the project is seen at the workspace's place, and what the commands write there is thrown away with the container
   const scratch = await mkdtemp(path.join(os.tmpdir(), 'runner-devcontainer-'));
   await mkdir(path.join(scratch, 'upper'));
@@ -233,6 +261,10 @@ async function runPreparingCommands(
     readOnlyRoot: false,
     capAdd: PREPARING_CAPS,
     network,
+    ...(way?.dns ? { dns: way.dns } : {}),
+    ...(way?.hosts ? { hosts: way.hosts } : {}),
+    ...(way ? { secretEnv: way.env } : {}),
+    ...(way?.up ? { holdUntil: way.up } : {}),
     labels: { [DEVCONTAINER_LABEL]: p.key },
   });
   const last: string[] = [];
