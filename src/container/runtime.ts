@@ -147,6 +147,8 @@ export interface ImageBuild {
 
 /** What an image sets for the containers made from it. */
 export interface ImageConfig {
+  /** the image's ID: another build under the same name is another ID */
+  id?: string;
   user: string;
   workingDir: string;
   env: Record<string, string>;

@@ -98,10 +98,6 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
         issues.push({ path: ['agents', step.agent!, 'model'], message: `the gateway speaks the Anthropic and OpenAI APIs, and ${preset.name}'s model ${agent?.model} is neither's: use an anthropic/ or openai/ model, or give the agent network: bridge (its key then enters the container)` });
       }
       if (refused) issues.push({ path: at(), message: `step "${step.id}": ${refused}` });
-      const named = step.image !== undefined ? { value: step.image, path: at('image') } : agent?.image !== undefined ? { value: agent.image, path: ['agents', step.agent!, 'image'] } : undefined;
-      if (named?.value === 'devcontainer') {
-        issues.push({ path: named.path, message: `${preset.name} does not run in the project's dev container yet (its CLI is not added to that image): drop image: devcontainer here, and the agent runs in the preset's own image (docs/devcontainer.md)` });
-      }
       // The secrets the step will get: its agent's (or the declared credentials the preset takes), and its own.
       const given = new Set([...(agent?.secrets ?? preset.credentials.filter((c) => declaredSecrets.has(c))), ...(step.secrets ?? [])]);
       if (!preset.credentials.some((c) => given.has(c)) && !credentialsAsked.has(step.agent!)) {

@@ -9,6 +9,8 @@ import type { Masker } from '../common/mask.js';
 import { mountTransport } from '../container/local/mount-transport.js';
 import type { ContainerRuntime } from '../container/runtime.js';
 import { DEVCONTAINER_IMAGE, DEVCONTAINER_LABEL, prepareDevcontainer, type PreparedDevcontainer, type PreparingWay } from '../container/devcontainer/prepare.js';
+import { agentLayer } from '../container/devcontainer/agent-layer.js';
+import { PRESETS } from '../agents/presets.js';
 import { RunSpend } from '../gateway/host/run-spend.js';
 import { inspectsTls } from '../plan/gateway-inspection.js';
 import { CONTAINER_PATHS } from '../plan/render.js';
@@ -40,8 +42,12 @@ export async function useDevcontainer(u: DevcontainerUse, plans: StepPlan[]): Pr
     ...(gated && !inspected ? { openWay: () => preparingWay(u, first) } : {}),
     say: u.say,
   });
+  // an agent preset's step: the project's image with the preset's CLI added (once per image, kept)
+  const withAgent = new Map<string, Promise<string>>();
   for (const p of inside) {
-    p.image = prepared.image;
+    const preset = p.preset !== undefined ? PRESETS[p.preset] : undefined;
+    if (preset && !withAgent.has(preset.name)) withAgent.set(preset.name, agentLayer(u.runtime, prepared.image, preset.image, preset.name, u.say));
+    p.image = preset ? await withAgent.get(preset.name)! : prepared.image;
     p.env = { ...prepared.env, ...p.env };
   }
   return prepared;

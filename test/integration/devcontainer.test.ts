@@ -12,6 +12,7 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { startFakeInternet, type FakeInternet } from '../fixtures/fake-internet.js';
+import { ModelServer } from '../fixtures/model-server.js';
 import { execPipeline, git, projectsForThisFile, runCli, treeHash, writePipeline, type Fixture } from '../fixtures/project.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -185,5 +186,58 @@ test("the preparing commands reach the hosts the step's egress: allows, through 
     assert.match(env, /DC_MODE=fixture/, 'containerEnv is');
   } finally {
     net.close();
+  }
+});
+
+test("the real Claude Code runs in the project's dev container: its CLI added once, behind its gateway, using the project's tool", { timeout: 300_000 }, async () => {
+  const KEY = 'sk-ant-api03-devcontainer-key-' + 'x'.repeat(20);
+  const server = await ModelServer.start({
+    turns: [
+      { tool: { name: 'Bash', input: { command: 'dc-hello > hello.txt; echo "mode=$DC_MODE" >> hello.txt; cat /opt/dc-marker >> hello.txt; echo "key=$ANTHROPIC_API_KEY" >> hello.txt', description: 'use the tool' } } },
+      { text: 'Wrote hello.txt with the project tool.' },
+    ],
+    usage: { input: 100, output: 10 },
+  });
+  try {
+    const { f } = await devcontainerProject();
+    const file = await writePipeline(
+      f,
+      `version: 1
+name: devcontainer-agent
+project: { path: project, push: never }
+secrets: [ANTHROPIC_API_KEY]
+defaults:
+  image: devcontainer
+  timeout: 3m
+agents:
+  coder:
+    use: claude-code
+    base_url: ${server.url}
+    max_turns: 5
+steps:
+  - id: implement
+    agent: coder
+    prompt: Use the project's tool.
+`,
+    );
+    const first = await execPipeline(f, file, [], { env: { ANTHROPIC_API_KEY: KEY } });
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stderr, /dev container: adding claude-code \(from runner\/claude-code:latest\)/);
+    const hello = git(f.project, 'show', `${first.json.branch}:hello.txt`);
+    assert.equal(hello, "dc-hello: the dev container's own tool\nmode=fixture\nmade-by-postcreate\nkey=runner-gateway-placeholder");
+    assert.ok(server.requests.length >= 2);
+    for (const q of server.requests) assert.equal(q.headers['x-api-key'], KEY, 'the gateway adds the real key');
+    assert.equal(first.json.steps.implement.usage.calls, server.requests.length, 'metered by the gateway');
+    const [ev] = await devcontainerEvents(f, first.json.runId);
+    made.add(ev!.image);
+    const agentImage = execFileSync('docker', ['images', '--format', '{{.Repository}}:{{.Tag}}', 'runner-devcontainer'], { encoding: 'utf8' }).split('\n').find((n) => n.startsWith(`${ev!.image}-claude-code-`));
+    assert.ok(agentImage, 'the image with the CLI is kept');
+    made.add(agentImage);
+
+    const second = await execPipeline(f, file, [], { env: { ANTHROPIC_API_KEY: KEY } });
+    assert.equal(second.code, 0, second.stderr);
+    assert.match(second.stderr, /claude-code was added to runner-devcontainer:\S+ before: nothing to prepare/);
+  } finally {
+    await server.close();
   }
 });

@@ -11,6 +11,9 @@ import type { Node, ParseError } from 'jsonc-parser';
 // Node loads the package's UMD main as CommonJS (its functions on the default export); the bundle, its ES module build
 const jsonc: typeof parser = (parser as unknown as { default?: typeof parser }).default ?? parser;
 
+/** What a pipeline writes as its image to mean the project's dev container. */
+export const DEVCONTAINER_IMAGE = 'devcontainer';
+
 /** A lifecycle command as the spec writes it: a shell string, an argv list, or named commands (each either). */
 export type LifecycleCommand = { kind: 'shell'; script: string } | { kind: 'argv'; argv: string[] };
 

@@ -19,8 +19,7 @@ import { envFile, featureEnv, featuresDockerfile, type FeatureMetadata, type Pre
 import { preparationScript } from './script.js';
 import { resolveEnv, resolveVariables, type VariableContext } from './variables.js';
 
-/** What a pipeline writes as its image to mean the project's dev container. */
-export const DEVCONTAINER_IMAGE = 'devcontainer';
+export { DEVCONTAINER_IMAGE } from './config.js';
 /** The repository the prepared images are tagged in (never runner/: those are the runner's own). */
 export const PREPARED_REPOSITORY = 'runner-devcontainer';
 /** Changed when what the preparation does changes: every image is prepared again. */

@@ -187,8 +187,11 @@ export class DockerRuntime implements ContainerRuntime {
 
   async imageConfig(image: string): Promise<ImageConfig | undefined> {
     let c: { User?: string; WorkingDir?: string; Env?: string[] | null; Cmd?: string[] | string | null; Entrypoint?: string[] | string | null };
+    let id: string;
     try {
-      c = (await this.docker.getImage(image).inspect()).Config ?? {};
+      const info = await this.docker.getImage(image).inspect();
+      c = info.Config ?? {};
+      id = info.Id;
     } catch (err) {
       if (status(err) === 404) return undefined;
       throw engineError(`inspecting image ${image}`, err);
@@ -199,7 +202,7 @@ export class DockerRuntime implements ContainerRuntime {
       const eq = e.indexOf('=');
       if (eq > 0) env[e.slice(0, eq)] = e.slice(eq + 1);
     }
-    return { user: c.User ?? '', workingDir: c.WorkingDir ?? '', env, cmd: list(c.Cmd), entrypoint: list(c.Entrypoint) };
+    return { id, user: c.User ?? '', workingDir: c.WorkingDir ?? '', env, cmd: list(c.Cmd), entrypoint: list(c.Entrypoint) };
   }
 
   /** The engine runtime and process caps of the container's sandbox: runc's defaults, or gVisor's (gvisor.ts). */
