@@ -40,3 +40,22 @@ function normalize(src: string): string {
   if (s === '' || s === '.') s = '.';
   return s;
 }
+
+/**
+ * The images a Dockerfile builds FROM (not `scratch`, not an earlier stage, not one named through an ARG): pulled
+ * by the runner before the build, with the user's registry credentials, so the engine's build finds them present.
+ */
+export function dockerfileBases(text: string): string[] {
+  const stages = new Set<string>();
+  const out: string[] = [];
+  for (const raw of text.replace(/\\\r?\n/g, ' ').split(/\r?\n/)) {
+    const m = /^\s*FROM\s+(.*)$/i.exec(raw);
+    if (!m) continue;
+    const words = m[1]!.trim().split(/\s+/).filter((w) => !w.startsWith('--'));
+    const image = words[0];
+    if (words[1]?.toLowerCase() === 'as' && words[2]) stages.add(words[2].toLowerCase());
+    if (!image || image === 'scratch' || image.includes('$') || stages.has(image.toLowerCase())) continue;
+    if (!out.includes(image)) out.push(image);
+  }
+  return out;
+}

@@ -14,7 +14,7 @@ import { LineSplitter } from '../../common/line-splitter.js';
 import type { ContainerRuntime, ContainerSpec } from '../runtime.js';
 import { readDevcontainerConfig, type ConfigReading, type DevcontainerConfig } from './config.js';
 import { hashEntries, insideProject, listContext, matchesSources, packContext, readProjectFile, type ContextEntry } from './context.js';
-import { dockerfileSources } from './dockerfile-sources.js';
+import { dockerfileBases, dockerfileSources } from './dockerfile-sources.js';
 import { envFile, featureEnv, featuresDockerfile, type FeatureMetadata, type PreparedFeature } from './features.js';
 import { preparationScript } from './script.js';
 import { resolveEnv, resolveVariables, type VariableContext } from './variables.js';
@@ -114,13 +114,17 @@ export async function prepareDevcontainer(runtime: ContainerRuntime, opts: Prepa
   const labels = { [DEVCONTAINER_LABEL]: key };
   let current: string;
   if (config.image !== undefined) {
-    // a private base image: its pull takes the user's registry credentials in ensureImage (the registry helper's authFor)
+    // pulled as any image is: with the user's registry credentials (ensureImage), the runner's own never
     await runtime.ensureImage(config.image, (p) => opts.say(`dev container: pulling ${config.image}: ${p.status}${p.fraction !== undefined ? ` ${Math.round(p.fraction * 100)}%` : ''}`));
     current = config.image;
   } else {
     const b = inputs.build!;
     current = `${image}-build`;
     opts.say(`dev container: building ${path.relative(opts.project, b.dockerfileAbs)} (context ${path.relative(opts.project, b.contextDir) || '.'})`);
+    // its base images pulled first, as any image is (with the user's registry credentials): the build finds them here
+    for (const from of dockerfileBases(b.dockerfileText)) {
+      await runtime.ensureImage(from, (p) => opts.say(`dev container: pulling ${from}: ${p.status}${p.fraction !== undefined ? ` ${Math.round(p.fraction * 100)}%` : ''}`));
+    }
     const extra = b.dockerfileInContext ? [] : [{ name: '.runner-devcontainer.Dockerfile', content: b.dockerfileText }];
     await runtime.buildImage(
       { context: packContext(b.contextDir, b.entries, extra), dockerfile: b.dockerfileInContext ?? '.runner-devcontainer.Dockerfile', tag: current, args: config.build!.args, ...(config.build!.target ? { target: config.build!.target } : {}), labels },

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { dockerfileSources } from '../../../src/container/devcontainer/dockerfile-sources.js';
+import { dockerfileBases, dockerfileSources } from '../../../src/container/devcontainer/dockerfile-sources.js';
 
 describe('dockerfileSources', () => {
   it('lists the context paths COPY and ADD read, not other stages, URLs or heredocs', () => {
@@ -16,5 +16,12 @@ describe('dockerfileSources', () => {
     ].join('\n');
     assert.deepEqual(dockerfileSources(text), ['tools/hello', 'a.txt', 'b', 'spaced name', 'scripts']);
     assert.deepEqual(dockerfileSources('COPY . /src'), ['.']);
+  });
+});
+
+describe('dockerfileBases', () => {
+  it('lists the images built FROM, not scratch, earlier stages or ARG-named ones', () => {
+    const text = ['ARG V=1', 'FROM --platform=linux/amd64 registry.example/base:1 AS build', 'FROM build', 'FROM scratch', 'FROM node:${V}', 'FROM runner/base:latest'].join('\n');
+    assert.deepEqual(dockerfileBases(text), ['registry.example/base:1', 'runner/base:latest']);
   });
 });
