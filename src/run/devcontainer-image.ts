@@ -8,7 +8,7 @@ import { errorMessage } from '../common/errors.js';
 import type { Masker } from '../common/mask.js';
 import { mountTransport } from '../container/local/mount-transport.js';
 import type { ContainerRuntime } from '../container/runtime.js';
-import { DEVCONTAINER_IMAGE, DEVCONTAINER_LABEL, prepareDevcontainer, type PreparedDevcontainer, type PreparingWay } from '../container/devcontainer/prepare.js';
+import { DEVCONTAINER_IMAGE, preparingLabels, prepareDevcontainer, type PreparedDevcontainer, type PreparingWay } from '../container/devcontainer/prepare.js';
 import { agentLayer } from '../container/devcontainer/agent-layer.js';
 import { PRESETS } from '../agents/presets.js';
 import { RunSpend } from '../gateway/host/run-spend.js';
@@ -65,7 +65,7 @@ async function preparingWay(u: DevcontainerUse, plan: StepPlan): Promise<Prepari
     place: mountTransport(u.runtime).gateways,
     plan: withoutModel(plan),
     name: `runner-devcontainer-prepare-${process.pid}-${Date.now().toString(36)}-gw`,
-    labels: { [DEVCONTAINER_LABEL]: 'prepare' },
+    labels: preparingLabels(),
     secrets: {},
     spending: {
       egressNetwork: egress.network,

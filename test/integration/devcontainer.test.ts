@@ -241,3 +241,27 @@ steps:
     await server.close();
   }
 });
+
+test('what a preparation left when its runner died is removed by the next preparation; a live one is kept', { timeout: 240_000 }, async () => {
+  const { f } = await devcontainerProject();
+  // a process that has ended: its pid is no runner's
+  const gone = execFileSync('sh', ['-c', 'sh -c "exit 0" & echo $!; wait'], { encoding: 'utf8' }).trim();
+  const left = execFileSync('docker', ['create', '--label', 'dev.runner.devcontainer=prepare', '--label', `dev.runner.devcontainer-pid=${gone}`, 'runner/base:latest', 'true'], { encoding: 'utf8' }).trim();
+  const live = execFileSync('docker', ['create', '--label', 'dev.runner.devcontainer=prepare', '--label', `dev.runner.devcontainer-pid=${process.pid}`, 'runner/base:latest', 'true'], { encoding: 'utf8' }).trim();
+  try {
+    const r = await execPipeline(f, await writePipeline(f, PIPELINE));
+    assert.equal(r.code, 0, r.stderr);
+    const [ev] = await devcontainerEvents(f, r.json.runId);
+    made.add(ev!.image);
+    assert.match(r.stderr, /removed 1 container\(s\) an interrupted preparation left/);
+    const exists = (id: string) => execFileSync('docker', ['ps', '-a', '-q', '--no-trunc', '--filter', `id=${id}`], { encoding: 'utf8' }).trim() !== '';
+    assert.equal(exists(left), false);
+    assert.equal(exists(live), true, "a live runner's preparation is its own");
+    // the prepared image carries no preparer's labels: its steps are never taken for leftovers
+    const labels = JSON.parse(execFileSync('docker', ['image', 'inspect', '--format', '{{json .Config.Labels}}', ev!.image], { encoding: 'utf8' })) as Record<string, string>;
+    assert.notEqual(labels['dev.runner.devcontainer'], 'prepare');
+    assert.equal(labels['dev.runner.devcontainer-pid'] ?? '', '');
+  } finally {
+    execFileSync('docker', ['rm', '-f', left, live], { stdio: 'ignore' });
+  }
+});

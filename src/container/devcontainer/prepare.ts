@@ -25,6 +25,39 @@ export const PREPARED_REPOSITORY = 'runner-devcontainer';
 /** Changed when what the preparation does changes: every image is prepared again. */
 const RECIPE = 'runner-devcontainer/1';
 export const DEVCONTAINER_LABEL = 'dev.runner.devcontainer';
+/** On what a preparation runs (its container, its gateway and network): the runner process that made them. */
+export const PREPARER_PID_LABEL = 'dev.runner.devcontainer-pid';
+
+/** The labels of what this process runs to prepare (never kept in the image: the commit resets them). */
+export function preparingLabels(): Record<string, string> {
+  return { [DEVCONTAINER_LABEL]: 'prepare', [PREPARER_PID_LABEL]: String(process.pid) };
+}
+
+/**
+ * What a preparation left when its runner died (a crash, a kill): its containers, gateways and networks, found by
+ * their labels, removed when the process that made them is gone. Another runner preparing right now keeps its own.
+ */
+export async function removeLeftovers(runtime: ContainerRuntime): Promise<number> {
+  const list = await runtime.listByLabels({ [DEVCONTAINER_LABEL]: 'prepare' });
+  const dead = [...new Set(list.map((c) => c.labels[PREPARER_PID_LABEL]).filter((pid): pid is string => !!pid && !alive(Number(pid))))];
+  let n = 0;
+  for (const pid of dead) {
+    const labels = { [DEVCONTAINER_LABEL]: 'prepare', [PREPARER_PID_LABEL]: pid };
+    n += await runtime.removeByLabels(labels);
+    await runtime.removeNetworksByLabels(labels);
+  }
+  return n;
+}
+
+function alive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 
 export interface FoundConfig {
   /** the file, absolute */
@@ -110,6 +143,8 @@ export async function prepareDevcontainer(runtime: ContainerRuntime, opts: Prepa
   if (!runtime.buildImage || !runtime.commitContainer || !runtime.imageConfig) {
     throw new ContainerError('devcontainer_unsupported', 'this engine cannot build or commit images, which image: devcontainer needs: run the pipeline on the local engine (--engine docker)');
   }
+  const left = await removeLeftovers(runtime);
+  if (left) opts.say(`dev container: removed ${left} container(s) an interrupted preparation left`);
   opts.say(`dev container: preparing image ${image} from ${path.relative(opts.project, found.file)}`);
   const labels = { [DEVCONTAINER_LABEL]: key };
   let current: string;
@@ -212,6 +247,7 @@ function restoreChanges(base: { user: string; workingDir: string; cmd: string[] 
     `USER ${base.user || 'root'}`,
     `WORKDIR ${base.workingDir || '/'}`,
     `LABEL ${DEVCONTAINER_LABEL}=${key}`,
+    `LABEL ${PREPARER_PID_LABEL}=""`,
   ];
 }
 
@@ -268,7 +304,7 @@ async function runInWay(
     ...(way?.hosts ? { hosts: way.hosts } : {}),
     ...(way ? { secretEnv: way.env } : {}),
     ...(way?.up ? { holdUntil: way.up } : {}),
-    labels: { [DEVCONTAINER_LABEL]: p.key },
+    labels: preparingLabels(),
   });
   const last: string[] = [];
   const lines = (stream: string) =>
@@ -322,7 +358,7 @@ async function runTagOnly(runtime: ContainerRuntime, opts: PrepareOptions, from:
     readOnlyRoot: false,
     capAdd: [],
     network: 'none',
-    labels: { [DEVCONTAINER_LABEL]: key },
+    labels: preparingLabels(),
   });
   try {
     await runtime.commitContainer!(c.id, to, restoreChanges(base, key));
