@@ -182,7 +182,8 @@ export class DockerRuntime implements ContainerRuntime {
     const colon = tag.lastIndexOf(':');
     const [repo, version] = colon > tag.lastIndexOf('/') ? [tag.slice(0, colon), tag.slice(colon + 1)] : [tag, 'latest'];
     try {
-      await this.docker.getContainer(id).commit({ repo, tag: version, changes, pause: true });
+      // the container has exited: nothing to pause (rootless Podman on cgroup v1 cannot pause)
+      await this.docker.getContainer(id).commit({ repo, tag: version, changes, pause: false });
     } catch (err) {
       throw engineError(`committing a container as image ${tag}`, err);
     }
