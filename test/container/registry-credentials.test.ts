@@ -1,10 +1,10 @@
 /** The credentials found where the docker client finds them: its config file and real credential helpers (scripts on a PATH of the test's). */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import { HUB_KEY } from '../../src/container/registry-auth.js';
 import { dockerConfigFile, readConfigFileSync, RegistryCredentials } from '../../src/container/registry-credentials.js';
 import { readRegistryAuth } from '../../src/settings/registry-auth.js';
@@ -13,6 +13,7 @@ const dir = mkdtempSync(path.join(os.tmpdir(), 'runner-regcreds-'));
 const bin = path.join(dir, 'bin');
 mkdirSync(bin);
 const asked = path.join(dir, 'asked');
+after(() => rmSync(dir, { recursive: true, force: true }));
 
 /** a docker-credential-NAME script: records its argument and stdin, then runs `body` */
 function helper(name: string, body: string): void {
