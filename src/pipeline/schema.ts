@@ -3,6 +3,7 @@
  * shared/design/pipeline-format.md). Pure: no I/O.
  * Phase 1 of validation; cross-references are checked in rules.ts.
  */
+import { imageRefProblem } from './image-ref.js';
 import { NOTIFY_KEYS, notifySchema } from '../notify/schema.js';
 import { z } from 'zod';
 import { PRESET_NAMES } from '../agents/presets.js';
@@ -78,7 +79,14 @@ export type Isolation = (typeof ISOLATIONS)[number];
 /** Settings a step, an agent profile or `defaults` may carry. */
 export const stepSettings = {
   /** an image name, or `devcontainer`: the project's .devcontainer/devcontainer.json, prepared once (docs/devcontainer.md) */
-  image: z.string().min(1).optional(),
+  image: z
+    .string()
+    .min(1)
+    .superRefine((v, ctx) => {
+      const problem = imageRefProblem(v);
+      if (problem) ctx.addIssue({ code: z.ZodIssueCode.custom, message: problem });
+    })
+    .optional(),
   resources: resources.optional(),
   network: network.optional(),
   /**
