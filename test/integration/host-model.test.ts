@@ -14,7 +14,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { ModelServer } from '../fixtures/model-server.js';
-import { execPipeline, git, projectsForThisFile, writePipeline } from '../fixtures/project.js';
+import { execPipeline, git, projectsForThisFile, runCli, writePipeline } from '../fixtures/project.js';
 
 const WS = '/home/agent/run-workspace';
 const fixture = projectsForThisFile();
@@ -60,8 +60,8 @@ test('a model on 127.0.0.1 answers the real Claude Code through its gateway, key
   // what a hostile agent would try: the host's other port through its gateway (as a proxy, and as the model's
   // route with the port in Host), and directly (its own loopback, the host's names)
   const probe = [
-    `curl -s -m 5 -o /dev/null -w '%{http_code}' -x http://runner-gateway:3128 http://127.0.0.1:${other.port}/via-proxy > via-proxy.txt 2>&1 || true`,
-    `curl -s -m 5 -o /dev/null -w '%{http_code}' -p -x http://runner-gateway:3128 http://127.0.0.1:${other.port}/via-connect > via-connect.txt 2>&1 || true`,
+    `curl -s -m 5 -o /dev/null -w '%{http_code}' --noproxy '' -x http://runner-gateway:3128 http://127.0.0.1:${other.port}/via-proxy > via-proxy.txt 2>&1 || true`,
+    `curl -s -m 5 -o /dev/null -w '%{http_code}' --noproxy '' -p -x http://runner-gateway:3128 http://127.0.0.1:${other.port}/via-connect > via-connect.txt 2>&1 || true`,
     `curl -s -m 5 -H 'Host: 127.0.0.1:${other.port}' http://runner-gateway:3128/via-route > via-route.txt 2>&1 || true`,
     `(curl -s -m 5 --noproxy '*' http://127.0.0.1:${other.port}/direct || echo unreachable) > direct.txt 2>&1`,
     `(curl -s -m 5 --noproxy '*' http://host.docker.internal:${other.port}/direct-host || echo unreachable) > direct-host.txt 2>&1`,
@@ -100,7 +100,10 @@ test('a model on 127.0.0.1 answers the real Claude Code through its gateway, key
 
   // counted in tokens, unpriced: Claude Code asks for a hosted model's name, whose price is not this model's
   const runDir = path.join(f.home, 'runs', r.json.runId);
-  const calls = readFileSync(path.join(runDir, 'calls.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const lines = readFileSync(path.join(runDir, 'calls.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  // the step's try of the model's route with another path was refused there, not passed
+  assert.deepEqual(lines.filter((c) => c.refused).map((c) => c.path), ['GET /via-route']);
+  const calls = lines.filter((c) => !c.refused);
   assert.equal(calls.length, server.requests.length);
   assert.ok(calls.every((c) => c.costUsd === null), JSON.stringify(calls[0]));
   assert.ok(calls.some((c) => /^claude-/.test(c.model)), 'the calls borrow a hosted model\'s name');
@@ -109,7 +112,9 @@ test('a model on 127.0.0.1 answers the real Claude Code through its gateway, key
   assert.ok(step.usage.inputTokens >= 3000);
   assert.equal(step.usage.costUsd, null);
   assert.equal(step.usage.unpriced, true);
-  assert.match(r.stderr, /unpriced/);
+  const shown = await runCli(['runs', 'show', r.json.runId, '--home', f.home]);
+  assert.match(shown.stdout, /in \/ \d+ out tokens, unpriced/);
+  assert.doesNotMatch(shown.stdout, /\$\d/);
 });
 
 test('a model the file prices is priced as the file says', { timeout: 240_000 }, async () => {

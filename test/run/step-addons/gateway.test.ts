@@ -65,3 +65,10 @@ test('the secrets too short for the gateway to look for are named at the step\'s
   assert.deepEqual(shortSecrets({ PIN: '1234', DB_PASSWORD: 'a long enough value', EMPTY: '', CODE: 'abcdefg' }), ['CODE', 'PIN']);
   assert.deepEqual(shortSecrets({ TOKEN: 'ghp_0123456789' }), []);
 });
+
+test("a model on this machine that stopped answering while the step ran: in the step's message, by its address", () => {
+  const problem = 'the model at http://127.0.0.1:11434 does not answer (connection refused)';
+  const r = wayReport({ ...quiet, modelProblems: [problem] }, { overRun: false, exited: true });
+  assert.deepEqual(r.problems, [problem]);
+  assert.equal(r.status, undefined);
+});
