@@ -150,3 +150,41 @@ test('a model on 127.0.0.1 that does not answer fails the step at once, naming i
   assert.doesNotMatch(r.stderr, /usually temporary|retrying/);
   assert.ok(took < 60_000, `said in ${took} ms`);
 });
+
+test('the real Codex reaches a model on localhost through its gateway, keyless and unpriced', { timeout: 240_000 }, async () => {
+  const f = await fixture({ owner: 1000 });
+  const server = await ModelServer.start(
+    {
+      turns: [
+        { tool: { name: 'exec_command', input: { cmd: "printf 'hello from codex\\n' > hello.txt" } } },
+        { text: 'Wrote hello.txt.' },
+      ],
+      usage: { input: 1500, output: 40 },
+    },
+    { on: '127.0.0.1' },
+  );
+  servers.push(server);
+  // localhost, not 127.0.0.1: the name means this machine as well
+  const file = await writePipeline(f, `version: 1
+name: host-model-codex
+project: { path: project, push: never }
+agents:
+  coder:
+    use: codex
+    model: gpt-5-codex
+    base_url: ${server.url.replace('127.0.0.1', 'localhost')}/v1
+steps:
+  - id: implement
+    agent: coder
+    prompt: Write hello.txt.
+`);
+  const r = await execPipeline(f, file);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(git(f.project, 'show', `${r.json.branch}:hello.txt`), 'hello from codex');
+  const usage = r.json.steps.implement.usage;
+  assert.ok(usage.calls >= 2, JSON.stringify(usage));
+  assert.ok(usage.inputTokens >= 3000, JSON.stringify(usage));
+  // gpt-5-codex is in the built-in table: not this model's price
+  assert.equal(usage.costUsd, null);
+  assert.equal(usage.unpriced, true);
+});

@@ -4,8 +4,9 @@
  * once, naming its address), then a relay is opened on this machine's
  * address on the egress network (model-relay.ts). Refused, saying why, where
  * the runner cannot open one the gateway reaches: on a swarm (the gateway
- * runs on the manager), or when the runner does not run on the engine's
- * machine (the compose deployment: the runner in a container).
+ * runs on the manager), or when the runner is not on the engine's machine's
+ * network (a runner in a container with a network of its own, a remote
+ * engine; the compose deployment's runner shares the host's network, so it can).
  */
 import { ContainerError } from '../../common/errors.js';
 import type { ContainerRuntime } from '../../container/runtime.js';
@@ -50,7 +51,7 @@ export async function openHostModelWay(o: HostModelWayOptions): Promise<ModelRel
     const code = (err as NodeJS.ErrnoException).code;
     throw cannot(
       code === 'EADDRNOTAVAIL'
-        ? `the runner cannot listen on ${bind}: it does not run on the engine's machine (a runner in a container, as the compose deployment runs it, or a remote engine)`
+        ? `the runner cannot listen on ${bind}: it does not run on the engine's machine's network (a runner in a container of its own network, where ${model.host} is that container: the compose deployment's network_mode: host avoids it; or a remote engine)`
         : `the runner cannot listen on ${bind} (${code ?? (err as Error).message})`,
     );
   }

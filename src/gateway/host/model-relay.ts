@@ -89,6 +89,8 @@ export interface RelayOptions {
   onProblem(message: string): void;
   /** the model refused every connection for DOWN_MS: the step is stopped */
   onDown(message: string): void;
+  /** DOWN_MS, unless told */
+  downMs?: number;
 }
 
 /** Opens the relay; throws when it cannot listen on `bind` (the runner is not on the engine's machine). */
@@ -140,7 +142,7 @@ export async function openModelRelay(o: RelayOptions): Promise<ModelRelay> {
       }
       if ((err as NodeJS.ErrnoException).code === 'ECONNREFUSED') {
         downSince ??= Date.now();
-        if (!downTold && Date.now() - downSince >= DOWN_MS) {
+        if (!downTold && Date.now() - downSince >= (o.downMs ?? DOWN_MS)) {
           downTold = true;
           o.onDown(`${message} for ${Math.round((Date.now() - downSince) / 1000)} s`);
         }

@@ -49,11 +49,11 @@ test('on a swarm (the gateway on the manager) a model on this machine is refused
   );
 });
 
-test("a runner not on the engine's machine (the compose deployment) cannot listen where the gateway reaches it: refused, saying so", async () => {
+test("a runner not on the engine's machine's network (in a container of its own network) cannot listen where the gateway reaches it: refused, saying so", async () => {
   const port = await listening();
   await assert.rejects(
     openHostModelWay({ model: hostModel(`http://127.0.0.1:${port}`)!, runtime: engine(['192.0.2.1']), egressNetwork: 'egress', remote: false, ...quiet }),
-    refused(/network egress, and the runner cannot listen on 192\.0\.2\.1: it does not run on the engine's machine \(a runner in a container/),
+    refused(/network egress, and the runner cannot listen on 192\.0\.2\.1: it does not run on the engine's machine's network \(a runner in a container of its own network/),
   );
   await assert.rejects(
     openHostModelWay({ model: hostModel(`http://127.0.0.1:${port}`)!, runtime: engine([]), egressNetwork: 'egress', remote: false, ...quiet }),

@@ -118,3 +118,18 @@ test('a relay that cannot listen where it is asked says so (an address not of th
     (err: NodeJS.ErrnoException) => err.code === 'EADDRNOTAVAIL',
   );
 });
+
+test('a model that refused every call for the while it is given: the step is told to stop, once', async () => {
+  const port = await closedPort();
+  const down: string[] = [];
+  const relay = await openModelRelay({ bind: '127.0.0.1', model: hostModel(`http://127.0.0.1:${port}`)!, onProblem: () => undefined, onDown: (m) => down.push(m), downMs: 100 });
+  closers.push(() => relay.close());
+  relay.admit('127.0.0.1');
+  await post(`${relay.upstream}/v1/messages`, '{}');
+  assert.deepEqual(down, []);
+  await new Promise((r) => setTimeout(r, 150));
+  await post(`${relay.upstream}/v1/messages`, '{}');
+  await post(`${relay.upstream}/v1/messages`, '{}');
+  assert.equal(down.length, 1);
+  assert.match(down[0]!, new RegExp(`^the model at http://127\\.0\\.0\\.1:${port} does not answer \\(connection refused\\) for \\d+ s$`));
+});
