@@ -5,7 +5,8 @@
  * tokens and unpriced (never at the price of the hosted model whose name it
  * borrows); the step reaches no other port of the host's loopback, neither
  * through its gateway nor directly. A model that does not answer fails the
- * step at once, naming its address.
+ * step at once, naming its address. The same from runner mcp (its agent
+ * tasks), which starts runs as exec and serve do.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -13,8 +14,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, test } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ModelServer } from '../fixtures/model-server.js';
-import { execPipeline, git, projectsForThisFile, runCli, writePipeline } from '../fixtures/project.js';
+import { CLI, execPipeline, git, projectsForThisFile, runCli, writePipeline } from '../fixtures/project.js';
 
 const WS = '/home/agent/run-workspace';
 const fixture = projectsForThisFile();
@@ -187,4 +190,37 @@ steps:
   // gpt-5-codex is in the built-in table: not this model's price
   assert.equal(usage.costUsd, null);
   assert.equal(usage.unpriced, true);
+});
+
+test('runner mcp: an agent task on a model on this machine (--agent-base-url on 127.0.0.1) runs without a key', { timeout: 240_000 }, async () => {
+  const f = await fixture({ owner: 1000 });
+  const server = await ModelServer.start(
+    { turns: [{ tool: { name: 'Write', input: { file_path: `${WS}/hello.txt`, content: 'hello over mcp\n' } } }, { text: 'Wrote hello.txt.' }] },
+    { on: '127.0.0.1' },
+  );
+  servers.push(server);
+  let stderr = '';
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI, 'mcp', '--home', f.home, '--project', f.project, '--agent-base-url', server.url],
+    env: { ...(process.env as Record<string, string>), ANTHROPIC_API_KEY: '' },
+    stderr: 'pipe',
+  });
+  transport.stderr?.on('data', (b) => (stderr += b));
+  const c = new Client({ name: 'host-model', version: '1' });
+  await c.connect(transport);
+  const call = async (name: string, args: Record<string, unknown>) => {
+    const r = (await c.callTool({ name, arguments: args }, undefined, { timeout: 200_000 })) as { isError?: boolean; content: Array<{ text: string }> };
+    assert.ok(!r.isError, `${name}: ${r.content[0]!.text}\n${stderr.slice(-3000)}`);
+    return JSON.parse(r.content[0]!.text);
+  };
+  try {
+    const t = await call('start_agent_task', { project: f.project, prompt: 'Write hello.txt.' });
+    const end = await call('wait_for_run', { run_id: t.runId, timeout_seconds: 180 });
+    assert.equal(end.status, 'succeeded', JSON.stringify(end));
+    assert.equal(git(f.project, 'show', `${end.branch ?? `run/${t.runId}`}:hello.txt`), 'hello over mcp');
+    assert.ok(server.agentRequests().length >= 2);
+  } finally {
+    await c.close();
+  }
 });
