@@ -6,7 +6,7 @@
  * borrows); the step reaches no other port of the host's loopback, neither
  * through its gateway nor directly. A model that does not answer fails the
  * step at once, naming its address. The same from runner mcp (its agent
- * tasks), which starts runs as exec and serve do.
+ * tasks) and runner serve, which start runs as exec does.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -17,7 +17,7 @@ import { after, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ModelServer } from '../fixtures/model-server.js';
-import { CLI, execPipeline, git, projectsForThisFile, runCli, writePipeline } from '../fixtures/project.js';
+import { CLI, execPipeline, git, projectsForThisFile, runCli, serveFolder, until, writePipeline } from '../fixtures/project.js';
 
 const WS = '/home/agent/run-workspace';
 const fixture = projectsForThisFile();
@@ -222,5 +222,32 @@ test('runner mcp: an agent task on a model on this machine (--agent-base-url on 
     assert.ok(server.agentRequests().length >= 2);
   } finally {
     await c.close();
+  }
+});
+
+test('runner serve: a pipeline whose agent uses a model on this machine runs, its usage unpriced', { timeout: 240_000 }, async () => {
+  const f = await fixture({ owner: 1000 });
+  const server = await ModelServer.start(
+    { turns: [{ tool: { name: 'Write', input: { file_path: `${WS}/hello.txt`, content: 'hello served\n' } } }, { text: 'Wrote hello.txt.' }] },
+    { on: '127.0.0.1' },
+  );
+  servers.push(server);
+  const s = await serveFolder(f, { 'local.yaml': pipeline(server.url).replace('path: project', `path: ${f.project}`) }, '127.0.0.1:0');
+  try {
+    const res = await fetch(`${s.base}/api/pipelines/host-model/runs`, { method: 'POST' });
+    assert.equal(res.status, 202, await res.clone().text());
+    const { runId } = (await res.json()) as { runId: string };
+    const rec = await until('the run to end', async () => {
+      const r = (await (await fetch(`${s.base}/api/runs/${runId}`)).json()) as any;
+      return ['succeeded', 'failed', 'not_started'].includes(r.status) ? r : undefined;
+    }, 180_000);
+    assert.equal(rec.status, 'succeeded', JSON.stringify(rec));
+    const step = rec.steps.find((x: any) => x.id === 'implement');
+    assert.equal(step.usage.costUsd, null);
+    assert.equal(step.usage.unpriced, true);
+    assert.ok(server.agentRequests().length >= 2);
+  } finally {
+    s.child.kill('SIGTERM');
+    await s.exited;
   }
 });
