@@ -146,6 +146,7 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
       prices: onHost ? { ...(s.prices ?? {}) } : { ...DEFAULT_PRICES, ...(s.prices ?? {}) },
       deadlineMs: o.timeoutMs + 60_000,
       ...(s.company?.ca ? { ca: s.company.ca.pem } : {}),
+      ...(s.company?.hostCa ? { hostCa: s.company.hostCa.pem } : {}),
       // the relay is on this machine, never behind the company's proxy
       ...(s.egressProxy ? { proxy: relay ? { ...s.egressProxy, noProxy: [...s.egressProxy.noProxy, `${relay.host}:${relay.port}`] } : s.egressProxy } : {}),
       ...(relayTo ? { relay: { port: RELAY_PORT, to: relayTo } } : {}),

@@ -72,3 +72,9 @@ test("a model on this machine that stopped answering while the step ran: in the 
   assert.deepEqual(r.problems, [problem]);
   assert.equal(r.status, undefined);
 });
+
+test("the step's last word on certificates it was told it will refuse names the hosts and --ca-file, on one line", async () => {
+  const { untrustedReminder } = await import('../../../src/run/step-addons/gateway.js');
+  const line = untrustedReminder(['registry.npmjs.org', 'files.example:8443', 'bad\nhost']);
+  assert.equal(line, 'runner gateway: this step does not trust the certificate of registry.npmjs.org, files.example:8443, bad?host (said above when first asked, with what fixes it: --ca-file, docs/company-networks.md)');
+});
