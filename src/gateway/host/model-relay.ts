@@ -134,7 +134,10 @@ export async function openModelRelay(o: RelayOptions): Promise<ModelRelay> {
       s.once('connect', () => clearTimeout(timer));
       s.once('close', () => clearTimeout(timer));
     });
+    let gone = false;
     up.on('error', (err) => {
+      // the gateway hung up first (its step ended, a call abandoned): nothing the model did
+      if (gone) return;
       const message = noAnswer(o.model, whyNoAnswer(err));
       if (!said.has(message) && said.size < 16) {
         said.add(message);
@@ -154,7 +157,9 @@ export async function openModelRelay(o: RelayOptions): Promise<ModelRelay> {
     });
     req.on('error', () => up.destroy());
     res.on('close', () => {
-      if (!res.writableFinished) up.destroy();
+      if (res.writableFinished) return;
+      gone = true;
+      up.destroy();
     });
     req.pipe(up);
   };

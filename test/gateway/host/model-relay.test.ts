@@ -133,3 +133,20 @@ test('a model that refused every call for the while it is given: the step is tol
   assert.equal(down.length, 1);
   assert.match(down[0]!, new RegExp(`^the model at http://127\\.0\\.0\\.1:${port} does not answer \\(connection refused\\) for \\d+ s$`));
 });
+
+test('the gateway hanging up before the model answers (a call abandoned) is no problem of the model', async () => {
+  const slow = http.createServer(() => undefined);
+  await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+  closers.push(() => new Promise((r) => (slow.closeAllConnections(), slow.close(r))));
+  const problems: string[] = [];
+  const relay = await openModelRelay({ bind: '127.0.0.1', model: hostModel(`http://127.0.0.1:${(slow.address() as AddressInfo).port}`)!, onProblem: (p) => problems.push(p), onDown: () => undefined });
+  closers.push(() => relay.close());
+  relay.admit('127.0.0.1');
+  const req = http.request(`${relay.upstream}/v1/messages`, { method: 'POST' });
+  req.on('error', () => undefined);
+  req.end('{}');
+  await new Promise((r) => setTimeout(r, 100));
+  req.destroy();
+  await new Promise((r) => setTimeout(r, 100));
+  assert.deepEqual(problems, []);
+});
