@@ -6,7 +6,7 @@ const n = (v: number | null) => (v === null ? '?' : v >= 10_000 ? `${(v / 1000).
 /** `claude-x: 3,600 in (200 cached) / 90 out tokens, $0.0123, 3 turns` */
 export function describeUsage(u: AgentUsage): string {
   const cached = u.cacheReadTokens ? ` (${n(u.cacheReadTokens)} cached)` : '';
-  const cost = u.costUsd !== null ? `, $${u.costUsd.toFixed(4)}${u.unpriced ? ' (some calls unpriced)' : ''}` : '';
+  const cost = u.costUsd !== null ? `, $${u.costUsd.toFixed(4)}${u.unpriced ? ' (some calls unpriced)' : ''}` : u.unpriced ? ', unpriced' : '';
   const calls = u.calls !== undefined ? `, ${u.calls} call${u.calls === 1 ? '' : 's'}` : '';
   const turns = u.turns !== null ? `, ${u.turns} turn${u.turns === 1 ? '' : 's'}` : '';
   return `${u.model ?? 'agent'}: ${n(u.inputTokens)} in${cached} / ${n(u.outputTokens)} out tokens${cost}${turns}${calls}`;

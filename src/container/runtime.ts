@@ -202,8 +202,8 @@ export interface ContainerRuntime {
   createNetwork(spec: NetworkSpec): Promise<{ subnet: string }>;
   /** Already gone is success. */
   removeNetwork(name: string): Promise<void>;
-  /** The gateway address of each of the engine's networks: addresses of the engine's machine. */
-  networkGateways(): Promise<string[]>;
+  /** The gateway address of each of the engine's networks (of `network` alone, when named): addresses of the engine's machine. */
+  networkGateways(network?: string): Promise<string[]>;
   /** Removes every network whose labels include all of `labels` (their containers first); returns how many. */
   removeNetworksByLabels(labels: Record<string, string>): Promise<number>;
 }

@@ -8,6 +8,7 @@ import { checkFlow } from '../flow/check.js';
 import { flowShape, type FlowShape } from '../flow/graph.js';
 import { cronProblem } from '../schedule/cron.js';
 import { checkCredentialRules } from './credential-rules.js';
+import { namesThisMachine } from '../plan/host-model.js';
 import { checkNotifyRules } from '../notify/rules.js';
 import { GATE_OUTPUTS } from '../run/gate.js';
 import type { DocPath } from './positions.js';
@@ -27,6 +28,7 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
   const declaredSecrets = new Set(p.secrets ?? []);
   const seen = new Map<string, number>();
   const credentialsAsked = new Set<string>();
+  const hostAsked = new Set<string>();
   const shape = flowShape(p.steps);
   issues.push(...checkFlow(p));
   issues.push(...checkCredentialRules(p));
@@ -98,9 +100,16 @@ export function checkRules(p: PipelineFile): RuleIssue[] {
         issues.push({ path: ['agents', step.agent!, 'model'], message: `the gateway speaks the Anthropic and OpenAI APIs, and ${preset.name}'s model ${agent?.model} is neither's: use an anthropic/ or openai/ model, or give the agent network: bridge (its key then enters the container)` });
       }
       if (refused) issues.push({ path: at(), message: `step "${step.id}": ${refused}` });
+      // a model on this machine: its gateway reaches it (src/gateway/host/model-relay.ts); a container on a network of its own does not
+      const onHost = namesThisMachine(agent?.base_url);
+      if (onHost && !gated && !hostAsked.has(step.agent!)) {
+        hostAsked.add(step.agent!);
+        issues.push({ path: ['agents', step.agent!, 'base_url'], message: `agent ${step.agent}'s base_url ${agent?.base_url} is this machine, which a step on network: ${step.network ?? agent?.network} does not reach (there, it is the step's own container): drop network: so the step reaches the model through its gateway` });
+      }
       // The secrets the step will get: its agent's (or the declared credentials the preset takes), and its own.
       const given = new Set([...(agent?.secrets ?? preset.credentials.filter((c) => declaredSecrets.has(c))), ...(step.secrets ?? [])]);
-      if (!preset.credentials.some((c) => given.has(c)) && !credentialsAsked.has(step.agent!)) {
+      // a model on this machine takes no key (a model that wants one gets the one declared, as any other)
+      if (!(onHost && gated) && !preset.credentials.some((c) => given.has(c)) && !credentialsAsked.has(step.agent!)) {
         credentialsAsked.add(step.agent!);
         issues.push({
           path: ['agents', step.agent!],

@@ -13,11 +13,14 @@ import type { RelayTarget } from '../gateway/relay.js';
 import { allowance } from '../gateway/host/budget.js';
 import { usageFromCalls } from '../gateway/host/metering.js';
 import type { RunSpend } from '../gateway/host/run-spend.js';
-import { startGateway } from '../gateway/host/step-gateway.js';
+import { openHostModelWay } from '../gateway/host/host-model-way.js';
+import type { ModelRelay } from '../gateway/host/model-relay.js';
+import { startGateway, type OpenGateway } from '../gateway/host/step-gateway.js';
 import { DEFAULT_PRICES, type Price } from '../gateway/prices.js';
 import type { StepPlan } from '../plan/step-plan.js';
 import { mirrorAllow, type CompanyNetwork } from '../plan/company-network.js';
 import { inspectionFor } from '../plan/gateway-inspection.js';
+import { hostModel } from '../plan/host-model.js';
 import type { UpstreamProxy } from '../gateway/upstream-proxy.js';
 
 /** What a run's steps spend against, and where their gateways reach out. */
@@ -55,6 +58,8 @@ export interface StepWayReport {
   rulesRefused?: Array<{ rule: string; count: number }>;
   /** requests stopped for carrying a secret's value, by secret name */
   secretsRefused?: Array<{ secret: string; count: number }>;
+  /** what went wrong with a model on this machine while the step ran ("the model at ... does not answer (connection refused)") */
+  modelProblems?: string[];
 }
 
 export interface StepWay {
@@ -66,6 +71,8 @@ export interface StepWay {
   relay?: RelayTarget;
   /** names the step finds without a name server: its gateway's */
   hosts?: Record<string, string>;
+  /** what the step's log says as it starts (a model on this machine that a USD budget does not bound) */
+  notes?: string[];
   /** the gateway's CA certificate, once `up` resolved, when it inspects TLS: the step must trust it */
   caPem?(): string | undefined;
   close(cliUsage: AgentUsage | undefined): Promise<StepWayReport | undefined>;
@@ -99,11 +106,23 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
   if (!g) return { network: o.plan.network, close: async () => undefined };
   // a step on another node: its gateway relays to the runner's transfer server too
   const relayTo = await o.place.relayTo();
-  const s = o.spending;
   const key = g.model?.credential ? o.secrets[g.model.credential] : undefined;
+  const s = o.spending;
+  // a model on this machine: asked first, then reached through a relay of the runner's (refused, saying why, where there can be none)
+  const onHost = hostModel(g.model?.upstream);
+  const relay = onHost
+    ? await openHostModelWay({
+        model: onHost,
+        runtime: o.place.runtime,
+        egressNetwork: s.egressNetwork,
+        remote: relayTo !== undefined,
+        onProblem: (message) => o.onEvent({ event: 'error', message }),
+        onDown: (why) => o.onLost(why),
+      })
+    : undefined;
   const model: ModelRoute | undefined = g.model && {
     kind: g.model.kind,
-    upstream: g.model.upstream,
+    upstream: relay?.upstream ?? g.model.upstream,
     ...(key ? { auth: authFor(g.model.credential!, key) } : {}),
   };
   // the credentials' values and every secret of the run: in the gateway's stdin, nowhere else
@@ -123,11 +142,13 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
       privateAllowed: s.egressPrivate ?? [],
       ...(model ? { model } : {}),
       ...(limit ? { allowance: limit } : {}),
-      prices: { ...DEFAULT_PRICES, ...(s.prices ?? {}) },
+      // a model on this machine borrows a hosted model's name (Claude Code asks for claude-sonnet-...): priced only as the file's prices: say
+      prices: onHost ? { ...(s.prices ?? {}) } : { ...DEFAULT_PRICES, ...(s.prices ?? {}) },
       deadlineMs: o.timeoutMs + 60_000,
       ...(s.company?.ca ? { ca: s.company.ca.pem } : {}),
       ...(s.company?.hostCa ? { hostCa: s.company.hostCa.pem } : {}),
-      ...(s.egressProxy ? { proxy: s.egressProxy } : {}),
+      // the relay is on this machine, never behind the company's proxy
+      ...(s.egressProxy ? { proxy: relay ? { ...s.egressProxy, noProxy: [...s.egressProxy.noProxy, `${relay.host}:${relay.port}`] } : s.egressProxy } : {}),
       ...(relayTo ? { relay: { port: RELAY_PORT, to: relayTo } } : {}),
       ...(inspect ? { inspect } : {}),
     },
@@ -141,10 +162,21 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
       o.onEvent(e);
     },
   });
-  const gw = await tried(start, o.name, o.place);
+  let gw: OpenGateway;
+  try {
+    gw = await tried(start, o.name, o.place);
+  } catch (err) {
+    await relay?.close();
+    throw err;
+  }
   gw.listening.catch((err) => o.onLost(errorMessage(err)));
+  if (relay) void admitGateway(gw, relay, o.onLost);
   const unwatch = spend.watch(o.onOverBudget);
+  const notes = onHost && limit?.usd !== undefined && !Object.keys(s.prices ?? {}).length
+    ? [`the model at ${onHost.shown} is on this machine, and its calls are unpriced (the file's prices: names no model): a budget in USD does not bound them, a budget in tokens does`]
+    : [];
   return {
+    ...(notes.length ? { notes } : {}),
     network: gw.network,
     dns: gw.dns,
     up: gw.listening,
@@ -154,6 +186,8 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
     close: async (cliUsage) => {
       unwatch();
       const r = await gw.close();
+      await relay?.close();
+      const modelProblems = relay?.problems() ?? [];
       return {
         ...(g.model ? { usage: usageFromCalls(r.totals, cliUsage, o.plan.agentSettings?.model) } : {}),
         budgetExhausted: r.budgetRefused > 0,
@@ -164,9 +198,25 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
         pathsRefused: r.pathsRefused,
         rulesRefused: [...r.rulesRefused].map(([rule, count]) => ({ rule: o.masker.mask(rule), count })).sort((a, b) => b.count - a.count),
         secretsRefused: [...r.secretsRefused].map(([secret, count]) => ({ secret: o.masker.mask(secret), count })).sort((a, b) => b.count - a.count),
+        ...(modelProblems.length ? { modelProblems } : {}),
       };
     },
   };
+}
+
+/** The relay to a model on this machine serves the gateway's address on the egress network alone, once it is known. */
+async function admitGateway(gw: OpenGateway, relay: ModelRelay, lost: (why: string) => void): Promise<void> {
+  try {
+    await gw.listening;
+  } catch {
+    return;
+  }
+  for (let i = 0; i < 50; i++) {
+    const address = await gw.egressAddress().catch(() => undefined);
+    if (address) return relay.admit(address);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  lost("the step's gateway has no address on the egress network, so the model on this machine cannot be reached");
 }
 
 async function tried<T>(start: (name: string) => Promise<T>, base: string, tries: Pick<GatewayPlace, 'nameFor' | 'retryable'>): Promise<T> {

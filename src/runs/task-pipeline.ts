@@ -6,6 +6,7 @@
  * user's checkout untouched until merge_run. Written under the home and run like any other pipeline. Pure.
  */
 import { stringify } from 'yaml';
+import { namesThisMachine } from '../plan/host-model.js';
 
 export const TASK_AGENTS = ['claude-code', 'codex', 'opencode'] as const;
 export type TaskAgent = (typeof TASK_AGENTS)[number];
@@ -31,7 +32,8 @@ export function taskPipeline(f: TaskFacts): string {
     description: `An agent task handed over through MCP: ${f.agent} on ${f.project}${f.verify ? ', then the verify command' : ''}.`,
     project: { path: f.project, push: 'never' },
     inputs: { task: { description: 'What the agent is to do (the prompt the MCP client gave).' } },
-    secrets: [TASK_CREDENTIAL[f.agent]],
+    // a model on this machine takes no key (docs/agents.md, A model on your machine)
+    ...(namesThisMachine(f.baseUrl) ? {} : { secrets: [TASK_CREDENTIAL[f.agent]] }),
     agents: { coder: { use: f.agent, ...(f.agent === 'codex' ? {} : { max_turns: 40 }), ...(f.baseUrl ? { base_url: f.baseUrl } : {}) } },
     steps: [
       { id: 'implement', agent: 'coder', timeout: '30m', prompt: '${{ inputs.task }}\n\nEnd with one line that says what you changed.\n' },

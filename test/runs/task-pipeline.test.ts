@@ -31,3 +31,9 @@ test('a verify command with quotes, colons and newlines stays one command, as wr
   const p = parsePipeline(taskPipeline({ name: 'task-2', project: '/srv/p', agent: 'opencode', verify: cmd }), 'task.yaml');
   assert.equal(p.steps[1]!.run, `${cmd}\n`);
 });
+
+test('an agent task on a model on this machine (--agent-base-url http://127.0.0.1:...) declares no key', () => {
+  const p = parsePipeline(taskPipeline({ name: 'task-2', project: '/srv/p', agent: 'claude-code', baseUrl: 'http://127.0.0.1:11434' }), 'task.yaml');
+  assert.equal(p.secrets, undefined);
+  assert.equal(p.agents!.coder!.base_url, 'http://127.0.0.1:11434');
+});

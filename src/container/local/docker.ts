@@ -410,9 +410,9 @@ export class DockerRuntime implements ContainerRuntime {
     }
   }
 
-  async networkGateways(): Promise<string[]> {
+  async networkGateways(network?: string): Promise<string[]> {
     try {
-      const list = await this.docker.listNetworks();
+      const list = (await this.docker.listNetworks()).filter((n) => network === undefined || n.Name === network || n.Id === network);
       return list.flatMap((n) => ((n.IPAM?.Config ?? []) as Array<{ Gateway?: string }>).flatMap((c) => (c.Gateway ? [c.Gateway.replace(/\/\d+$/, '')] : [])));
     } catch (err) {
       throw engineError('listing networks', err);

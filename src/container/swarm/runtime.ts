@@ -110,8 +110,8 @@ export class SwarmRuntime implements ContainerRuntime {
     return this.engine.removeNetwork(name);
   }
 
-  networkGateways(): Promise<string[]> {
-    return this.engine.networkGateways();
+  networkGateways(network?: string): Promise<string[]> {
+    return this.engine.networkGateways(network);
   }
 
   removeNetworksByLabels(labels: Record<string, string>): Promise<number> {

@@ -14,7 +14,8 @@ export function usageFromCalls(t: CallTotals, cli: AgentUsage | undefined, model
     outputTokens: t.outputTokens,
     cacheReadTokens: t.cacheReadTokens,
     cacheWriteTokens: t.cacheWriteTokens,
-    costUsd: Math.round(t.costUsd * 1e9) / 1e9,
+    // no call priced (a model on this machine the file's prices: do not name): no cost, rather than a cost of 0
+    costUsd: t.unpriced && !t.priced ? null : Math.round(t.costUsd * 1e9) / 1e9,
     turns: cli?.turns ?? null,
     sessionId: cli?.sessionId ?? null,
     calls: t.calls,

@@ -21,6 +21,8 @@ export interface CallTotals {
   costUsd: number;
   /** some call's model is not in the price table */
   unpriced: boolean;
+  /** some call's model is in it */
+  priced?: boolean;
   /** the last model a call named */
   model: string | null;
 }
@@ -54,6 +56,7 @@ export function addCall(t: CallTotals, e: CallEvent): void {
   t.cacheWriteTokens += e.cacheWriteTokens;
   t.costUsd += e.costUsd ?? 0;
   if (e.costUsd === null && e.inputTokens + e.outputTokens > 0) t.unpriced = true;
+  if (e.costUsd !== null && e.inputTokens + e.outputTokens > 0) t.priced = true;
   if (e.model) t.model = e.model;
 }
 
@@ -77,6 +80,8 @@ export interface OpenGateway {
   listening: Promise<void>;
   /** the certificate of the gateway's own CA, once it listens, when it inspects TLS (its ready event says it); its key stays in the gateway */
   caPem(): string | undefined;
+  /** its address on the egress network, once it started (what a relay on the host admits) */
+  egressAddress(): Promise<string | undefined>;
   close(): Promise<GatewayReport>;
 }
 
@@ -295,7 +300,7 @@ export async function startGateway(runtime: ContainerRuntime, o: GatewayOptions)
     }
     // an engine that does not say the address: the one the gateway says, once it listens
     const address = given ?? (await listening);
-    return { network, dns: [address], listening: listening.then(() => undefined), caPem: () => caPem, close };
+    return { network, dns: [address], listening: listening.then(() => undefined), caPem: () => caPem, egressAddress: () => started.addressOn(o.egressNetwork), close };
   } catch (err) {
     await close();
     throw err;

@@ -11,12 +11,13 @@ import { chmod, mkdir, rm } from 'node:fs/promises';
 import tls from 'node:tls';
 import path from 'node:path';
 import { writeFileAtomic } from '../../common/atomic-write.js';
-import { errorMessage } from '../../common/errors.js';
+import { ContainerError, errorMessage } from '../../common/errors.js';
 import type { GatewayPlace } from '../../container/runtime.js';
 import type { GatewayEvent } from '../../gateway/config.js';
 import type { CompanyNetwork } from '../../plan/company-network.js';
 import { untrustedLine } from '../../plan/untrusted-upstream.js';
 import { MIN_SECRET_BYTES } from '../../gateway/secret-scan.js';
+import { MODEL_UNREACHABLE } from '../../gateway/host/host-model-way.js';
 import { inspectsTls } from '../../plan/gateway-inspection.js';
 import { trustBundle, trustPart } from '../../plan/gateway-trust.js';
 import { openStepWay, type StepWay, type StepWayReport } from '../step-network.js';
@@ -65,7 +66,7 @@ export function gatewayAddon(place: GatewayPlace): StepAddon {
           },
         });
       } catch (err) {
-        throw new StepRefused('gateway_failed', errorMessage(err));
+        throw new StepRefused(err instanceof ContainerError && err.code === MODEL_UNREACHABLE ? MODEL_UNREACHABLE : 'gateway_failed', errorMessage(err));
       }
       const short = shortSecrets(c.secrets);
       if (short.length) {
@@ -83,6 +84,7 @@ export function gatewayAddon(place: GatewayPlace): StepAddon {
       }
       return {
         ...(trust?.part ?? {}),
+        ...(way.notes ? { notes: [...(trust?.part.notes ?? []), ...way.notes] } : {}),
         way: { network: way.network, ...(way.dns ? { dns: way.dns } : {}), ...(way.hosts ? { hosts: way.hosts } : {}), ...(way.relay ? { relay: way.relay } : {}) },
         ...(way.up ? { holdUntil: way.up } : {}),
         close: async (end) => {
@@ -138,6 +140,7 @@ export function wayReport(r: StepWayReport | undefined, o: { overRun: boolean; e
       ? [o.overRun ? "budget exhausted: the run's or the day's budget was spent while it ran (raise budget: in the pipeline file)" : "budget exhausted: the gateway refused a model call (see the step's log; raise budget: in the pipeline file)"]
       : []),
     ...(r?.died ? [r.died] : []),
+    ...(r?.modelProblems ?? []),
   ];
   return {
     ...(budget ? { status: 'budget_exhausted' as const } : r?.died ? { status: 'failed' as const } : {}),

@@ -24,7 +24,11 @@ test('usage is the sum of the calls; turns and session come from the CLI; refuse
 test('an unpriced call is counted in tokens and marks the usage unpriced; no calls is zero, not unknown', () => {
   const u = usageFromCalls(totals(call({ model: 'house', inputTokens: 10, costUsd: null })), undefined, 'house');
   assert.equal(u.unpriced, true);
-  assert.equal(u.costUsd, 0);
+  // no call priced (a model on this machine): no cost at all, not a cost of 0
+  assert.equal(u.costUsd, null);
+  const some = usageFromCalls(totals(call({ model: 'house', inputTokens: 10, costUsd: null }), call({ inputTokens: 5, costUsd: 0.25 })), undefined, 'house');
+  assert.equal(some.unpriced, true);
+  assert.equal(some.costUsd, 0.25);
   assert.equal(u.inputTokens, 10);
   const none = usageFromCalls(totals(), undefined, 'claude-x');
   assert.equal(none.model, 'claude-x');

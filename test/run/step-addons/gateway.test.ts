@@ -66,6 +66,13 @@ test('the secrets too short for the gateway to look for are named at the step\'s
   assert.deepEqual(shortSecrets({ TOKEN: 'ghp_0123456789' }), []);
 });
 
+test("a model on this machine that stopped answering while the step ran: in the step's message, by its address", () => {
+  const problem = 'the model at http://127.0.0.1:11434 does not answer (connection refused)';
+  const r = wayReport({ ...quiet, modelProblems: [problem] }, { overRun: false, exited: true });
+  assert.deepEqual(r.problems, [problem]);
+  assert.equal(r.status, undefined);
+});
+
 test("the step's last word on certificates it was told it will refuse names the hosts and --ca-file, on one line", async () => {
   const { untrustedReminder } = await import('../../../src/run/step-addons/gateway.js');
   const line = untrustedReminder(['registry.npmjs.org', 'files.example:8443', 'bad\nhost']);

@@ -353,6 +353,7 @@ function routeValue(r, route) {
 export function usageText(u) {
   const parts = [`${count(u.inputTokens)} in / ${count(u.outputTokens)} out tokens`];
   if (u.costUsd !== null) parts.push(`${money(u.costUsd)}${u.unpriced ? ' (some calls unpriced)' : ''}`);
+  else if (u.unpriced) parts.push('unpriced');
   if (u.turns !== null) parts.push(`${u.turns} turn${u.turns === 1 ? '' : 's'}`);
   if (u.calls !== undefined) parts.push(`${u.calls} call${u.calls === 1 ? '' : 's'}`);
   return `${u.model ?? 'agent'}: ${parts.join(', ')}`;
