@@ -49,7 +49,7 @@ test("by default a step trusts the host's bundle: curl and npm work through a TL
   const file = await writePipeline(f, pipeline);
   const r = await execPipeline(f, file, proxy.flags, { env: { RUNNER_HOST_CA_BUNDLE: proxy.hostBundle } });
   const log = r.json ? stepLog(f.home, r.json.runId, 'fetch') : r.stderr;
-  assert.equal(r.code, 0, log);
+  assert.equal(r.code, 0, `${log}\nproxy:\n${proxy.logs('proxy')}\nsite:\n${proxy.logs('site')}\nrunner:\n${r.stderr.slice(-4000)}`);
   assert.match(log, /^curl=secure hello exit 0$/m, `${log}\nproxy:\n${proxy.logs('proxy')}\nsite:\n${proxy.logs('site')}`);
   assert.match(log, new RegExp(`^npm: ${TINY.version.replace(/\./g, '\\.')}$`, 'm'), log);
   assert.match(log, /^npm_exit=0$/m, log);
