@@ -21,7 +21,8 @@ test('a long wait leaves no abort listener behind on the call signal, one per po
       return running;
     },
     () => false,
-    200,
+    // long enough for ten polls on a starved machine (at 200 ms a loaded run polled fewer, and failed on its count)
+    2000,
     extraWith(call.signal),
     5,
   );
