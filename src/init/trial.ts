@@ -65,8 +65,9 @@ const KEPT_LINES = 40;
 export function trialScript(d: Detected): string {
   const run = (key: string, label: string, command: string) => [
     `echo ${shellWord(`runner init: ${label}: ${command}`)}`,
-    `{ ${command}\necho $? > /tmp/runner-init.exit; } 2>&1 | tee /tmp/runner-init.out`,
-    `code=$(cat /tmp/runner-init.exit)`,
+    // in a subshell of its own: a command that exits ends only it
+    `rm -f /tmp/runner-init.exit; { ( ${command}\n); echo $? > /tmp/runner-init.exit; } 2>&1 | tee /tmp/runner-init.out`,
+    `code=$(cat /tmp/runner-init.exit 2>/dev/null || echo 255)`,
     `echo "${key}_exit=$code" >> "$RUNNER_OUTPUT"`,
     `{ echo '${key}_output<<RUNNER_INIT_EOF'; head -n ${KEPT_LINES} /tmp/runner-init.out; echo '...'; tail -n ${KEPT_LINES} /tmp/runner-init.out; echo RUNNER_INIT_EOF; } >> "$RUNNER_OUTPUT"`,
   ];
