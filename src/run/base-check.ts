@@ -54,7 +54,7 @@ export function verdictOf(base: Pick<StepResult, 'status' | 'error' | 'exitCode'
 }
 
 /** The words for a person: "pre-existing (failed on the base abc123 too)" / "introduced by this run (passed on the base abc123)". Pure. */
-export function describeBase(b: Pick<BaseCheck, 'verdict' | 'commit' | 'exitCode' | 'remembered'>): string {
+export function describeBase(b: Pick<BaseCheck, 'verdict' | 'commit' | 'exitCode' | 'remembered' | 'runId'>): string {
   const short = b.commit.slice(0, 10);
   const seen = b.remembered ? `, as run ${b.runId} found` : '';
   return b.verdict === 'pre_existing'

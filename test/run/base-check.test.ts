@@ -21,8 +21,8 @@ test('which failures the base can tell about, and what the base says', () => {
   assert.equal(verdictOf(ended('failed', 2)), 'pre_existing');
   assert.equal(verdictOf(ended('timed_out', null)), undefined);
   assert.equal(verdictOf(ended('canceled', null)), undefined);
-  assert.equal(describeBase({ verdict: 'pre_existing', commit: 'abcdef0123456789', exitCode: 2 }), 'pre-existing (failed on the base abcdef0123 too, exit 2)');
-  assert.equal(describeBase({ verdict: 'introduced', commit: 'abcdef0123456789', exitCode: 0 }), 'introduced by this run (passed on the base abcdef0123)');
+  assert.equal(describeBase({ verdict: 'pre_existing', commit: 'abcdef0123456789', exitCode: 2, runId: 'R' }), 'pre-existing (failed on the base abcdef0123 too, exit 2)');
+  assert.equal(describeBase({ verdict: 'introduced', commit: 'abcdef0123456789', exitCode: 0, runId: 'R' }), 'introduced by this run (passed on the base abcdef0123)');
 });
 
 test('the memo key is the base, the image and the command', () => {
