@@ -84,7 +84,7 @@ async function trialOf(dir: string, detected: Detected, git: boolean, values: Se
   const home = (await openHome(values.home, { create: false })).root;
   const reporter = new ConsoleReporter(process.stderr, process.stderr, process.stderr.isTTY === true && !process.env.CI);
   for (const m of early) reporter.warn(m);
-  reporter.info(`trying ${checksOf(detected).map((c) => c.command).join(' and ')} on the project's current commit, in the runner's sandbox, before proposing them (--no-try skips this)`);
+  reporter.info(`trying ${checksOf(detected).map((c) => c.command).join(' and ')} on the project's current commit, in the runner's sandbox, before proposing ${checksOf(detected).length === 1 ? 'it' : 'them'} (--no-try skips this)`);
   const cancel = new AbortController();
   const kill = new AbortController();
   const onSignal = () => (cancel.signal.aborted ? kill.abort() : cancel.abort());
