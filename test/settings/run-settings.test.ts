@@ -10,6 +10,8 @@ import { defaultSettings, readSettings } from '../../src/settings/run-settings.j
 const dir = mkdtempSync(path.join(os.tmpdir(), 'runner-settings-'));
 const ca = path.join(dir, 'ca.pem');
 writeFileSync(ca, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n'.repeat(12));
+const dockerConfig = path.join(dir, 'config.json');
+writeFileSync(dockerConfig, '{"auths": {"registry.corp": {"auth": "bWU6cHc="}}}');
 
 test('a machine that sets nothing: the local engine, runc (left to the file), bridge, no proxy, no CA, no secrets file', () => {
   assert.deepEqual(defaultSettings(), { engine: { name: 'local', registryFromFlag: false }, egress: { network: 'bridge', private: [] } });
@@ -28,6 +30,7 @@ test('the environment alone gives what the flags give', () => {
     RUNNER_CA_FILE: ca,
     RUNNER_NPM_REGISTRY: 'https://npm.corp/',
     RUNNER_PIP_INDEX: 'https://pypi.corp/simple/',
+    RUNNER_REGISTRY_AUTH: dockerConfig,
   };
   const flags = {
     engine: 'swarm',
@@ -39,6 +42,7 @@ test('the environment alone gives what the flags give', () => {
     'ca-file': ca,
     'npm-registry': 'https://npm.corp/',
     'pip-index': 'https://pypi.corp/simple/',
+    'registry-auth': dockerConfig,
   };
   const fromEnv = readSettings({}, env);
   const fromFlags = readSettings(flags, { RUNNER_EGRESS_DNS: '10.0.0.2' });
@@ -47,6 +51,8 @@ test('the environment alone gives what the flags give', () => {
   assert.equal(fromEnv.egress.proxy?.host, 'proxy.corp');
   assert.equal(fromEnv.company?.ca?.certificates, 12);
   assert.equal(fromFlags.engine.registryFromFlag, true);
+  assert.equal(fromEnv.engine.registryAuth, dockerConfig, 'the file\'s path, never its credentials');
+  assert.doesNotMatch(JSON.stringify(fromEnv), /bWU6cHc=|me:pw/);
 });
 
 test('--secrets-file is kept as an absolute path (read by each door as its runs start)', () => {
@@ -60,9 +66,12 @@ test('warnings go to the one function given, errors name the flag or the variabl
   assert.equal(warned.length, 1);
   assert.throws(() => readSettings({ isolation: 'kata' }, {}), /--isolation takes runc or gvisor/);
   assert.throws(() => readSettings({}, { RUNNER_ENGINE: 'k8s' }), /RUNNER_ENGINE takes local or swarm/);
+  assert.throws(() => readSettings({}, { RUNNER_REGISTRY_AUTH: path.join(dir, 'none.json') }), /RUNNER_REGISTRY_AUTH: \S+none\.json does not exist/);
+  assert.throws(() => readSettings({ 'registry-auth': ca }, {}), /--registry-auth: \S+ca\.pem is not JSON/);
+  assert.throws(() => readSettings({ 'registry-auth': dir }, {}), /--registry-auth: \S+ is a directory/);
 });
 
 test('the flag table holds every setting, each a string flag', () => {
-  assert.deepEqual(Object.keys(SETTINGS_FLAGS).sort(), ['ca-file', 'egress-network', 'egress-private', 'egress-proxy', 'engine', 'isolation', 'npm-registry', 'pip-index', 'registry', 'secrets-file']);
+  assert.deepEqual(Object.keys(SETTINGS_FLAGS).sort(), ['ca-file', 'egress-network', 'egress-private', 'egress-proxy', 'engine', 'isolation', 'npm-registry', 'pip-index', 'registry', 'registry-auth', 'secrets-file']);
   for (const f of Object.values(SETTINGS_FLAGS)) assert.equal(f.type, 'string');
 });
