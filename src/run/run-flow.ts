@@ -387,8 +387,10 @@ class LaneError extends Error {}
 
 /** A reporter whose methods are `over`'s where it has them, else `r`'s, each bound to its own object. */
 function bindAll(r: ExecDeps['reporter'], over: Partial<ExecDeps['reporter']>): ExecDeps['reporter'] {
-  const proto = Object.getPrototypeOf(r) as object;
-  const names = new Set([...Object.keys(r), ...Object.getOwnPropertyNames(proto)].filter((k) => k !== 'constructor'));
+  const names = new Set(Object.keys(r));
+  for (let p = Object.getPrototypeOf(r) as object | null; p && p !== Object.prototype; p = Object.getPrototypeOf(p) as object | null) {
+    for (const k of Object.getOwnPropertyNames(p)) if (k !== 'constructor') names.add(k);
+  }
   const out: Record<string, unknown> = {};
   for (const k of names) {
     const own = (over as Record<string, unknown>)[k];
