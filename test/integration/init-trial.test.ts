@@ -16,6 +16,7 @@ import { after, before, test } from 'node:test';
 import { ModelServer } from '../fixtures/model-server.js';
 import { startPackageMirrors, type PackageMirrors } from '../fixtures/package-mirrors.js';
 import { git, projectsForThisFile, runCli, type Fixture } from '../fixtures/project.js';
+import { schemaTakesDevcontainer } from '../../src/init/devcontainer-image.js';
 
 const KEY = 'sk-ant-api03-scripted-init-trial-0000000';
 const WS = '/home/agent/run-workspace';
@@ -102,7 +103,12 @@ test('init --no-try proposes every check untried, saying so; outside a git repos
   const plain = path.join(f.root, 'plain');
   execFileSync('cp', ['-r', f.project, plain]);
   execFileSync('rm', ['-rf', path.join(plain, '.git'), path.join(plain, 'runner.yaml')]);
+  // a dev container, found where the spec looks (the schema does not take image: devcontainer in this build: said, not proposed)
+  execFileSync('mkdir', [path.join(plain, '.devcontainer')]);
+  await writeFile(path.join(plain, '.devcontainer', 'devcontainer.json'), '{ "image": "runner/base:latest" }\n');
   const p = await runCli(['init', plain, '--home', f.home]);
   assert.equal(p.code, 0, p.stderr);
-  assert.match(await readFile(path.join(plain, 'runner.yaml'), 'utf8'), /not tried on the project \(not a git repository: a trial would work in the folder itself\)/);
+  const plainStarter = await readFile(path.join(plain, 'runner.yaml'), 'utf8');
+  assert.match(plainStarter, /not tried on the project \(not a git repository: a trial would work in the folder itself\)/);
+  assert.match(plainStarter, schemaTakesDevcontainer() ? /\n {2}image: devcontainer / : /# Found \.devcontainer\/devcontainer\.json: this runner does not run steps in a dev container yet/);
 });
