@@ -40,9 +40,11 @@ Usage:
         --egress-proxy URL the company's proxy (http://host:port) gateways
                            reach out through (default: $RUNNER_EGRESS_PROXY,
                            else $HTTPS_PROXY; none: no proxy)
-        --ca-file F        a PEM bundle every step, agent and gateway trusts
-                           (default: $RUNNER_CA_FILE): the whole set of roots,
-                           e.g. the host's own /etc/ssl/certs/ca-certificates.crt
+        --ca-file F        a PEM bundle every step, agent and gateway trusts:
+                           the whole set of roots (default: $RUNNER_CA_FILE,
+                           else this machine's own bundle, like
+                           /etc/ssl/certs/ca-certificates.crt; none: the
+                           images' own roots)
         --npm-registry URL, --pip-index URL  package mirrors every step uses
                            and every gateway allows (default:
                            $RUNNER_NPM_REGISTRY, $RUNNER_PIP_INDEX); see

@@ -2,7 +2,8 @@
  * Flags and environment → one RunSettings: where steps run (engine,
  * registry, the credentials images are pulled with), their sandbox (isolation), where their gateways reach out
  * (egress network, private ranges, DNS, the company's proxy), what the
- * company's network asks of every step (CA bundle, mirrors) and where secrets
+ * company's network asks of every step (CA bundle: the host's own unless told
+ * otherwise; mirrors) and where secrets
  * are read from. `runner exec`, `runner serve` and `runner mcp` each call
  * readSettings once, with the same flag table (flags.ts), and pass the result
  * through unchanged to every run they start. Read and checked before anything
@@ -52,7 +53,7 @@ export function readSettings(values: SettingsFlags, env: NodeJS.ProcessEnv = pro
   };
 }
 
-/** The settings of a machine that sets nothing: the local engine, runc, bridge, no proxy, no CA. For tests and defaults. */
+/** The settings of a machine that sets nothing and has no CA bundle of its own: the local engine, runc, bridge, no proxy, no CA. For tests. */
 export function defaultSettings(): RunSettings {
-  return readSettings({}, {});
+  return readSettings({}, { RUNNER_HOST_CA_BUNDLE: 'none' });
 }

@@ -13,9 +13,17 @@ writeFileSync(ca, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\
 const dockerConfig = path.join(dir, 'config.json');
 writeFileSync(dockerConfig, '{"auths": {"registry.corp": {"auth": "bWU6cHc="}}}');
 
-test('a machine that sets nothing: the local engine, runc (left to the file), bridge, no proxy, no CA, no secrets file', () => {
+test('a machine that sets nothing and has no CA bundle: the local engine, runc (left to the file), bridge, no proxy, no CA, no secrets file', () => {
   assert.deepEqual(defaultSettings(), { engine: { name: 'local', registryFromFlag: false }, egress: { network: 'bridge', private: [] } });
-  assert.deepEqual(readSettings({}, {}), defaultSettings());
+  assert.deepEqual(readSettings({}, { RUNNER_HOST_CA_BUNDLE: 'none' }), defaultSettings());
+});
+
+test("a machine that sets nothing: its steps trust the host's own bundle; --ca-file none turns that off", () => {
+  assert.deepEqual(readSettings({}, { RUNNER_HOST_CA_BUNDLE: ca }).company?.ca?.by, 'host');
+  assert.equal(readSettings({}, { RUNNER_HOST_CA_BUNDLE: ca }).company?.ca?.from, ca);
+  const off = readSettings({ 'ca-file': 'none' }, { RUNNER_HOST_CA_BUNDLE: ca }).company;
+  assert.equal(off?.ca, undefined);
+  assert.equal(off?.caOff, '--ca-file none');
 });
 
 test('the environment alone gives what the flags give', () => {
@@ -46,6 +54,10 @@ test('the environment alone gives what the flags give', () => {
   };
   const fromEnv = readSettings({}, env);
   const fromFlags = readSettings(flags, { RUNNER_EGRESS_DNS: '10.0.0.2' });
+  // the bundle says who named it
+  assert.equal(fromEnv.company?.ca?.by, 'RUNNER_CA_FILE');
+  assert.equal(fromFlags.company?.ca?.by, '--ca-file');
+  fromFlags.company!.ca!.by = 'RUNNER_CA_FILE';
   assert.deepEqual({ ...fromFlags, engine: { ...fromFlags.engine, registryFromFlag: false } }, fromEnv);
   assert.equal(fromEnv.isolation, 'gvisor');
   assert.equal(fromEnv.egress.proxy?.host, 'proxy.corp');
