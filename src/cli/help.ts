@@ -80,9 +80,8 @@ Usage:
       commit, in the runner's sandbox (a run, with the run settings' flags:
       --ca-file, --npm-registry, ...); one that already fails there (a lint)
       is left out, with a comment saying why. --no-try: write it untried
-      (offline). Proposes image: devcontainer for a project with a
-      .devcontainer/devcontainer.json once this runner takes it. Never
-      overwrites a file.
+      (offline). A project with a .devcontainer/devcontainer.json gets
+      image: devcontainer, its checks tried in it. Never overwrites a file.
   runner validate FILE [--isolation runc|gvisor]
       Check FILE and print every problem with its line and column; warn of
       what this machine lacks (images, a gVisor runtime its steps ask for).

@@ -56,8 +56,9 @@ export async function initCommand(args: string[]): Promise<number> {
     // a folder name that is no name: the starter is called "project"
   }
   const git = existsSync(path.join(dir, '.git'));
-  const trial = await trialOf(dir, detected, git, values);
-  const text = starterPipeline({ name, projectPath: path.relative(path.dirname(target), dir) || '.', fileName: path.basename(target), agent, git, detected, trial, devcontainerImage: schemaTakesDevcontainer() });
+  const devcontainerImage = schemaTakesDevcontainer();
+  const trial = await trialOf(dir, detected, git, devcontainerImage && detected.devcontainer !== undefined, values);
+  const text = starterPipeline({ name, projectPath: path.relative(path.dirname(target), dir) || '.', fileName: path.basename(target), agent, git, detected, trial, devcontainerImage });
   await writeFile(target, text, { flag: 'wx' });
   const leftOut = trial && 'leftOut' in trial ? trial.leftOut : [];
   const verifiedBy = checksOf(detected).filter((c) => !leftOut.some((l) => l.check.command === c.command));
@@ -75,7 +76,7 @@ export async function initCommand(args: string[]): Promise<number> {
  * output shown): what the starter keeps and leaves out. Not tried with --no-try, outside a git repository (the
  * trial would work in the folder itself), or without checks; a trial that cannot run is said, and keeps them all.
  */
-async function trialOf(dir: string, detected: Detected, git: boolean, values: SettingsFlags & { 'no-try'?: boolean; home?: string }): Promise<StarterFacts['trial']> {
+async function trialOf(dir: string, detected: Detected, git: boolean, devcontainer: boolean, values: SettingsFlags & { 'no-try'?: boolean; home?: string }): Promise<StarterFacts['trial']> {
   if (!checksOf(detected).length) return undefined;
   if (values['no-try']) return { notTried: '--no-try' };
   if (!git) return { notTried: 'not a git repository: a trial would work in the folder itself' };
@@ -84,14 +85,14 @@ async function trialOf(dir: string, detected: Detected, git: boolean, values: Se
   const home = (await openHome(values.home, { create: false })).root;
   const reporter = new ConsoleReporter(process.stderr, process.stderr, process.stderr.isTTY === true && !process.env.CI);
   for (const m of early) reporter.warn(m);
-  reporter.info(`trying ${checksOf(detected).map((c) => c.command).join(' and ')} on the project's current commit, in the runner's sandbox, before proposing ${checksOf(detected).length === 1 ? 'it' : 'them'} (--no-try skips this)`);
+  reporter.info(`trying ${checksOf(detected).map((c) => c.command).join(' and ')} on the project's current commit, in the runner's sandbox${devcontainer ? ` (in its dev container, ${detected.devcontainer})` : ''}, before proposing ${checksOf(detected).length === 1 ? 'it' : 'them'} (--no-try skips this)`);
   const cancel = new AbortController();
   const kill = new AbortController();
   const onSignal = () => (cancel.signal.aborted ? kill.abort() : cancel.abort());
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
-    const outcome = await tryChecks({ dir, detected, home, settings, reporter, startedBy: cliActor(), signal: cancel.signal, killSignal: kill.signal });
+    const outcome = await tryChecks({ dir, detected, devcontainer, home, settings, reporter, startedBy: cliActor(), signal: cancel.signal, killSignal: kill.signal });
     const verdict = judgeTrial(detected, outcome);
     for (const l of verdict.leftOut) reporter.warn(l.comment);
     for (const n of verdict.notes) reporter.warn(n);

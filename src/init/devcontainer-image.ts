@@ -1,16 +1,32 @@
 /**
- * Whether this runner's pipeline schema takes `image: devcontainer` (the
- * project's own dev container as the steps' image): init proposes it only
- * then. Any image name validates, so validating is no answer: the schema says
- * it by exporting DEVCONTAINER_IMAGE = 'devcontainer'. The dev container work
- * (src/container/devcontainer/config.ts) defines that constant; once it is in,
- * one line in schema.ts re-exports it
- * (`export { DEVCONTAINER_IMAGE } from '../container/devcontainer/config.js'`)
- * and init proposes the image. Until then the starter says that a dev
- * container was found (Detected.devcontainer) and keeps the runner's images.
+ * Whether this runner takes `image: devcontainer` (the project's own dev
+ * container as the steps' and agents' image, src/container/devcontainer/):
+ * init proposes it only then. Any image name validates, so validating is no
+ * answer: the check is that a pipeline with `defaults: image: devcontainer`
+ * parses and plans its agent and its verify step onto the dev container.
  */
-import * as schema from '../pipeline/schema.js';
+import { DEVCONTAINER_IMAGE } from '../container/devcontainer/config.js';
+import { parsePipeline } from '../pipeline/parse.js';
+import { planSteps } from '../plan/step-plan.js';
 
 export function schemaTakesDevcontainer(): boolean {
-  return Reflect.get(schema, 'DEVCONTAINER_IMAGE') === 'devcontainer';
+  try {
+    const probe = parsePipeline(
+      JSON.stringify({
+        version: 1,
+        name: 'probe',
+        defaults: { image: 'devcontainer' },
+        secrets: ['ANTHROPIC_API_KEY'],
+        agents: { coder: { use: 'claude-code' } },
+        steps: [
+          { id: 'implement', agent: 'coder', prompt: 'x' },
+          { id: 'verify', run: 'true', verify: true },
+        ],
+      }),
+      'probe',
+    );
+    return planSteps(probe).every((p) => p.image === DEVCONTAINER_IMAGE);
+  } catch {
+    return false;
+  }
 }

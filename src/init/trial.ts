@@ -79,8 +79,11 @@ export function trialScript(d: Detected): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** The trial as a pipeline (an object the pipeline parser takes): one step on the project's current commit, pushed nowhere. */
-export function trialPipeline(d: Detected): Record<string, unknown> {
+/**
+ * The trial as a pipeline (an object the pipeline parser takes): one step on the project's current commit, pushed
+ * nowhere, in the image the starter's verify step will name (the project's dev container when it proposes one).
+ */
+export function trialPipeline(d: Detected, o: { devcontainer?: boolean } = {}): Record<string, unknown> {
   const egress = d.registries?.length ? d.registries : undefined;
   return {
     version: 1,
@@ -90,7 +93,7 @@ export function trialPipeline(d: Detected): Record<string, unknown> {
     steps: [
       {
         id: TRIAL_STEP,
-        image: VERIFY_IMAGE,
+        image: o.devcontainer ? 'devcontainer' : VERIFY_IMAGE,
         ...(egress ? { egress } : {}),
         ...(d.cache ? { cache: [d.cache] } : {}),
         timeout: VERIFY_TIMEOUT,

@@ -25,6 +25,8 @@ export interface TrialRun {
   /** the project's folder */
   dir: string;
   detected: Detected;
+  /** the starter proposes image: devcontainer: the checks are tried in the dev container */
+  devcontainer?: boolean;
   home: string;
   settings: RunSettings;
   reporter: Reporter;
@@ -34,7 +36,7 @@ export interface TrialRun {
 }
 
 export async function tryChecks(t: TrialRun): Promise<TrialOutcome> {
-  const text = `${JSON.stringify(trialPipeline(t.detected), null, 2)}\n`;
+  const text = `${JSON.stringify(trialPipeline(t.detected, { devcontainer: t.devcontainer === true }), null, 2)}\n`;
   // named as a file in the project (none is written): the pipeline's project.path "." is the project
   const file = path.join(t.dir, '(runner init trial)');
   const loaded: LoadedPipeline = { file, dir: t.dir, pipeline: parsePipeline(text, file), text };

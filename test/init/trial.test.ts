@@ -23,6 +23,7 @@ test('the trial is one step as the starter\'s verify runs: its image, egress, ca
   assert.deepEqual(s.outputs, ['install_exit', 'install_output', 'test_exit', 'test_output', 'lint_exit', 'lint_output']);
   assert.equal(p.steps[0]!.verify, undefined, 'the trial is no verify step');
   assert.deepEqual(checksOf(node).map((c) => c.command), ['npm test', 'npm run lint']);
+  assert.equal(parsePipeline(JSON.stringify(trialPipeline(node, { devcontainer: true })), 'trial').steps[0]!.image, 'devcontainer', 'tried in the dev container the starter proposes');
 });
 
 test('the trial script, run by sh -e as a step runs it: each exit and output reach $RUNNER_OUTPUT; a failed install stops it', () => {

@@ -10,13 +10,14 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { ModelServer } from '../fixtures/model-server.js';
 import { startPackageMirrors, type PackageMirrors } from '../fixtures/package-mirrors.js';
 import { git, projectsForThisFile, runCli, type Fixture } from '../fixtures/project.js';
 import { schemaTakesDevcontainer } from '../../src/init/devcontainer-image.js';
+import { parsePipeline } from '../../src/pipeline/parse.js';
 
 const KEY = 'sk-ant-api03-scripted-init-trial-0000000';
 const WS = '/home/agent/run-workspace';
@@ -111,4 +112,36 @@ test('init --no-try proposes every check untried, saying so; outside a git repos
   const plainStarter = await readFile(path.join(plain, 'runner.yaml'), 'utf8');
   assert.match(plainStarter, /not tried on the project \(not a git repository: a trial would work in the folder itself\)/);
   assert.match(plainStarter, schemaTakesDevcontainer() ? /\n {2}image: devcontainer / : /# Found \.devcontainer\/devcontainer\.json: this runner does not run steps in a dev container yet/);
+});
+
+test('a project with a dev container: init proposes image: devcontainer and tries the checks in it (a tool only it has passes; a linter it lacks is left out)', { timeout: 300_000 }, async () => {
+  assert.equal(schemaTakesDevcontainer(), true, 'this runner takes image: devcontainer');
+  const f = await fixture();
+  await mkdir(path.join(f.project, '.devcontainer'));
+  // a nonce: the image is this test's own, removed after it
+  const nonce = `${process.pid}-${Date.now()}`;
+  await writeFile(path.join(f.project, '.devcontainer', 'Dockerfile'), `FROM runner/toolchain:latest\nUSER root\nRUN printf '#!/bin/sh\\necho dc-tool says hello ${nonce}\\n' > /usr/local/bin/dc-tool && chmod 755 /usr/local/bin/dc-tool\n`);
+  await writeFile(path.join(f.project, '.devcontainer', 'devcontainer.json'), '{ "build": { "dockerfile": "Dockerfile" } }\n');
+  await writeFile(path.join(f.project, 'Makefile'), 'test:\n\tdc-tool\nlint:\n\tnot-a-linter .\n');
+  git(f.project, 'add', '-A');
+  git(f.project, '-c', 'user.name=t', '-c', 'user.email=t@localhost', 'commit', '-q', '-m', 'a dev container');
+  const r = await runCli(['init', f.project, '--home', f.home]);
+  const image = /image (runner-devcontainer:\S+) is ready/.exec(r.stderr)?.[1];
+  after(() => {
+    for (const tag of image ? [image, `${image}-build`, `${image}-features`] : []) {
+      try {
+        execFileSync('docker', ['image', 'rm', '-f', tag], { stdio: 'ignore' });
+      } catch {
+        // not made
+      }
+    }
+  });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /in the runner's sandbox \(in its dev container, \.devcontainer\/devcontainer\.json\)/);
+  assert.match(r.stderr, new RegExp(`\\[try\\] dc-tool says hello ${nonce}`), 'the test ran in the dev container: its tool is there');
+  const starter = await readFile(path.join(f.project, 'runner.yaml'), 'utf8');
+  assert.match(starter, /\ndefaults:\n {2}image: devcontainer /);
+  const verify = parsePipeline(starter, 'runner.yaml').steps.find((s) => s.verify)!;
+  assert.equal(verify.image, undefined, 'the verify step takes the defaults\' dev container');
+  assert.match(verify.run!, /^make test\n# make lint failed on the base commit \w+ \(exit 2\): make: not-a-linter: No such file or directory; left out .*\n# make lint\n$/);
 });
