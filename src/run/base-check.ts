@@ -2,8 +2,8 @@
  * Old red or new: a `verify: true` step that failed is run once more, the
  * same way (its image, limits, isolation, egress, caches), on a worktree at
  * the run's base; whether it failed there too is remembered in the runner home
- * per base commit, image and command, so later runs from the same base are not
- * slowed by it again. The step's entry then says "pre-existing (failed on the
+ * per base commit, image and command for a day, so later runs from the same
+ * base are not slowed by it again. The step's entry then says "pre-existing (failed on the
  * base abc123 too)" or "introduced by this run (passed on the base abc123)".
  * The run's status is not changed: a failed verify still fails the run, and
  * delivery still refuses it; what a person decides from it is theirs.
@@ -28,6 +28,12 @@ export interface BaseCheck {
   /** taken from an earlier run's trial of the same base and command */
   remembered?: true;
 }
+
+/**
+ * How long what a base said is taken as still true: a day. A base commit does not change, but what its check
+ * reaches may (a registry down for an hour, a package yanked): a failure of the moment is not remembered for ever.
+ */
+export const REMEMBERED_MS = 24 * 60 * 60 * 1000;
 
 /** Where the runner home keeps what it learned of bases. */
 export function baseChecksDir(home: string): string {
@@ -95,7 +101,7 @@ export interface BaseTrial {
 export async function checkOnBase(t: BaseTrial): Promise<BaseCheck | undefined> {
   const key = baseCheckKey(t.base, t.plan);
   const known = await readBaseCheck(t.home, key);
-  if (known) return { ...known, remembered: true };
+  if (known && t.now().getTime() - Date.parse(known.checkedAt) < REMEMBERED_MS) return { ...known, remembered: true };
   try {
     const r = await t.runOnBase();
     const verdict = verdictOf(r);

@@ -47,9 +47,14 @@ test('tried on the base once, then remembered in the home; a base that cannot te
     assert.equal(runs, 1, 'not run again for the same base and command');
     assert.deepEqual(again, { ...first, remembered: true });
     assert.match(describeBase(again!), /as run RUN1 found/);
+    // a day later the base is asked again (what it reaches may have changed)
+    const later = await checkOnBase({ ...trial('1'.repeat(40), ended('completed', 0)), now: () => new Date('2026-11-28T00:00:01Z') });
+    assert.equal(runs, 2);
+    assert.equal(later?.verdict, 'introduced');
+    assert.equal(later?.remembered, undefined);
     assert.equal((await checkOnBase(trial('2'.repeat(40), ended('timed_out', null))))?.verdict, undefined);
     assert.match(said.join('\n'), /timed out: whether its failure is this run's cannot be told/);
-    assert.equal((await readdir(path.join(home, 'base-checks'))).length, 1, 'the base that could not tell is not remembered');
+    assert.equal((await readdir(path.join(home, 'base-checks'))).length, 1, 'the base that could not tell is not remembered (the other, asked again, replaced)');
     const broken = await checkOnBase({ ...trial('3'.repeat(40), ended('completed', 0)), runOnBase: async () => { throw new Error('no worktree'); } });
     assert.equal(broken, undefined);
     assert.match(said.join('\n'), /could not be tried on the base 3333333333: no worktree/);
