@@ -72,11 +72,16 @@ Usage:
   runner task rm TASK_ID [--force] [--home DIR]
       Remove a task's worktree (its branch is kept); refused when the worktree
       holds uncommitted changes, unless --force.
-  runner init [DIR] [--agent claude-code|codex] [--file runner.yaml]
+  runner init [DIR] [--agent claude-code|codex] [--file runner.yaml] [--no-try] [--home DIR]
       Write a starter pipeline for the project in DIR (default .): an agent
       step, and a verify step with the install and test commands found in its
       manifests (package.json, pyproject.toml, requirements.txt, Makefile).
-      Never overwrites a file.
+      In a git repository the checks are first tried once on the current
+      commit, in the runner's sandbox (a run, with the run settings' flags:
+      --ca-file, --npm-registry, ...); one that already fails there (a lint)
+      is left out, with a comment saying why. --no-try: write it untried
+      (offline). A project with a .devcontainer/devcontainer.json gets
+      image: devcontainer, its checks tried in it. Never overwrites a file.
   runner validate FILE [--isolation runc|gvisor]
       Check FILE and print every problem with its line and column; warn of
       what this machine lacks (images, a gVisor runtime its steps ask for).
