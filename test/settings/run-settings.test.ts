@@ -59,7 +59,7 @@ test('warnings go to the one function given, errors name the flag or the variabl
   readSettings({}, { HTTPS_PROXY: 'http://127.0.0.1:3128' }, (m) => warned.push(m));
   assert.equal(warned.length, 1);
   assert.throws(() => readSettings({ isolation: 'kata' }, {}), /--isolation takes runc or gvisor/);
-  assert.throws(() => readSettings({}, { RUNNER_ENGINE: 'k8s' }), /RUNNER_ENGINE takes local or swarm/);
+  assert.throws(() => readSettings({}, { RUNNER_ENGINE: 'k8s' }), /RUNNER_ENGINE takes local, swarm or podman/);
 });
 
 test('the flag table holds every setting, each a string flag', () => {

@@ -11,6 +11,7 @@ import { gvisorPidLimits } from '../gvisor.js';
 import { hostPathProblem, ownContainerId, type OwnMount } from '../host-paths.js';
 import { isOwnImage, ownImageMissing } from '../own-images.js';
 import { encodeSecretEnv, preludeArgv } from '../secret-env.js';
+import { isPodmanVersion, ownProcessLimit, podmanHint, podmanHost, podmanRefusal } from './podman.js';
 import type { Isolation } from '../../pipeline/schema.js';
 import { LABELS, type ContainerHandle, type ContainerRuntime, type ContainerSpec, type ExitState, type Mount, type NetworkSpec, type OutputHandler, type PullProgress } from '../runtime.js';
 
@@ -43,9 +44,31 @@ export class DockerRuntime implements ContainerRuntime {
    * container here and a job on any node can share one; the host has no
    * address on an overlay, so `isolated` needs nothing more.
    */
-  constructor(docker?: Docker, private readonly networks: 'bridge' | 'overlay' = 'bridge') {
+  constructor(docker?: Docker, private readonly networks: 'bridge' | 'overlay' = 'bridge', private readonly expectPodman = false) {
     this.docker = docker ?? new Docker();
     this.gvisor = new DockerGvisor(this.docker, describeEndpoint());
+  }
+
+  private podman: Promise<boolean> | undefined;
+  /** Whether the engine is Podman (its Docker-compatible API): asked once, its differences in podman.ts. */
+  private isPodman(): Promise<boolean> {
+    return (this.podman ??= this.docker.version().then(isPodmanVersion, () => false));
+  }
+
+  /** Refuses a Podman that cannot hold a step's limits (rootless where its cgroups are not delegated), or Docker where Podman was asked for. */
+  private async checkPodman(): Promise<void> {
+    const podman = await this.isPodman();
+    if (!podman) {
+      if (this.expectPodman) throw new ContainerError('engine_unfit', `--engine podman, but the engine at ${describeEndpoint()} is not Podman: point DOCKER_HOST at Podman's socket (root: unix:///run/podman/podman.sock, started by scripts/ensure-podman.sh), or use --engine local`);
+      return;
+    }
+    const info = await new Promise<unknown>((resolve, reject) =>
+      this.docker.modem.dial({ path: '/v4.0.0/libpod/info', method: 'GET', statusCodes: { 200: true }, options: {} }, (err: unknown, data: unknown) => (err ? reject(err) : resolve(data))),
+    ).catch((err: unknown) => {
+      throw engineError("asking Podman how it runs (/libpod/info)", err);
+    });
+    const refusal = podmanRefusal(podmanHost(info as Parameters<typeof podmanHost>[0]), describeEndpoint());
+    if (refusal) throw new ContainerError('engine_unfit', refusal);
   }
 
   async checkIsolation(steps: ReadonlyArray<{ id: string; isolation: Isolation; image: string }>): Promise<string[]> {
@@ -65,6 +88,7 @@ export class DockerRuntime implements ContainerRuntime {
           : 'start the engine (make docker) or set DOCKER_HOST';
       throw new ContainerError('docker_unreachable', `docker is not reachable at ${describeEndpoint()} (${code}): ${fix}`, { cause: err });
     }
+    await this.checkPodman();
   }
 
   async hasImage(image: string): Promise<boolean> {
@@ -160,6 +184,9 @@ export class DockerRuntime implements ContainerRuntime {
     if ((secrets || spec.holdUntil) && spec.stdin !== undefined) throw new ContainerError('docker_failed', `a container cannot be given both stdin and ${secrets ? 'secrets' : 'a held start'} (${spec.name}): a bug in the runner`);
     // the runtime is asked once a container (docker info, under gVisor), even one made twice
     const settings = await this.sandboxSettings(spec);
+    // Podman sets a process limit of its own when none is given, higher than an engine may raise to: the host's, as Docker's
+    const nproc = settings.nproc === undefined && (await this.isPodman()) ? ownProcessLimit() : undefined;
+    if (nproc !== undefined) settings.nproc = nproc;
     const c = await this.createContainer(spec, settings, secrets, spec.holdUntil !== undefined);
     const hold = spec.holdUntil;
     if ((secrets || hold) && !(await hasShell(c))) {
@@ -536,7 +563,8 @@ export function recipesDir(): string | undefined {
 }
 
 function engineError(what: string, err: unknown): ContainerError {
-  return new ContainerError('docker_failed', `docker failed ${what}: ${firstLine(errorMessage(err))}`, { cause: err });
+  const hint = podmanHint(errorMessage(err));
+  return new ContainerError('docker_failed', `docker failed ${what}: ${firstLine(errorMessage(err))}${hint ? `: ${hint}` : ''}`, { cause: err });
 }
 
 function firstLine(s: string): string {

@@ -1,0 +1,94 @@
+/**
+ * What Podman's Docker-compatible API needs said differently from Docker's,
+ * for the local engine (docker.ts asks these once it knows the engine is
+ * Podman). Pure: the engine's answers come in, options and verdicts go out.
+ * docs/podman.md lists every difference found and what is done about each.
+ */
+import { readFileSync } from 'node:fs';
+
+/** Podman's root API socket (scripts/ensure-podman.sh starts it). */
+export const PODMAN_ROOT_SOCKET = 'unix:///run/podman/podman.sock';
+
+/** The socket `--engine podman` talks to: DOCKER_HOST (or CONTAINER_HOST) when set, else root's, else the user's. */
+export function podmanSocket(env: NodeJS.ProcessEnv, uid: number | undefined): string {
+  const given = env.CONTAINER_HOST || env.DOCKER_HOST;
+  if (given) return given;
+  if (uid === 0 || uid === undefined) return PODMAN_ROOT_SOCKET;
+  return `unix://${env.XDG_RUNTIME_DIR || `/run/user/${uid}`}/podman/podman.sock`;
+}
+
+/** Whether the engine's `/version` answer is Podman's (its first component is the Podman Engine). */
+export function isPodmanVersion(version: { Components?: Array<{ Name?: string }> | null } | undefined): boolean {
+  return (version?.Components ?? []).some((c) => c.Name === 'Podman Engine');
+}
+
+/** What of Podman's `/libpod/info` decides whether it can hold the runner's limits. */
+export interface PodmanHost {
+  rootless: boolean;
+  /** `v1` or `v2` */
+  cgroupVersion: string;
+  /** on cgroup v2: the controllers this user's containers may use (rootless: those delegated to it) */
+  cgroupControllers?: string[];
+}
+
+/** Reads the fields of `/libpod/info` that podmanRefusal needs. */
+export function podmanHost(info: { host?: { security?: { rootless?: boolean }; cgroupVersion?: string; cgroupControllers?: string[] | null } }): PodmanHost {
+  const h = info.host ?? {};
+  return { rootless: h.security?.rootless === true, cgroupVersion: h.cgroupVersion ?? 'unknown', ...(h.cgroupControllers ? { cgroupControllers: h.cgroupControllers } : {}) };
+}
+
+/**
+ * Why the runner refuses this Podman, or undefined when it can hold a step's limits. Rootless Podman on
+ * cgroup v1 cannot set a container's memory or process limits (a v1 hierarchy is not delegated to a user),
+ * and rootless on cgroup v2 can only where the memory and pids controllers are delegated to the user; a step
+ * there would run uncapped. Root Podman holds them on either.
+ */
+export function podmanRefusal(host: PodmanHost, endpoint: string): string | undefined {
+  if (!host.rootless) return undefined;
+  const where =
+    'Run it as root (sudo scripts/ensure-podman.sh, then --engine podman as root), or on a host with cgroup v2 whose ' +
+    'systemd delegates the memory, pids and cpu controllers to users (Debian 12, Fedora, Ubuntu 22.04 and later do by default: ' +
+    'systemd.unified_cgroup_hierarchy=1), or use Docker (--engine local)';
+  if (host.cgroupVersion !== 'v2') {
+    return `Podman at ${endpoint} is rootless on a cgroup ${host.cgroupVersion} host: it cannot enforce a step's memory or process limits there (a user gets no cgroup of its own on cgroup v1), and the runner will not run steps uncapped. ${where}.`;
+  }
+  const missing = ['memory', 'pids'].filter((c) => host.cgroupControllers && !host.cgroupControllers.includes(c));
+  if (missing.length) {
+    return `Podman at ${endpoint} is rootless and this user's cgroup has no ${missing.join(' or ')} controller delegated to it: it cannot enforce a step's ${missing.map((c) => (c === 'pids' ? 'process' : c)).join(' or ')} limit, and the runner will not run steps uncapped. ${where}.`;
+  }
+  return undefined;
+}
+
+/**
+ * The RLIMIT_NPROC a container gets when the runner sets none. Docker's containers inherit its daemon's; Podman as
+ * root asks for 1048576, above what an engine without CAP_SYS_RESOURCE (one in a container, a sandboxed host) may
+ * raise to, and so fails every start ("error setting rlimit type 6"). The host's own limit is given instead: the
+ * runner's hard limit, at most the kernel's pid_max (where Podman puts its own).
+ */
+export function hostProcessLimit(limits: string, pidMax: string): number | undefined {
+  const m = /^Max processes\s+\S+\s+(\S+)/m.exec(limits);
+  const own = m && /^\d+$/.test(m[1]!) ? Number(m[1]) : Infinity;
+  const max = /^\d+$/.test(pidMax.trim()) ? Number(pidMax.trim()) : Infinity;
+  const limit = Math.min(own, max);
+  return Number.isFinite(limit) && limit > 0 ? limit : undefined;
+}
+
+/** hostProcessLimit of this host. */
+export function ownProcessLimit(): number | undefined {
+  const read = (file: string) => {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  return hostProcessLimit(read('/proc/self/limits'), read('/proc/sys/kernel/pid_max'));
+}
+
+/** A hint for what Podman's error means, when it is one the runner knows: appended to the engine's message. */
+export function podmanHint(message: string): string | undefined {
+  if (/container-init binary not found/.test(message)) {
+    return "Podman has no container init (catatonit), which the runner starts every container with: install it (apt-get install catatonit, or run scripts/ensure-podman.sh), or set init_path in /etc/containers/containers.conf";
+  }
+  return undefined;
+}
