@@ -65,6 +65,18 @@ if ! answers; then
 fi
 log "Podman API is up at unix://$SOCK ($(podman version --format '{{.Server.Version}}' 2>/dev/null || podman --version))"
 
+# A step's network is internal and must give the host no address (Docker: inhibit_ipv4). Podman's netavark
+# gives the host the network's gateway address all the same, where a step would reach every service the host
+# listens on at all addresses. The runner names those bridges rnri*: the host drops what comes in on them.
+# (The INPUT chain only, a rule of its own: Docker's chains are left alone.)
+for ipt in iptables ip6tables; do
+  command -v "$ipt" >/dev/null 2>&1 || continue
+  if ! "$ipt" -C INPUT -i 'rnri+' -j DROP 2>/dev/null; then
+    log "$ipt: dropping what steps' isolated networks send the host (INPUT -i rnri+ -j DROP)"
+    "$ipt" -I INPUT -i 'rnri+' -j DROP
+  fi
+done
+
 if [ "${COPY_IMAGES:-1}" = 1 ] && command -v docker >/dev/null 2>&1 && DOCKER_HOST= docker info >/dev/null 2>&1; then
   for name in ${IMAGES:-base toolchain gateway claude-code codex opencode runner}; do
     image="runner/$name:${IMAGE_TAG:-latest}"

@@ -11,7 +11,7 @@ import { gvisorPidLimits } from '../gvisor.js';
 import { hostPathProblem, ownContainerId, type OwnMount } from '../host-paths.js';
 import { isOwnImage, ownImageMissing } from '../own-images.js';
 import { encodeSecretEnv, preludeArgv } from '../secret-env.js';
-import { isPodmanVersion, ownProcessLimit, podmanHint, podmanHost, podmanRefusal } from './podman.js';
+import { isolatedNetworkOptions, isPodmanVersion, ownProcessLimit, podmanHint, podmanHost, podmanRefusal } from './podman.js';
 import type { Isolation } from '../../pipeline/schema.js';
 import { LABELS, type ContainerHandle, type ContainerRuntime, type ContainerSpec, type ExitState, type Mount, type NetworkSpec, type OutputHandler, type PullProgress } from '../runtime.js';
 
@@ -317,7 +317,7 @@ export class DockerRuntime implements ContainerRuntime {
         Internal: spec.internal,
         CheckDuplicate: true,
         Labels: spec.labels,
-        ...(this.networks === 'overlay' ? { Attachable: true } : spec.isolated ? { Options: { 'com.docker.network.bridge.inhibit_ipv4': 'true' } } : {}),
+        ...(this.networks === 'overlay' ? { Attachable: true } : spec.isolated ? { Options: isolatedNetworkOptions(await this.isPodman()) } : {}),
       })).id;
     } catch (err) {
       throw engineError(`creating network ${spec.name}`, err);
@@ -387,7 +387,7 @@ class DockerContainer implements ContainerHandle {
 
   async attach(onStdout: OutputHandler, onStderr: OutputHandler): Promise<{ ended: Promise<void>; close: () => void }> {
     const withStdin = this.stdin !== undefined;
-    const stream = (await this.c.attach({ stream: true, stdout: true, stderr: true, ...(withStdin ? { stdin: true, hijack: true } : {}) })) as NodeJS.ReadableStream;
+    const stream = withStdin ? await attachWithInput(this.c) : ((await this.c.attach({ stream: true, stdout: true, stderr: true })) as NodeJS.ReadableStream);
     if (withStdin) {
       const input = stream as unknown as NodeJS.WritableStream;
       const write = () => {
@@ -525,6 +525,30 @@ class DockerContainer implements ContainerHandle {
       if (status(err) !== 404 && status(err) !== 409) throw engineError('removing the container', err);
     }
   }
+}
+
+/**
+ * Attaches to the container's output and its input (the connection taken over). The request has an empty body:
+ * dockerode's sends its options as one, which Docker reads as the request's and Podman hands to the container as
+ * the first bytes of its input (the secrets prelude then read `{"stream":true,...` for a secret's name).
+ */
+function attachWithInput(c: Docker.Container): Promise<NodeJS.ReadableStream> {
+  return new Promise((resolve, reject) =>
+    c.modem.dial(
+      {
+        path: `/containers/${c.id}/attach?`,
+        method: 'POST',
+        options: { stream: true, stdout: true, stderr: true, stdin: true },
+        file: Buffer.alloc(0),
+        headers: { ...(c.modem as { headers?: Record<string, string> }).headers, 'Content-Type': 'application/json' },
+        isStream: true,
+        hijack: true,
+        openStdin: true,
+        statusCodes: { 101: true, 200: true, 404: 'no such container', 500: 'server error' },
+      },
+      (err: unknown, stream: NodeJS.ReadableStream) => (err ? reject(err) : resolve(stream)),
+    ),
+  );
 }
 
 /** Whether the container has /bin/sh (a link to one counts), asked before it starts. */

@@ -4,6 +4,7 @@
  * Podman). Pure: the engine's answers come in, options and verdicts go out.
  * docs/podman.md lists every difference found and what is done about each.
  */
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 
 /** Podman's root API socket (scripts/ensure-podman.sh starts it). */
@@ -91,4 +92,17 @@ export function podmanHint(message: string): string | undefined {
     return "Podman has no container init (catatonit), which the runner starts every container with: install it (apt-get install catatonit, or run scripts/ensure-podman.sh), or set init_path in /etc/containers/containers.conf";
   }
   return undefined;
+}
+
+/** The start of the name of every isolated network's bridge on Podman: the host's firewall drops what comes in on them (scripts/ensure-podman.sh). */
+export const ISOLATED_BRIDGE_PREFIX = 'rnri';
+
+/**
+ * The options of a network the host must have no address on (NetworkSpec.isolated). Docker's bridge driver leaves
+ * the host's address off (`inhibit_ipv4`); Podman's netavark ignores that and gives the host the network's gateway
+ * address, on which a step reaches every service the host listens on at all its addresses. There the bridge is
+ * named `rnri…`, and the host's INPUT chain drops what comes in on those (ensure-podman.sh adds the rule; docs/podman.md).
+ */
+export function isolatedNetworkOptions(podman: boolean, suffix = randomBytes(5).toString('hex')): Record<string, string> {
+  return podman ? { 'com.docker.network.bridge.name': `${ISOLATED_BRIDGE_PREFIX}${suffix}` } : { 'com.docker.network.bridge.inhibit_ipv4': 'true' };
 }

@@ -1,0 +1,69 @@
+/** What Podman's Docker-compatible API needs said differently: its socket, knowing it, refusing a rootless one that cannot cap a step, its process limit. */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { hostProcessLimit, isPodmanVersion, podmanHint, podmanHost, podmanRefusal, podmanSocket, PODMAN_ROOT_SOCKET } from '../../../src/container/local/podman.js';
+
+test('podman socket: DOCKER_HOST (or CONTAINER_HOST) when set, else root\'s, else the user\'s runtime directory', () => {
+  assert.equal(podmanSocket({ DOCKER_HOST: 'unix:///tmp/p.sock' }, 0), 'unix:///tmp/p.sock');
+  assert.equal(podmanSocket({ CONTAINER_HOST: 'unix:///tmp/c.sock', DOCKER_HOST: 'unix:///tmp/d.sock' }, 0), 'unix:///tmp/c.sock');
+  assert.equal(podmanSocket({}, 0), PODMAN_ROOT_SOCKET);
+  assert.equal(podmanSocket({ XDG_RUNTIME_DIR: '/run/user/1000' }, 1000), 'unix:///run/user/1000/podman/podman.sock');
+  assert.equal(podmanSocket({}, 1001), 'unix:///run/user/1001/podman/podman.sock');
+});
+
+test('podman is known by its /version components; Docker is not taken for it', () => {
+  assert.equal(isPodmanVersion({ Components: [{ Name: 'Podman Engine' }, { Name: 'Conmon' }] }), true);
+  assert.equal(isPodmanVersion({ Components: [{ Name: 'Engine' }, { Name: 'containerd' }] }), false);
+  assert.equal(isPodmanVersion({ Components: null }), false);
+  assert.equal(isPodmanVersion(undefined), false);
+});
+
+const info = (rootless: boolean, cgroupVersion: string, cgroupControllers?: string[]) => podmanHost({ host: { security: { rootless }, cgroupVersion, ...(cgroupControllers ? { cgroupControllers } : {}) } });
+
+test('root podman is never refused, on cgroup v1 or v2', () => {
+  assert.equal(podmanRefusal(info(false, 'v1'), 'unix:///run/podman/podman.sock'), undefined);
+  assert.equal(podmanRefusal(info(false, 'v2', ['cpu']), 'unix:///run/podman/podman.sock'), undefined);
+});
+
+test('rootless podman on cgroup v1 is refused: it cannot cap memory or processes, and says which host would do', () => {
+  const why = podmanRefusal(info(true, 'v1'), 'unix:///run/user/1000/podman/podman.sock');
+  assert.ok(why);
+  assert.match(why, /unix:\/\/\/run\/user\/1000\/podman\/podman\.sock is rootless on a cgroup v1 host/);
+  assert.match(why, /cannot enforce a step's memory or process limits/);
+  assert.match(why, /will not run steps uncapped/);
+  assert.match(why, /cgroup v2/);
+  assert.match(why, /delegates the memory, pids and cpu controllers/);
+  assert.match(why, /as root/);
+});
+
+test('rootless podman on cgroup v2: refused without the memory or pids controller delegated, run with both', () => {
+  const noPids = podmanRefusal(info(true, 'v2', ['cpu', 'memory']), 'sock');
+  assert.ok(noPids);
+  assert.match(noPids, /no pids controller delegated/);
+  assert.match(noPids, /process limit/);
+  const neither = podmanRefusal(info(true, 'v2', ['cpu']), 'sock');
+  assert.match(neither ?? '', /no memory or pids controller/);
+  assert.equal(podmanRefusal(info(true, 'v2', ['cpu', 'memory', 'pids']), 'sock'), undefined);
+});
+
+test('an answer without the fields is read as root on an unknown cgroup: never refused for what it did not say', () => {
+  assert.deepEqual(podmanHost({}), { rootless: false, cgroupVersion: 'unknown' });
+  // rootless without a cgroup version it names: refused, as v1 would be
+  assert.match(podmanRefusal(podmanHost({ host: { security: { rootless: true } } }), 'sock') ?? '', /rootless on a cgroup unknown host/);
+});
+
+const limits = (hard: string) => `Limit                     Soft Limit           Hard Limit           Units     \nMax cpu time              unlimited            unlimited            seconds   \nMax processes             ${hard}                ${hard}                processes \nMax open files            20000                20000                files     \n`;
+
+test('the process limit a podman container gets: the host\'s hard limit, at most pid_max', () => {
+  assert.equal(hostProcessLimit(limits('96364'), '32768\n'), 32768);
+  assert.equal(hostProcessLimit(limits('4096'), '4194304\n'), 4096);
+  assert.equal(hostProcessLimit(limits('unlimited'), '4194304\n'), 4194304);
+  // nothing readable: none given, Podman's own default stands
+  assert.equal(hostProcessLimit('', ''), undefined);
+  assert.equal(hostProcessLimit(limits('unlimited'), ''), undefined);
+});
+
+test('a missing catatonit is explained with how to install it; other errors get no hint', () => {
+  assert.match(podmanHint('container create: container-init binary not found on the host: stat /usr/libexec/podman/catatonit: no such file or directory') ?? '', /apt-get install catatonit/);
+  assert.equal(podmanHint('no such image'), undefined);
+});
