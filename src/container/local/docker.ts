@@ -11,7 +11,8 @@ import { gvisorPidLimits } from '../gvisor.js';
 import { hostPathProblem, ownContainerId, type OwnMount } from '../host-paths.js';
 import { isOwnImage, ownImageMissing } from '../own-images.js';
 import { encodeSecretEnv, preludeArgv } from '../secret-env.js';
-import { isolatedNetworkOptions, isPodmanVersion, ownProcessLimit, podmanHint, podmanHost, podmanRefusal } from './podman.js';
+import { checkIsolationRule } from './podman-firewall.js';
+import { isolatedNetworkOptions, isPodmanVersion, PODMAN_OWN_IMAGES, ownProcessLimit, podmanHint, podmanHost, podmanRefusal } from './podman.js';
 import type { Isolation } from '../../pipeline/schema.js';
 import { LABELS, type ContainerHandle, type ContainerRuntime, type ContainerSpec, type ExitState, type Mount, type NetworkSpec, type OutputHandler, type PullProgress } from '../runtime.js';
 
@@ -67,7 +68,9 @@ export class DockerRuntime implements ContainerRuntime {
     ).catch((err: unknown) => {
       throw engineError("asking Podman how it runs (/libpod/info)", err);
     });
-    const refusal = podmanRefusal(podmanHost(info as Parameters<typeof podmanHost>[0]), describeEndpoint());
+    const host = podmanHost(info as Parameters<typeof podmanHost>[0]);
+    // rootless, a step's networks are in the user's own network namespace: the host has no address on them
+    const refusal = podmanRefusal(host, describeEndpoint()) ?? (host.rootless ? undefined : await checkIsolationRule());
     if (refusal) throw new ContainerError('engine_unfit', refusal);
   }
 
@@ -118,7 +121,7 @@ export class DockerRuntime implements ContainerRuntime {
       if (status(err) !== 404) throw engineError(`inspecting image ${image}`, err);
     }
     // One of the runner's own: built here from its recipes, never asked of a registry.
-    if (isOwnImage(image)) throw new ContainerError('image_missing', ownImageMissing(image, recipesDir()));
+    if (isOwnImage(image)) throw new ContainerError('image_missing', `${ownImageMissing(image, recipesDir())}${(await this.isPodman()) ? PODMAN_OWN_IMAGES : ''}`);
     onProgress({ status: 'not on this engine, asking its registry' });
     try {
       const stream = await this.docker.pull(image);

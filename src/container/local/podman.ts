@@ -23,6 +23,10 @@ export function isPodmanVersion(version: { Components?: Array<{ Name?: string }>
   return (version?.Components ?? []).some((c) => c.Name === 'Podman Engine');
 }
 
+/** Said after ownImageMissing on Podman: the recipes build into Docker's store, and Podman has one of its own. */
+export const PODMAN_OWN_IMAGES =
+  "; on Podman, which keeps a store of its own: build them with Docker, then copy them over with scripts/ensure-podman.sh (it runs docker save runner/NAME:latest | podman load for each)";
+
 /** What of Podman's `/libpod/info` decides whether it can hold the runner's limits. */
 export interface PodmanHost {
   rootless: boolean;
@@ -105,4 +109,21 @@ export const ISOLATED_BRIDGE_PREFIX = 'rnri';
  */
 export function isolatedNetworkOptions(podman: boolean, suffix = randomBytes(5).toString('hex')): Record<string, string> {
   return podman ? { 'com.docker.network.bridge.name': `${ISOLATED_BRIDGE_PREFIX}${suffix}` } : { 'com.docker.network.bridge.inhibit_ipv4': 'true' };
+}
+
+/**
+ * What iptables' check of the rule (`iptables -C INPUT -i rnri+ -j DROP`) means for a run: undefined when it is
+ * there (exit 0), else why the runner refuses and how to add it. `code`: its exit status, or why it did not run.
+ */
+export function isolationRuleProblem(code: number | string, stderr: string): string | undefined {
+  if (code === 0) return undefined;
+  const why =
+    code === 1
+      ? 'the host has no such rule'
+      : `the runner could not ask iptables whether it has it (${code === 'ENOENT' ? 'no iptables here' : `${code}: ${stderr.trim().split('\n')[0] ?? ''}`.trim()})`;
+  return (
+    "Podman gives the host an address on a step's own network (netavark ignores Docker's inhibit_ipv4), where a step would reach every service this machine listens on; " +
+    `the runner needs the host to drop what comes in on those networks' bridges (${ISOLATED_BRIDGE_PREFIX}*), and ${why}: ` +
+    `run scripts/ensure-podman.sh as root, or add the rule yourself: iptables -I INPUT -i ${ISOLATED_BRIDGE_PREFIX}+ -j DROP (see docs/podman.md)`
+  );
 }

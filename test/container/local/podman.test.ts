@@ -1,7 +1,7 @@
 /** What Podman's Docker-compatible API needs said differently: its socket, knowing it, refusing a rootless one that cannot cap a step, its process limit. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { hostProcessLimit, isPodmanVersion, podmanHint, podmanHost, podmanRefusal, podmanSocket, PODMAN_ROOT_SOCKET } from '../../../src/container/local/podman.js';
+import { hostProcessLimit, isolatedNetworkOptions, isolationRuleProblem, isPodmanVersion, podmanHint, podmanHost, podmanRefusal, podmanSocket, PODMAN_ROOT_SOCKET } from '../../../src/container/local/podman.js';
 
 test('podman socket: DOCKER_HOST (or CONTAINER_HOST) when set, else root\'s, else the user\'s runtime directory', () => {
   assert.equal(podmanSocket({ DOCKER_HOST: 'unix:///tmp/p.sock' }, 0), 'unix:///tmp/p.sock');
@@ -66,4 +66,21 @@ test('the process limit a podman container gets: the host\'s hard limit, at most
 test('a missing catatonit is explained with how to install it; other errors get no hint', () => {
   assert.match(podmanHint('container create: container-init binary not found on the host: stat /usr/libexec/podman/catatonit: no such file or directory') ?? '', /apt-get install catatonit/);
   assert.equal(podmanHint('no such image'), undefined);
+});
+
+test("an isolated network: Docker leaves the host's address off; on Podman its bridge is named rnri… for the host's rule", () => {
+  assert.deepEqual(isolatedNetworkOptions(false), { 'com.docker.network.bridge.inhibit_ipv4': 'true' });
+  assert.deepEqual(isolatedNetworkOptions(true, '0a1b2c3d4e'), { 'com.docker.network.bridge.name': 'rnri0a1b2c3d4e' });
+  // a Linux interface name has at most 15 characters
+  assert.ok(isolatedNetworkOptions(true)['com.docker.network.bridge.name']!.length <= 15);
+  assert.notEqual(isolatedNetworkOptions(true)['com.docker.network.bridge.name'], isolatedNetworkOptions(true)['com.docker.network.bridge.name']);
+});
+
+test("the host's rule for isolated networks: there, missing, or not to be asked", () => {
+  assert.equal(isolationRuleProblem(0, ''), undefined);
+  const missing = isolationRuleProblem(1, 'iptables: Bad rule (does a matching rule exist in that chain?).');
+  assert.match(missing ?? '', /the host has no such rule: run scripts\/ensure-podman\.sh as root, or add the rule yourself: iptables -I INPUT -i rnri\+ -j DROP/);
+  assert.match(missing ?? '', /a step would reach every service this machine listens on/);
+  assert.match(isolationRuleProblem('ENOENT', '') ?? '', /could not ask iptables whether it has it \(no iptables here\)/);
+  assert.match(isolationRuleProblem(4, 'iptables v1.8.9 (nf_tables): Could not fetch rule set generation id: Permission denied (you must be root)\n') ?? '', /\(4: iptables v1\.8\.9 \(nf_tables\): Could not fetch rule set generation id: Permission denied \(you must be root\)\)/);
 });
