@@ -10,6 +10,7 @@ Usage:
                    [--egress-proxy URL] [--ca-file F] [--npm-registry URL]
                    [--pip-index URL] [--isolation runc|gvisor]
                    [--engine local|swarm|podman] [--registry HOST:PORT]
+                   [--registry-auth F]
       Run the pipeline in FILE. Each run gets branch run/<runId> in the project,
       one commit per step, pushed to the project's remote at the end.
       (A persistent_directory project is worked on in place: no git.)
@@ -39,9 +40,11 @@ Usage:
         --egress-proxy URL the company's proxy (http://host:port) gateways
                            reach out through (default: $RUNNER_EGRESS_PROXY,
                            else $HTTPS_PROXY; none: no proxy)
-        --ca-file F        a PEM bundle every step, agent and gateway trusts
-                           (default: $RUNNER_CA_FILE): the whole set of roots,
-                           e.g. the host's own /etc/ssl/certs/ca-certificates.crt
+        --ca-file F        a PEM bundle every step, agent and gateway trusts:
+                           the whole set of roots (default: $RUNNER_CA_FILE,
+                           else this machine's own bundle, like
+                           /etc/ssl/certs/ca-certificates.crt; none: the
+                           images' own roots)
         --npm-registry URL, --pip-index URL  package mirrors every step uses
                            and every gateway allows (default:
                            $RUNNER_NPM_REGISTRY, $RUNNER_PIP_INDEX); see
@@ -62,6 +65,12 @@ Usage:
                            digest of exactly this engine's image (default:
                            $RUNNER_REGISTRY); one not pushed there refuses the
                            run with the command that pushes it
+        --registry-auth F  a docker config.json (auths, credHelpers,
+                           credsStore) images are pulled with, instead of the
+                           docker client's own ($DOCKER_CONFIG/config.json,
+                           else ~/.docker/config.json; default:
+                           $RUNNER_REGISTRY_AUTH). Never given to a step; see
+                           docs/private-images.md
   runner task ls [--json] [--home DIR]
       List task worktrees.
   runner task rm TASK_ID [--force] [--home DIR]
@@ -123,7 +132,7 @@ Usage:
                [--listen 127.0.0.1:7700] [--secrets-file F] [--egress-network NET]
                [--egress-private CIDR[,CIDR]] [--egress-proxy URL] [--ca-file F]
                [--npm-registry URL] [--pip-index URL] [--isolation runc|gvisor]
-               [--engine local|swarm|podman] [--registry HOST:PORT] [--max-log-streams 256] [--max-log-streams-per-client 32]
+               [--engine local|swarm|podman] [--registry HOST:PORT] [--registry-auth F] [--max-log-streams 256] [--max-log-streams-per-client 32]
                [--log-stall 60s] [--project DIR]...
       Run the pipelines in DIR on their schedule: entries (cron, timezone,
       overlap, catchup), reloading DIR when it changes, with a JSON API on
@@ -136,22 +145,25 @@ Usage:
              [--agent-base-url URL] [--egress-network NET] [--egress-private CIDR[,CIDR]]
              [--egress-proxy URL] [--ca-file F] [--npm-registry URL] [--pip-index URL]
              [--isolation runc|gvisor] [--engine local|swarm|podman] [--registry HOST:PORT]
+             [--registry-auth F]
       The runner as MCP tools over stdio, for an interactive agent (Claude
       Code, Codex): list and start the pipelines under --pipelines, start an
       agent task on a git project under --project, follow runs, read their
       diff, merge or apply them (marked destructive), cancel them. Runs run
       in this process and are recorded in the home like any other, with the
       settings exec's runs get (the same flags and variables: isolation,
-      egress, proxy, CA, mirrors, engine). Secrets come from --secrets-file
-      only, never from the environment. Claude Code:
+      egress, proxy, CA, mirrors, engine, registry auth). Secrets come from
+      --secrets-file only, never from the environment. Claude Code:
         claude mcp add runner -- runner mcp --home H --pipelines DIR --project DIR
       runner serve offers the same tools at /mcp (its --project DIR... for agent tasks).
   runner images push --registry HOST:PORT [IMAGE...] [--json]
       Push the runner's own images (default: every runner/* image this engine
       has) to the registry a swarm's nodes pull from, under their tags and
-      versions, and print each one's digest. The engine does the talking: it
-      must trust the registry (/etc/docker/certs.d/HOST:PORT/ca.crt, or
-      insecure-registries for plain HTTP); see docs/scale-out.md
+      versions, and print each one's digest. The engine does the talking,
+      with the docker client's credentials for the registry
+      (docs/private-images.md): it must trust the registry
+      (/etc/docker/certs.d/HOST:PORT/ca.crt, or insecure-registries for
+      plain HTTP); see docs/scale-out.md
   runner --help | -h       this text
   runner --version | -v    the version
 

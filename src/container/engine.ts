@@ -16,6 +16,7 @@ import { startGateway } from '../gateway/host/step-gateway.js';
 import { DockerRuntime } from './local/docker.js';
 import { mountTransport } from './local/mount-transport.js';
 import { podmanSocket } from './local/podman.js';
+import { RegistryCredentials } from './registry-credentials.js';
 import { parseRegistry } from './registry-names.js';
 import type { ContainerRuntime, StepTransport } from './runtime.js';
 import { SwarmRuntime } from './swarm/runtime.js';
@@ -36,19 +37,21 @@ export function useEngine(name: string): void {
 /**
  * The engine `name` names. `registry` (--registry, RUNNER_REGISTRY): on swarm, the registry the nodes pull the
  * runner's own images from; `registryFromFlag`: it was given on the command line, where the local engine refuses
- * it (an environment variable set for swarm runs is no reason to refuse a local one).
+ * it (an environment variable set for swarm runs is no reason to refuse a local one). `registryAuth`
+ * (--registry-auth): the docker config.json images are pulled with; absent: the docker client's own.
  */
-export function openEngine(name: string, opts: { registry?: string | undefined; registryFromFlag?: boolean } = {}): { runtime: ContainerRuntime; transport: StepTransport } {
+export function openEngine(name: string, opts: { registry?: string | undefined; registryFromFlag?: boolean; registryAuth?: string | undefined } = {}): { runtime: ContainerRuntime; transport: StepTransport } {
+  const credentials = new RegistryCredentials(opts.registryAuth);
   if (name === 'local') {
     if (opts.registry && opts.registryFromFlag) throw new UsageError('--registry goes with --engine swarm: the local engine has the images itself');
-    const runtime = new DockerRuntime();
+    const runtime = new DockerRuntime(undefined, 'bridge', credentials);
     return { runtime, transport: mountTransport(runtime) };
   }
   if (name === 'podman') {
     if (opts.registry && opts.registryFromFlag) throw new UsageError('--registry goes with --engine swarm: Podman has the images itself');
     useEngine(name);
     // Podman's Docker-compatible API, through the local adapter: what differs is asked of the engine (local/podman.ts)
-    const runtime = new DockerRuntime(undefined, 'bridge', true);
+    const runtime = new DockerRuntime(undefined, 'bridge', credentials, true);
     return { runtime, transport: mountTransport(runtime) };
   }
   if (name === 'swarm') {
@@ -59,7 +62,7 @@ export function openEngine(name: string, opts: { registry?: string | undefined; 
       throw new UsageError(errorMessage(err));
     }
     const api = new Docker();
-    const runtime = new SwarmRuntime(api, registry);
+    const runtime = new SwarmRuntime(api, registry, credentials);
     // the address the swarm's nodes reach this machine at: its swarm address, unless told otherwise
     const address = async () => process.env.RUNNER_TRANSFER_ADDRESS || (await runtime.managerAddress());
     return { runtime, transport: swarmTransport(api, runtime.manager, address) };

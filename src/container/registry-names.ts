@@ -123,8 +123,8 @@ export function registryTrouble(registry: string, message: string): string | und
   if (/no such host|server misbehaving|Temporary failure in name resolution/i.test(m)) {
     return `the engine cannot resolve the registry's name in ${registry}: use an address, or a name its resolver knows`;
   }
-  if (/unauthorized|authentication required|denied|forbidden/i.test(m)) {
-    return `the registry at ${registry} refused without credentials: this runner pushes and reads without logging in; use a registry that lets this machine push (and the nodes pull), e.g. one on the swarm's own network`;
+  if (/unauthorized|authentication required|no basic auth credentials|denied|forbidden/i.test(m)) {
+    return `the registry at ${registry} wants credentials, or refused the ones it was given: log in with \`docker login ${registry}\` (the runner pushes and reads with the docker client's credentials for it; a run takes --registry-auth FILE too: docs/private-images.md)`;
   }
   return undefined;
 }

@@ -3,17 +3,25 @@
  * them there (`runner images push`), and find the digest a swarm job names one
  * by (SwarmRuntime). The engine does the talking (https, or plain http for a
  * registry in its insecure-registries; its /etc/docker/certs.d), so the
- * runner trusts a registry exactly as the engine and the nodes do. The one
- * place both the CLI and the swarm engine call.
+ * runner trusts a registry exactly as the engine and the nodes do; it is
+ * given the credentials the docker client has for the registry (or
+ * --registry-auth's), as `docker push` would be. The one place both the CLI
+ * and the swarm engine call.
  */
 import Docker from 'dockerode';
 import { ContainerError, errorMessage } from '../common/errors.js';
 import { recipesDir } from './local/docker.js';
 import { isOwnImage, ownImageMissing, OWN_IMAGE_TARGETS } from './own-images.js';
+import { RegistryCredentials } from './registry-credentials.js';
 import { isUnknownManifest, ownRepoTag, pinImage, pushCommand, registryTagRef, registryTrouble, type Pinning } from './registry-names.js';
 
 /** No credentials: the engine is sent an empty auth header, as the docker CLI does for a registry it has none for. */
 const NO_AUTH = {};
+
+/** What the engine is sent for `registry`: its credentials, else none (a helper that fails is no reason not to try without). */
+async function registryAuth(credentials: RegistryCredentials, registry: string): Promise<Docker.AuthConfig> {
+  return (await credentials.authFor(`${registry}/runner/base`)).authconfig ?? NO_AUTH;
+}
 
 const firstLine = (s: string) => s.split('\n')[0]!.trim();
 const statusOf = (err: unknown): number | undefined => (err as { statusCode?: number })?.statusCode;
@@ -57,8 +65,9 @@ export async function localOwnImages(docker: Docker = new Docker()): Promise<str
  * registry's name first, as `docker push` needs. Stops at the first failure,
  * with what to do.
  */
-export async function pushOwnImages(registry: string, images: readonly string[], onProgress: (p: PushProgress) => void, docker: Docker = new Docker()): Promise<Pushed[]> {
+export async function pushOwnImages(registry: string, images: readonly string[], onProgress: (p: PushProgress) => void, docker: Docker = new Docker(), credentials = new RegistryCredentials()): Promise<Pushed[]> {
   const done: Pushed[] = [];
+  const auth = await registryAuth(credentials, registry);
   for (const image of images) {
     if (!isOwnImage(image)) throw new ContainerError('bad_input', `${image} is not one of the runner's own images (runner/*): push other images with docker push`);
     const rt = ownRepoTag(image);
@@ -72,7 +81,7 @@ export async function pushOwnImages(registry: string, images: readonly string[],
       const had = await docker.getImage(`${repoName}:${tag}`).inspect().then(() => true, () => false);
       await docker.getImage(image).tag({ repo: repoName, tag });
       try {
-        const d = await pushOne(docker, image, repoName, tag, onProgress, registry);
+        const d = await pushOne(docker, image, repoName, tag, onProgress, registry, auth);
         if (tag === rt.tag) digest = d;
       } catch (err) {
         // a tag made only for a push that failed is not left behind (the image keeps its own names)
@@ -100,13 +109,13 @@ async function inspectOwn(docker: Docker, image: string): Promise<Docker.ImageIn
 }
 
 /** One `docker push REPO:TAG`; the digest the engine reports at its end. */
-async function pushOne(docker: Docker, image: string, repoName: string, tag: string, onProgress: (p: PushProgress) => void, registry: string): Promise<string> {
+async function pushOne(docker: Docker, image: string, repoName: string, tag: string, onProgress: (p: PushProgress) => void, registry: string, auth: Docker.AuthConfig): Promise<string> {
   const target = `${repoName}:${tag}`;
   const failed = (why: string, cause?: unknown): ContainerError =>
     new ContainerError('push_failed', `pushing ${image} to ${target} failed: ${registryTrouble(registry, why) ?? why}`, cause === undefined ? undefined : { cause });
   let stream: NodeJS.ReadableStream;
   try {
-    stream = (await docker.getImage(repoName).push({ tag }, undefined as never, NO_AUTH)) as unknown as NodeJS.ReadableStream;
+    stream = (await docker.getImage(repoName).push({ tag }, undefined as never, auth)) as unknown as NodeJS.ReadableStream;
   } catch (err) {
     throw failed(firstLine(errorMessage(err)), err);
   }
@@ -147,14 +156,14 @@ async function pushOne(docker: Docker, image: string, repoName: string, tag: str
  * digest for exactly this image (pushed from here, at this version). Throws
  * with the command that pushes it when the registry lacks it or holds another.
  */
-export async function pinnedOwnImage(docker: Docker, registry: string, image: string): Promise<string> {
+export async function pinnedOwnImage(docker: Docker, registry: string, image: string, credentials = new RegistryCredentials()): Promise<string> {
   const info = await inspectOwn(docker, image);
   const rt = ownRepoTag(image);
   let remote: string | undefined;
   if (rt) {
     const at = registryTagRef(registry, rt.repo, rt.tag);
     try {
-      const d = (await docker.getImage(at).distribution({ authconfig: NO_AUTH })) as { Descriptor?: { digest?: string } };
+      const d = (await docker.getImage(at).distribution({ authconfig: await registryAuth(credentials, registry) })) as { Descriptor?: { digest?: string } };
       remote = d.Descriptor?.digest;
     } catch (err) {
       const why = firstLine(errorMessage(err));

@@ -86,6 +86,8 @@ export interface GatewayConfig {
   relay?: { port: number; to: { host: string; port: number } };
   /** a PEM bundle the gateway trusts besides Node's own roots, for its own TLS (a model call through a TLS-inspecting proxy) */
   ca?: string;
+  /** the host's own bundle when the step does not trust it: never trusted here, only checked against to tell why an upstream is refused (trust-probe.ts) */
+  hostCa?: string;
   /** the company's proxy the gateway reaches out through (--egress-proxy, or the runner's HTTPS_PROXY) */
   proxy?: UpstreamProxy;
   /** hosts to inspect (credentials, method and path rules, secret checks): absent, every allowed host is a tunnel */
@@ -123,6 +125,22 @@ export interface CallEvent {
   worstCase?: true;
 }
 
+/**
+ * An allowed upstream whose certificate the step's trust refuses (trust-probe.ts): said once per host and port, as
+ * soon as the step first asks for it. `hostTrusts`: its chain verifies against the host's own bundle (a
+ * TLS-inspecting proxy whose root the host has and the step was not given).
+ */
+export interface UntrustedEvent {
+  event: 'untrusted';
+  host: string;
+  port: number;
+  /** OpenSSL's code for why it did not verify (SELF_SIGNED_CERT_IN_CHAIN, CERT_HAS_EXPIRED, ...) */
+  reason: string;
+  /** who issued the chain's top certificate, as its subject says (CN=..., O=...) */
+  issuer: string;
+  hostTrusts: boolean;
+}
+
 /** A call goes to the model: should the gateway die before it settles, the runner charges it this (its worst case). */
 export interface CallStartEvent {
   event: 'call_start';
@@ -141,6 +159,7 @@ export type GatewayEvent =
   | CallStartEvent
   | CallEvent
   | { event: 'refused'; host: string; reason: string }
+  | UntrustedEvent
   /** when it stops: refused hosts with their counts, refusals past the bound on hosts, model calls refused for the budget */
   | { event: 'refusals'; hosts: Record<string, number>; others: number; budget: number; paths?: number }
   | { event: 'error'; message: string };
@@ -163,6 +182,7 @@ export function parseConfig(text: string | undefined): GatewayConfig | string {
   if (c.model && (typeof c.model.upstream !== 'string' || !/^https?:\/\//.test(c.model.upstream))) return 'model.upstream must be an http(s) URL';
   if (typeof c.prices !== 'object' || c.prices === null) return 'prices must be an object';
   if (c.ca !== undefined && typeof c.ca !== 'string') return 'ca must be a PEM text';
+  if (c.hostCa !== undefined && typeof c.hostCa !== 'string') return 'hostCa must be a PEM text';
   if (c.proxy !== undefined && !(typeof c.proxy?.host === 'string' && Number.isInteger(c.proxy.port) && Array.isArray(c.proxy.noProxy))) return 'proxy must be { host, port, noProxy }';
   if (c.inspect !== undefined) {
     const problem = inspectionProblem(c.inspect);

@@ -14,6 +14,7 @@ import { addressProblem, type AddressPolicy } from './address-policy.js';
 import { helloProblem, readClientHello } from './client-hello.js';
 import type { Inspector } from './inspected.js';
 import { portsFor } from './hosts.js';
+import type { TrustProbe } from './trust-probe.js';
 import { bypassesProxy, connectThrough, type UpstreamProxy } from './upstream-proxy.js';
 
 const MAX_HOSTS = 200;
@@ -49,6 +50,8 @@ export interface Egress {
   proxy?: UpstreamProxy | undefined;
   /** the hosts whose requests the gateway reads (TLS terminated), and the secret checks on plain HTTP; absent, every host is a tunnel */
   inspector?: Inspector | undefined;
+  /** checks each allowed host's certificate once against what the step trusts, to say at once why its TLS will fail */
+  probe?: TrustProbe | undefined;
 }
 
 /** How long a tunnel's client has to send its ClientHello once the tunnel is open. */
@@ -218,6 +221,7 @@ export function tunnel(e: Egress, req: http.IncomingMessage, client: Duplex, hea
   const port = Number(m?.[2]);
   const no = !m ? 'not host:port' : port < 1 || port > 65535 ? 'not a port' : whyNot(e, host, port, 'tls');
   if (no) return refuse(e, client, host, no, 403);
+  e.probe?.check(host, port, () => openUpstream(e, host, port));
   if (hellosWaiting >= MAX_HELLOS_WAITING) {
     const body = `runner gateway: more than ${MAX_HELLOS_WAITING} tunnels are waiting for their ClientHello; try again\n`;
     client.end(`HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\nretry-after: 1\r\nconnection: close\r\n\r\n${body}`);

@@ -18,6 +18,10 @@ import { startRelay } from './relay.js';
 import { RunCa } from './run-ca.js';
 import { gatewayServer } from './server.js';
 import { Inspector } from './inspected.js';
+import { TrustProbe } from './trust-probe.js';
+import tls from 'node:tls';
+import { bypassesProxy, connectThrough } from './upstream-proxy.js';
+import net from 'node:net';
 
 const emit = (e: GatewayEvent) => process.stdout.write(`${JSON.stringify(e)}\n`);
 /** the config is small; a runner that sends nothing is not waited for long */
@@ -60,6 +64,9 @@ async function main(): Promise<void> {
   const calls = config.model ? new ModelCalls(config.model, new Ledger(config.allowance), config.prices, emit, budgetRefusals, outgoing) : undefined;
   const policy = { hostAddresses: config.hostAddresses ?? [], privateAllowed: config.privateAllowed ?? [], hostNetworks: config.hostNetworks ?? [] };
   const egress: Egress = { allow: config.allow, refusals, policy, proxy: config.proxy };
+  // a certificate the step will refuse is said at once, with whether the host's own bundle would trust it
+  egress.probe = new TrustProbe({ roots: ca ?? tls.rootCertificates, hostCa: config.hostCa, emit });
+  if (config.model) probeModel(egress.probe, config.model.upstream, config.proxy);
   // inspecting: a CA of the gateway's own, valid while the step may run, for the hosts it reads only
   if (config.inspect) {
     const runCa = await RunCa.make(config.inspect.all ? config.allow : config.inspect.hosts.map((h) => h.host), (config.deadlineMs ?? WEEK_MS) + HOUR_MS);
@@ -87,6 +94,23 @@ async function main(): Promise<void> {
   process.on('SIGTERM', stop);
   // A runner that died cannot stop its gateway: it stops itself when the step's time is up.
   if (config.deadlineMs) setTimeout(stop, config.deadlineMs).unref();
+}
+
+/** The model's API, when it is HTTPS: probed as the gateway's own calls reach it (through the proxy unless NO_PROXY names it). */
+function probeModel(probe: TrustProbe, upstream: string, proxy: Egress['proxy']): void {
+  const url = new URL(upstream);
+  if (url.protocol !== 'https:') return;
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const port = Number(url.port || 443);
+  const via = proxy && !bypassesProxy(proxy.noProxy, host, port) ? proxy : undefined;
+  probe.check(host, port, () =>
+    via
+      ? connectThrough(via, host, port)
+      : new Promise((resolve, reject) => {
+          const s = net.connect({ host, port }, () => resolve(s));
+          s.once('error', reject);
+        }),
+  );
 }
 
 // One bad connection must not take the step's way out (and its metering) down: said, and the gateway goes on.

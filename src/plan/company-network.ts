@@ -4,8 +4,10 @@
  * place of the public registries. Given to `runner exec` and `runner serve`
  * (flags, environment), not in the pipeline file: they belong to the machine
  * a run is on, and the same file runs on a laptop at home and in the
- * company's CI. Pure: what a step's environment gets, what a gateway allows,
- * and what is wrong with a bundle or a mirror's URL.
+ * company's CI. Without --ca-file, the bundle is the host's own (what the
+ * host trusts, its steps trust; docs/company-networks.md says why). Pure:
+ * what a step's environment gets, what a gateway allows, and what is wrong
+ * with a bundle or a mirror's URL.
  */
 import { hostPatternProblem } from '../gateway/hosts.js';
 
@@ -31,7 +33,16 @@ export interface CompanyNetwork {
     from: string;
     /** the copy steps mount (ca-copy.ts), once a run has made it */
     hostPath?: string;
+    /** who named it: the flag, its variable, or nobody (the host's own bundle, the default) */
+    by?: '--ca-file' | 'RUNNER_CA_FILE' | 'host';
   };
+  /** the steps were told to trust no bundle (their images' own roots): how it was said */
+  caOff?: '--ca-file none' | 'RUNNER_CA_FILE=none';
+  /**
+   * The host's own bundle, when the steps do not trust it (caOff, or another --ca-file): never given to a step;
+   * a gateway checks an upstream certificate the step would refuse against it, to say which flag fixes that.
+   */
+  hostCa?: { pem: string; from: string };
   /** an npm registry in place of registry.npmjs.org */
   npmRegistry?: string;
   /** a PyPI index (its "simple" URL) in place of pypi.org */

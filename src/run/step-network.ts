@@ -126,6 +126,7 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
       prices: { ...DEFAULT_PRICES, ...(s.prices ?? {}) },
       deadlineMs: o.timeoutMs + 60_000,
       ...(s.company?.ca ? { ca: s.company.ca.pem } : {}),
+      ...(s.company?.hostCa ? { hostCa: s.company.hostCa.pem } : {}),
       ...(s.egressProxy ? { proxy: s.egressProxy } : {}),
       ...(relayTo ? { relay: { port: RELAY_PORT, to: relayTo } } : {}),
       ...(inspect ? { inspect } : {}),

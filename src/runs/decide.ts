@@ -41,7 +41,7 @@ export async function decideGate(door: Door, id: string, decision: GateDecision[
       throw new RunnerError('already_decided', `the gate ${gate.name} of run ${id} was already ${taken.decision} by ${describeDecider(taken.by)} at ${taken.at}${taken.decision === 'approved' ? `: the run goes on (runner runs show ${id}; if nothing runs it, runner resume ${id})` : ''}`);
     }
     if (gateTimedOut(gate, now)) {
-      endRejected(rec, { step: gate.name, decision: 'rejected', by: { via: 'timeout' }, at: now.toISOString(), comment: `no decision by ${gate.deadline}` }, now);
+      endTimedOut(rec, now);
       await writeRun(door.runsDir, rec);
       throw new RunnerError('gate_timed_out', `the gate ${gate.name} of run ${id} waited until ${gate.deadline} and timed out: the run is rejected, its work kept on ${rec.branch ?? 'its directory'}`);
     }
@@ -101,6 +101,12 @@ export function endRejected(rec: RunRecord, d: GateDecision, now: Date): void {
   rec.durationMs = now.getTime() - Date.parse(rec.startedAt);
 }
 
+/** A gate whose wait ran out: rejected by its timeout. Pure but for the record it changes. */
+function endTimedOut(rec: RunRecord, now: Date): void {
+  const gate = rec.gate!;
+  endRejected(rec, { step: gate.name, decision: 'rejected', by: { via: 'timeout' }, at: now.toISOString(), comment: `no decision by ${gate.deadline}` }, now);
+}
+
 /** Gates whose wait ran out by `now`: rejected (timed out), as a decision would. What serve's sweep and a waiting exec call. */
 export async function expireGate(runsDir: string, home: string, id: string, now: Date): Promise<boolean> {
   const lock = await tryOwnerLock(home, id);
@@ -109,7 +115,7 @@ export async function expireGate(runsDir: string, home: string, id: string, now:
     const rec = await readRun(runsDir, id);
     if (rec.status !== 'awaiting_approval' || !rec.gate || !gateTimedOut(rec.gate, now)) return false;
     if (rec.decisions?.some((d) => d.step === rec.gate!.name && Date.parse(d.at) >= Date.parse(rec.gate!.since))) return false; // approved: being continued
-    endRejected(rec, { step: rec.gate.name, decision: 'rejected', by: { via: 'timeout' }, at: now.toISOString(), comment: `no decision by ${rec.gate.deadline}` }, now);
+    endTimedOut(rec, now);
     await writeRun(runsDir, rec);
     return true;
   } finally {

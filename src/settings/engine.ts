@@ -9,6 +9,8 @@ export interface EngineSettings {
   registry?: string;
   /** the registry came from the command line, where the local engine refuses it (a variable set for swarm runs is no reason to) */
   registryFromFlag: boolean;
+  /** --registry-auth (else RUNNER_REGISTRY_AUTH), absolute: the docker config.json images are pulled with instead of the docker client's (registry-auth.ts) */
+  registryAuth?: string;
 }
 
 export function readEngine(flags: { engine?: string | undefined; registry?: string | undefined }, env: NodeJS.ProcessEnv): EngineSettings {

@@ -14,6 +14,7 @@ export const SETTINGS_FLAGS = {
   'npm-registry': { type: 'string' },
   'pip-index': { type: 'string' },
   'secrets-file': { type: 'string' },
+  'registry-auth': { type: 'string' },
 } as const;
 
 /** The values parseArgs gives for SETTINGS_FLAGS (any of them may be absent). */

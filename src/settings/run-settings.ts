@@ -1,8 +1,9 @@
 /**
  * Flags and environment → one RunSettings: where steps run (engine,
- * registry), their sandbox (isolation), where their gateways reach out
+ * registry, the credentials images are pulled with), their sandbox (isolation), where their gateways reach out
  * (egress network, private ranges, DNS, the company's proxy), what the
- * company's network asks of every step (CA bundle, mirrors) and where secrets
+ * company's network asks of every step (CA bundle: the host's own unless told
+ * otherwise; mirrors) and where secrets
  * are read from. `runner exec`, `runner serve` and `runner mcp` each call
  * readSettings once, with the same flag table (flags.ts), and pass the result
  * through unchanged to every run they start. Read and checked before anything
@@ -16,6 +17,7 @@ import { readEgress, type EgressSettings } from './egress.js';
 import { readEngine, type EngineSettings } from './engine.js';
 import type { SettingsFlags } from './flags.js';
 import { readIsolation } from './isolation.js';
+import { readRegistryAuth } from './registry-auth.js';
 
 export type { EgressSettings } from './egress.js';
 export type { EngineSettings } from './engine.js';
@@ -37,7 +39,8 @@ export interface RunSettings {
 
 /** `warn`: what is allowed but likely not meant (a one-certificate bundle, an inherited proxy on loopback). */
 export function readSettings(values: SettingsFlags, env: NodeJS.ProcessEnv = process.env, warn: (message: string) => void = () => undefined): RunSettings {
-  const engine = readEngine(values, env);
+  const registryAuth = readRegistryAuth(values['registry-auth'], env);
+  const engine = { ...readEngine(values, env), ...(registryAuth ? { registryAuth } : {}) };
   const egress = readEgress(values, env, warn);
   const company = readCompany(values, env, warn);
   const isolation = readIsolation(values.isolation, env);
@@ -50,7 +53,7 @@ export function readSettings(values: SettingsFlags, env: NodeJS.ProcessEnv = pro
   };
 }
 
-/** The settings of a machine that sets nothing: the local engine, runc, bridge, no proxy, no CA. For tests and defaults. */
+/** The settings of a machine that sets nothing and has no CA bundle of its own: the local engine, runc, bridge, no proxy, no CA. For tests. */
 export function defaultSettings(): RunSettings {
-  return readSettings({}, {});
+  return readSettings({}, { RUNNER_HOST_CA_BUNDLE: 'none' });
 }

@@ -17,14 +17,16 @@ const file = path.join(dir, 'p.yaml');
 const ca = path.join(dir, 'ca.pem');
 const secrets = path.join(dir, 'secrets.env');
 const home = path.join(dir, 'home');
+const registryAuth = path.join(dir, 'docker-config.json');
 writeFileSync(file, 'version: 1\nname: p\nproject:\n  path: .\nsteps:\n  - id: a\n    image: runner/base:latest\n    run: "true"\n');
 writeFileSync(ca, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n'.repeat(12));
 writeFileSync(secrets, 'A=1\n', { mode: 0o600 });
+writeFileSync(registryAuth, JSON.stringify({ auths: { 'registry.corp.example': { auth: Buffer.from('me:pw').toString('base64') } } }));
 await import('node:fs/promises').then((fs) => fs.mkdir(pipelines));
 
 /** the settings this machine's environment might hold are cleared: only the flags speak */
 const CLEAN: NodeJS.ProcessEnv = Object.fromEntries(
-  ['RUNNER_ENGINE', 'RUNNER_REGISTRY', 'RUNNER_ISOLATION', 'RUNNER_EGRESS_NETWORK', 'RUNNER_EGRESS_PRIVATE', 'RUNNER_EGRESS_DNS', 'RUNNER_EGRESS_PROXY', 'HTTPS_PROXY', 'https_proxy', 'RUNNER_CA_FILE', 'RUNNER_NPM_REGISTRY', 'RUNNER_PIP_INDEX'].map((k) => [k, '']),
+  ['RUNNER_ENGINE', 'RUNNER_REGISTRY', 'RUNNER_ISOLATION', 'RUNNER_EGRESS_NETWORK', 'RUNNER_EGRESS_PRIVATE', 'RUNNER_EGRESS_DNS', 'RUNNER_EGRESS_PROXY', 'HTTPS_PROXY', 'https_proxy', 'RUNNER_CA_FILE', 'RUNNER_NPM_REGISTRY', 'RUNNER_PIP_INDEX', 'RUNNER_REGISTRY_AUTH'].map((k) => [k, '']),
 );
 
 const DOORS: Record<string, string[]> = {
@@ -45,6 +47,7 @@ const FLAGS: Record<keyof typeof SETTINGS_FLAGS, { good: string; bad?: [string, 
   'npm-registry': { good: 'https://npm.corp.example/', bad: ['npm.corp', /--npm-registry \(or RUNNER_NPM_REGISTRY\): "npm.corp" is not a URL/] },
   'pip-index': { good: 'https://pypi.corp.example/simple/', bad: ['pypi.corp', /--pip-index \(or RUNNER_PIP_INDEX\): "pypi.corp" is not a URL/] },
   'secrets-file': { good: secrets },
+  'registry-auth': { good: registryAuth, bad: [path.join(dir, 'nope.json'), /--registry-auth: .*nope\.json does not exist: give a docker config\.json/] },
 };
 
 for (const [door, args] of Object.entries(DOORS)) {

@@ -82,7 +82,8 @@ test("the engine's words about a registry become what to do", () => {
     ['Get "https://10.213.7.1:5000/v2/": dial tcp 10.213.7.1:5000: connect: connection refused', /nothing answers at 10\.213\.7\.1:5000: start the registry \(scripts\/swarm-lab\.sh up/],
     ['Get "https://10.9.9.9:5000/v2/": dial tcp 10.9.9.9:5000: i/o timeout', /cannot be reached from this engine/],
     ['Get "https://reg.invalid:5000/v2/": dial tcp: lookup reg.invalid: no such host', /cannot resolve/],
-    ['unauthorized: authentication required', /refused without credentials/],
+    ['no basic auth credentials', /wants credentials, or refused/],
+    ['unauthorized: authentication required', /wants credentials, or refused the ones it was given: log in with `docker login \S+`/],
   ];
   for (const [msg, want] of cases) assert.match(registryTrouble(REG, msg) ?? '', want, msg);
   assert.equal(registryTrouble(REG, 'manifest unknown: manifest unknown'), undefined);

@@ -397,6 +397,8 @@ test('under gVisor: memory, file-size and /tmp caps fire as themselves; the step
   assert.equal(show('host-loopback.txt'), 'no', 'the sandbox reached a service on the host\'s loopback');
   const mounts = show('mounts.txt').split('\n');
   const ours = ['/', '/dev', '/sys', '/proc', '/dev/pts', '/dev/shm', '/dev/mqueue', '/etc/hostname', '/etc/hosts', '/etc/resolv.conf', '/home/agent/.runner', '/usr/sbin/docker-init', '/sbin/docker-init', '/home/agent/run-workspace', '/home/agent/project-workspace', path.join(f.project, '.git')];
+  // the host's CA bundle, which steps trust by default (docs/company-networks.md), read-only at its two paths
+  ours.push('/run/runner/ca.pem', '/etc/ssl/certs/ca-certificates.crt');
   assert.deepEqual(mounts.filter((m) => !ours.includes(m)), [], 'the sandbox sees a mount the runner did not make');
 
   // what it printed is made visible; its line that looks like the runner's is its own

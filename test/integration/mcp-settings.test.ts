@@ -6,7 +6,8 @@
  * the company's proxy with the proxy's credentials (a password holding an @),
  * RUNNER_CA_FILE makes it trust a root only the bundle holds, and
  * RUNNER_NPM_REGISTRY reaches its environment. Then the same through runner
- * serve's /mcp with RUNNER_EGRESS_PROXY. All on networks of the test's own
+ * serve's /mcp with RUNNER_EGRESS_PROXY, and the bundle taken as the host's
+ * own (RUNNER_HOST_CA_BUNDLE, the default). All on networks of the test's own
  * (company-internet.ts): the office network leads out through the proxy only.
  */
 import assert from 'node:assert/strict';
@@ -127,10 +128,11 @@ test('runner mcp: RUNNER_ISOLATION, RUNNER_EGRESS_NETWORK, HTTPS_PROXY, RUNNER_C
   }
 });
 
-test("runner serve's /mcp: the same, with RUNNER_EGRESS_PROXY", { timeout: 300_000 }, async () => {
+test("runner serve's /mcp: the same, with RUNNER_EGRESS_PROXY, and the bundle the host's own (no RUNNER_CA_FILE: the default)", { timeout: 300_000 }, async () => {
   const f = await fixture();
   const token = 'mcp-settings-token-0123456789';
-  const s = await serveFolder(f, { 'probe.yaml': PROBE }, '127.0.0.1:0', { env: { ...settingsEnv({ RUNNER_EGRESS_PROXY: proxyWith(net.proxyUrl) }), RUNNER_TOKEN: token } });
+  const env = { ...settingsEnv({ RUNNER_EGRESS_PROXY: proxyWith(net.proxyUrl) }), RUNNER_CA_FILE: '', RUNNER_HOST_CA_BUNDLE: bundle, RUNNER_TOKEN: token };
+  const s = await serveFolder(f, { 'probe.yaml': PROBE }, '127.0.0.1:0', { env });
   const c = new Client({ name: 'mcp-settings-http', version: '1' });
   try {
     await c.connect(new StreamableHTTPClientTransport(new URL(`${s.base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));

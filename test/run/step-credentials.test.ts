@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
+import tls from 'node:tls';
 import type { GatewayConfig } from '../../src/gateway/config.js';
 import { GATEWAY_IMAGE } from '../../src/gateway/host/image.js';
 import { CA_PATH, SYSTEM_BUNDLE_PATH } from '../../src/plan/company-network.js';
@@ -119,7 +120,7 @@ test('credentials and rules: the gateway is told them (values on its stdin only)
   assert.deepEqual(assertLeftNothing(engine, record), []);
 });
 
-test("without a company bundle the step trusts this machine's system bundle and its gateway's CA", async () => {
+test("without a bundle (--ca-file none, or a machine that has none) the step trusts the public roots Node carries and its gateway's CA", async () => {
   const f = await project();
   const file = await pipeline(f, STEP, TOP);
   const engine = await new FakeEngine().withGatewayImage();
@@ -130,8 +131,7 @@ test("without a company bundle the step trusts this machine's system bundle and 
   });
   const { record } = await runOn(engine, f, file, { secrets: { GITHUB_TOKEN: TOKEN, DB_PASSWORD: DB } });
   assert.equal(record.status, 'succeeded');
-  const system = await readFile(SYSTEM_BUNDLE_PATH, 'utf8').catch(() => undefined);
-  assert.equal(bundle, system?.trim() ? `${system.trimEnd()}\n${GATEWAY_CA.trim()}\n` : `${GATEWAY_CA.trim()}\n`);
+  assert.equal(bundle, `${tls.rootCertificates.join('\n').trimEnd()}\n${GATEWAY_CA.trim()}\n`);
   assert.deepEqual(assertLeftNothing(engine, record), []);
 });
 

@@ -10,10 +10,20 @@ import { defaultSettings, readSettings } from '../../src/settings/run-settings.j
 const dir = mkdtempSync(path.join(os.tmpdir(), 'runner-settings-'));
 const ca = path.join(dir, 'ca.pem');
 writeFileSync(ca, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n'.repeat(12));
+const dockerConfig = path.join(dir, 'config.json');
+writeFileSync(dockerConfig, '{"auths": {"registry.corp": {"auth": "bWU6cHc="}}}');
 
-test('a machine that sets nothing: the local engine, runc (left to the file), bridge, no proxy, no CA, no secrets file', () => {
+test('a machine that sets nothing and has no CA bundle: the local engine, runc (left to the file), bridge, no proxy, no CA, no secrets file', () => {
   assert.deepEqual(defaultSettings(), { engine: { name: 'local', registryFromFlag: false }, egress: { network: 'bridge', private: [] } });
-  assert.deepEqual(readSettings({}, {}), defaultSettings());
+  assert.deepEqual(readSettings({}, { RUNNER_HOST_CA_BUNDLE: 'none' }), defaultSettings());
+});
+
+test("a machine that sets nothing: its steps trust the host's own bundle; --ca-file none turns that off", () => {
+  assert.deepEqual(readSettings({}, { RUNNER_HOST_CA_BUNDLE: ca }).company?.ca?.by, 'host');
+  assert.equal(readSettings({}, { RUNNER_HOST_CA_BUNDLE: ca }).company?.ca?.from, ca);
+  const off = readSettings({ 'ca-file': 'none' }, { RUNNER_HOST_CA_BUNDLE: ca }).company;
+  assert.equal(off?.ca, undefined);
+  assert.equal(off?.caOff, '--ca-file none');
 });
 
 test('the environment alone gives what the flags give', () => {
@@ -28,6 +38,7 @@ test('the environment alone gives what the flags give', () => {
     RUNNER_CA_FILE: ca,
     RUNNER_NPM_REGISTRY: 'https://npm.corp/',
     RUNNER_PIP_INDEX: 'https://pypi.corp/simple/',
+    RUNNER_REGISTRY_AUTH: dockerConfig,
   };
   const flags = {
     engine: 'swarm',
@@ -39,14 +50,21 @@ test('the environment alone gives what the flags give', () => {
     'ca-file': ca,
     'npm-registry': 'https://npm.corp/',
     'pip-index': 'https://pypi.corp/simple/',
+    'registry-auth': dockerConfig,
   };
   const fromEnv = readSettings({}, env);
   const fromFlags = readSettings(flags, { RUNNER_EGRESS_DNS: '10.0.0.2' });
+  // the bundle says who named it
+  assert.equal(fromEnv.company?.ca?.by, 'RUNNER_CA_FILE');
+  assert.equal(fromFlags.company?.ca?.by, '--ca-file');
+  fromFlags.company!.ca!.by = 'RUNNER_CA_FILE';
   assert.deepEqual({ ...fromFlags, engine: { ...fromFlags.engine, registryFromFlag: false } }, fromEnv);
   assert.equal(fromEnv.isolation, 'gvisor');
   assert.equal(fromEnv.egress.proxy?.host, 'proxy.corp');
   assert.equal(fromEnv.company?.ca?.certificates, 12);
   assert.equal(fromFlags.engine.registryFromFlag, true);
+  assert.equal(fromEnv.engine.registryAuth, dockerConfig, 'the file\'s path, never its credentials');
+  assert.doesNotMatch(JSON.stringify(fromEnv), /bWU6cHc=|me:pw/);
 });
 
 test('--secrets-file is kept as an absolute path (read by each door as its runs start)', () => {
@@ -60,9 +78,12 @@ test('warnings go to the one function given, errors name the flag or the variabl
   assert.equal(warned.length, 1);
   assert.throws(() => readSettings({ isolation: 'kata' }, {}), /--isolation takes runc or gvisor/);
   assert.throws(() => readSettings({}, { RUNNER_ENGINE: 'k8s' }), /RUNNER_ENGINE takes local, swarm or podman/);
+  assert.throws(() => readSettings({}, { RUNNER_REGISTRY_AUTH: path.join(dir, 'none.json') }), /RUNNER_REGISTRY_AUTH: \S+none\.json does not exist/);
+  assert.throws(() => readSettings({ 'registry-auth': ca }, {}), /--registry-auth: \S+ca\.pem is not JSON/);
+  assert.throws(() => readSettings({ 'registry-auth': dir }, {}), /--registry-auth: \S+ is a directory/);
 });
 
 test('the flag table holds every setting, each a string flag', () => {
-  assert.deepEqual(Object.keys(SETTINGS_FLAGS).sort(), ['ca-file', 'egress-network', 'egress-private', 'egress-proxy', 'engine', 'isolation', 'npm-registry', 'pip-index', 'registry', 'secrets-file']);
+  assert.deepEqual(Object.keys(SETTINGS_FLAGS).sort(), ['ca-file', 'egress-network', 'egress-private', 'egress-proxy', 'engine', 'isolation', 'npm-registry', 'pip-index', 'registry', 'registry-auth', 'secrets-file']);
   for (const f of Object.values(SETTINGS_FLAGS)) assert.equal(f.type, 'string');
 });

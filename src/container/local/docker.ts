@@ -10,6 +10,8 @@ import { DockerGvisor } from './docker-gvisor.js';
 import { gvisorPidLimits } from '../gvisor.js';
 import { hostPathProblem, ownContainerId, type OwnMount } from '../host-paths.js';
 import { isOwnImage, ownImageMissing } from '../own-images.js';
+import { engineReason, isAuthRefusal, pullRefused } from '../registry-auth.js';
+import { RegistryCredentials } from '../registry-credentials.js';
 import { encodeSecretEnv, preludeArgv } from '../secret-env.js';
 import { checkIsolationRule } from './podman-firewall.js';
 import { isolatedNetworkOptions, isPodmanVersion, PODMAN_OWN_IMAGES, ownProcessLimit, podmanHint, podmanHost, podmanRefusal } from './podman.js';
@@ -45,7 +47,14 @@ export class DockerRuntime implements ContainerRuntime {
    * container here and a job on any node can share one; the host has no
    * address on an overlay, so `isolated` needs nothing more.
    */
-  constructor(docker?: Docker, private readonly networks: 'bridge' | 'overlay' = 'bridge', private readonly expectPodman = false) {
+  constructor(
+    docker?: Docker,
+    private readonly networks: 'bridge' | 'overlay' = 'bridge',
+    /** the credentials images are pulled with (the docker client's, or --registry-auth's): the engine's alone, never a step's */
+    readonly credentials: RegistryCredentials = new RegistryCredentials(),
+    /** --engine podman: an engine that is not Podman is refused at ping */
+    private readonly expectPodman = false,
+  ) {
     this.docker = docker ?? new Docker();
     this.gvisor = new DockerGvisor(this.docker, describeEndpoint());
   }
@@ -123,8 +132,10 @@ export class DockerRuntime implements ContainerRuntime {
     // One of the runner's own: built here from its recipes, never asked of a registry.
     if (isOwnImage(image)) throw new ContainerError('image_missing', `${ownImageMissing(image, recipesDir())}${(await this.isPodman()) ? PODMAN_OWN_IMAGES : ''}`);
     onProgress({ status: 'not on this engine, asking its registry' });
+    const auth = await this.credentials.authFor(image);
+    if (auth.problem) onProgress({ status: `no credentials for ${auth.registry}: ${auth.problem}; asking without` });
     try {
-      const stream = await this.docker.pull(image);
+      const stream = await this.docker.pull(image, auth.authconfig ? { authconfig: auth.authconfig } : {});
       await new Promise<void>((resolve, reject) => {
         const totals = new Map<string, { current: number; total: number }>();
         this.docker.modem.followProgress(
@@ -147,6 +158,8 @@ export class DockerRuntime implements ContainerRuntime {
         );
       });
     } catch (err) {
+      const reason = engineReason(errorMessage(err));
+      if (isAuthRefusal(reason, auth.authconfig !== undefined)) throw new ContainerError('image_missing', pullRefused(image, auth.registry, reason, this.credentials.place(), auth.from, auth.problem));
       throw new ContainerError(
         'image_missing',
         `image ${image} is not present locally and could not be pulled from its registry (${firstLine(errorMessage(err)).trim()}): build it here (docker build -t ${image} ...), or pull it where its registry is reachable and load it here (docker save | docker load)`,

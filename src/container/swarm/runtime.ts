@@ -11,6 +11,7 @@ import type { Isolation } from '../../pipeline/schema.js';
 import { DockerRuntime, recipesDir } from '../local/docker.js';
 import { isOwnImage, ownImageMissing } from '../own-images.js';
 import { pinnedOwnImage } from '../registry.js';
+import { RegistryCredentials } from '../registry-credentials.js';
 import type { ContainerHandle, ContainerRuntime, ContainerSpec, NetworkSpec, PullProgress } from '../runtime.js';
 import { nameTaken } from './names.js';
 import { SWARM_NETWORK, SwarmTask } from './task.js';
@@ -25,11 +26,17 @@ export class SwarmRuntime implements ContainerRuntime {
   /**
    * `registry` (HOST:PORT): the registry the nodes pull the runner's own
    * images from, named there by digest; without it they go by image ID and
-   * each node must have them loaded (docs/scale-out.md).
+   * each node must have them loaded (docs/scale-out.md). `credentials`: what
+   * the manager pulls with, and each job is created with so that its node pulls
+   * with them too (the service's X-Registry-Auth); never the job's env.
    */
-  constructor(private readonly api: Docker = new Docker(), private readonly registry?: string) {
-    this.engine = new DockerRuntime(api);
-    this.manager = new DockerRuntime(api, 'overlay');
+  constructor(
+    private readonly api: Docker = new Docker(),
+    private readonly registry?: string,
+    private readonly credentials: RegistryCredentials = new RegistryCredentials(),
+  ) {
+    this.engine = new DockerRuntime(api, 'bridge', credentials);
+    this.manager = new DockerRuntime(api, 'overlay', credentials);
   }
 
   async ping(): Promise<void> {
@@ -50,7 +57,7 @@ export class SwarmRuntime implements ContainerRuntime {
   /** An own image with a registry must be there, as this engine has it, before the run starts: else the push command. */
   async ensureImage(image: string, onProgress: (p: PullProgress) => void): Promise<void> {
     if (this.registry && isOwnImage(image)) {
-      await pinnedOwnImage(this.api, this.registry, image);
+      await pinnedOwnImage(this.api, this.registry, image, this.credentials);
       return;
     }
     return this.engine.ensureImage(image, onProgress);
@@ -78,7 +85,10 @@ export class SwarmRuntime implements ContainerRuntime {
     if (spec.isolation === 'gvisor') await this.checkIsolation([{ id: spec.name, isolation: 'gvisor' }]);
     if (spec.mounts.length) throw new ContainerError('swarm_mounts', 'a swarm step cannot mount the runner\'s disk: its workspace travels by tar (a bug: the tar transport should have taken the mounts)');
     await this.ensureNetwork();
-    return new SwarmTask(this.api, { ...spec, image: await this.jobImage(spec.image) }, spec.image, this.registry);
+    const image = await this.jobImage(spec.image);
+    // an image named by ID is never pulled; any other is, by the node the job lands on
+    const auth = image.startsWith('sha256:') ? undefined : await this.credentials.authFor(image);
+    return new SwarmTask(this.api, { ...spec, image }, spec.image, this.registry, auth?.authconfig);
   }
 
   /** A step's job: the services whose labels include all of `labels`. */
@@ -129,7 +139,7 @@ export class SwarmRuntime implements ContainerRuntime {
    */
   private async jobImage(image: string): Promise<string> {
     if (!isOwnImage(image)) return image;
-    if (this.registry) return pinnedOwnImage(this.api, this.registry, image);
+    if (this.registry) return pinnedOwnImage(this.api, this.registry, image, this.credentials);
     try {
       return (await this.api.getImage(image).inspect()).Id;
     } catch (err) {

@@ -7,6 +7,7 @@
 import Docker from 'dockerode';
 import { ContainerError, errorMessage } from '../../common/errors.js';
 import { removeSwarmFiles } from '../local/docker.js';
+import type { AuthConfig } from '../registry-auth.js';
 import { nodePullHint } from '../registry-names.js';
 import type { ContainerHandle, ContainerSpec, ExitState, OutputHandler } from '../runtime.js';
 import { encodeSecretEnv, preludeArgv } from '../secret-env.js';
@@ -85,6 +86,8 @@ export class SwarmTask implements ContainerHandle {
     /** the image as the pipeline names it (spec.image may be its ID, or its digest in the registry) */
     private readonly imageName: string,
     private readonly registry?: string,
+    /** what the job's node pulls its image with (the service's X-Registry-Auth); absent: no credentials */
+    private readonly pullAuth?: AuthConfig,
   ) {
     this.done = new Promise((r) => (this.finish = r));
     this.name = serviceName(spec.name);
@@ -200,7 +203,8 @@ export class SwarmTask implements ContainerHandle {
   }
 
   private async createService(): Promise<void> {
-    const { id } = (await this.api.createService(this.serviceSpec!)) as unknown as { id: string };
+    // the registry's credentials go in the X-Registry-Auth header (none: no header), never in the job's spec
+    const { id } = (await this.api.createService(this.pullAuth as Docker.AuthConfig, this.serviceSpec as unknown as Docker.ServiceSpec)) as unknown as { id: string };
     this.service = this.api.getService(id);
     this.serviceId = id;
   }

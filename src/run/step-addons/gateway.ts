@@ -7,13 +7,15 @@
  * came up, stops the step; at its end it reports the metered usage, the hosts
  * it refused, and a budget spent.
  */
-import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdir, rm } from 'node:fs/promises';
+import tls from 'node:tls';
 import path from 'node:path';
 import { writeFileAtomic } from '../../common/atomic-write.js';
 import { errorMessage } from '../../common/errors.js';
 import type { GatewayPlace } from '../../container/runtime.js';
 import type { GatewayEvent } from '../../gateway/config.js';
-import { SYSTEM_BUNDLE_PATH } from '../../plan/company-network.js';
+import type { CompanyNetwork } from '../../plan/company-network.js';
+import { untrustedLine } from '../../plan/untrusted-upstream.js';
 import { MIN_SECRET_BYTES } from '../../gateway/secret-scan.js';
 import { inspectsTls } from '../../plan/gateway-inspection.js';
 import { trustBundle, trustPart } from '../../plan/gateway-trust.js';
@@ -32,6 +34,8 @@ export function gatewayAddon(place: GatewayPlace): StepAddon {
       let lost = false;
       // rules and secrets a refusal was said for: said once each, the rest counted (the step's record, its log at the end)
       const said = new Set<string>();
+      // hosts whose certificate the step will refuse: said when first asked, and again at the end, beside the tools' own failure
+      const untrusted: string[] = [];
       let way;
       try {
         way = await openStepWay({
@@ -55,7 +59,10 @@ export function gatewayAddon(place: GatewayPlace): StepAddon {
             step.say(`runner gateway: ${why}: the step is stopped`);
             step.stop();
           },
-          onEvent: (e) => gatewayEvent(c.store, c.unit.name, e, step.say, said),
+          onEvent: (e) => {
+            if (e.event === 'untrusted' && untrusted.length < 8) untrusted.push(e.port === 443 ? e.host : `${e.host}:${e.port}`);
+            gatewayEvent(c.store, c.unit.name, e, step.say, said, c.spending.company);
+          },
         });
       } catch (err) {
         throw new StepRefused('gateway_failed', errorMessage(err));
@@ -84,19 +91,18 @@ export function gatewayAddon(place: GatewayPlace): StepAddon {
             c.deps.reporter.warn(`closing the step's gateway: ${errorMessage(e)}`);
             return undefined;
           });
-          return wayReport(r, { overRun: overBudget && !c.deps.signal.aborted, exited: end.reason === 'exit' });
+          const report = wayReport(r, { overRun: overBudget && !c.deps.signal.aborted, exited: end.reason === 'exit' });
+          return untrusted.length ? { ...report, logLines: [...(report.logLines ?? []), untrustedReminder(untrusted)] } : report;
         },
       };
     },
   };
 }
 
-/** The machine's own roots, when it has them: what a step trusts besides the gateway's CA when the run has no company bundle. */
-export const RUNNER_SYSTEM_BUNDLE = SYSTEM_BUNDLE_PATH;
-
 /**
- * The bundle the step trusts (the company's, else this machine's system bundle, and the gateway's CA), written in
- * the runner home beside the company's copy (the engine sees the home where the runner does), for the step alone.
+ * The bundle the step trusts (the run's, by default the host's own; else, with --ca-file none or no host bundle,
+ * the public roots Node carries) and the gateway's CA, written in the runner home beside the company's copy (the
+ * engine sees the home where the runner does), for the step alone.
  */
 async function gatewayTrust(step: AddonStep, way: StepWay): Promise<{ part: AddonPart; file: string }> {
   const { c } = step;
@@ -107,9 +113,7 @@ async function gatewayTrust(step: AddonStep, way: StepWay): Promise<{ part: Addo
       "the step's gateway did not say its CA: it does not inspect TLS, so this step's credentials and egress rules cannot hold (rebuild the gateway image with make images)",
     );
   }
-  const company = c.spending.company?.ca?.pem;
-  const roots = company ?? (await readFile(RUNNER_SYSTEM_BUNDLE, 'utf8').catch(() => undefined));
-  if (!roots) step.say(`runner: this machine has no ${RUNNER_SYSTEM_BUNDLE}: the step trusts its gateway's CA alone, so TLS to hosts its gateway does not inspect fails verification (give a bundle with --ca-file)`);
+  const roots = c.spending.company?.ca?.pem ?? tls.rootCertificates.join('\n');
   const bundle = trustBundle(ca, roots);
   const dir = path.join(c.home, 'network');
   await mkdir(dir, { recursive: true });
@@ -156,7 +160,7 @@ export function wayReport(r: StepWayReport | undefined, o: { overRun: boolean; e
 }
 
 /** What the step's gateway said as it happened: in the step's log, the run's events and calls.jsonl. */
-function gatewayEvent(store: RunStore, name: string, e: GatewayEvent, say: (line: string) => void, said: Set<string>): void {
+function gatewayEvent(store: RunStore, name: string, e: GatewayEvent, say: (line: string) => void, said: Set<string>, company: CompanyNetwork | undefined): void {
   const first = (key: string): boolean => (said.has(key) || said.size >= 256 ? false : (said.add(key), true));
   if (e.event === 'call') {
     store.recordCall({ step: name, ...e });
@@ -180,10 +184,20 @@ function gatewayEvent(store: RunStore, name: string, e: GatewayEvent, say: (line
     // the secret by its name, never its value
     if (first(`secret ${e.secret}`)) say(`runner gateway: stopped a request to ${e.host} that carried secret ${e.secret} (${e.form}, in its ${e.where})`);
     store.event('secret_refused', { step: name, host: e.host, secret: e.secret, where: e.where, form: e.form }, 'warn');
+  } else if (e.event === 'untrusted') {
+    // said once per host and port by the gateway; its words name the flag that fixes it
+    say(untrustedLine(e, company));
+    store.event('tls_untrusted', { step: name, host: String(e.host).slice(0, 255), port: e.port, reason: String(e.reason).slice(0, 100), issuer: String(e.issuer).slice(0, 200), hostTrusts: e.hostTrusts === true }, 'warn');
   } else if (e.event === 'error') {
     say(`runner gateway: ${e.message}`);
     store.event('gateway_error', { step: name, message: e.message }, 'warn');
   }
+}
+
+/** The step's last word on the certificates it was told it will refuse. Pure. */
+export function untrustedReminder(hosts: readonly string[]): string {
+  const names = hosts.map((h) => String(h).replace(/[\x00-\x1f\x7f-\x9f]/g, '?').slice(0, 255));
+  return `runner gateway: this step does not trust the certificate of ${names.join(', ')} (said above when first asked, with what fixes it: --ca-file, docs/company-networks.md)`;
 }
 
 /** The run's secrets too short for the gateway's check (it names them at the step's start), by name. */

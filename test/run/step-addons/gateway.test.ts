@@ -65,3 +65,9 @@ test('the secrets too short for the gateway to look for are named at the step\'s
   assert.deepEqual(shortSecrets({ PIN: '1234', DB_PASSWORD: 'a long enough value', EMPTY: '', CODE: 'abcdefg' }), ['CODE', 'PIN']);
   assert.deepEqual(shortSecrets({ TOKEN: 'ghp_0123456789' }), []);
 });
+
+test("the step's last word on certificates it was told it will refuse names the hosts and --ca-file, on one line", async () => {
+  const { untrustedReminder } = await import('../../../src/run/step-addons/gateway.js');
+  const line = untrustedReminder(['registry.npmjs.org', 'files.example:8443', 'bad\nhost']);
+  assert.equal(line, 'runner gateway: this step does not trust the certificate of registry.npmjs.org, files.example:8443, bad?host (said above when first asked, with what fixes it: --ca-file, docs/company-networks.md)');
+});
