@@ -47,6 +47,20 @@ events_logger = "file"
 EOF
 fi
 
+# Without CAP_SYS_RESOURCE (podman in a container, a sandboxed VM) Podman cannot raise a container's open-files
+# and process limits to its defaults (1048576) and every `docker run` without --ulimit fails ("error setting
+# rlimit"). The runner gives both itself; for other clients (the tests' own containers) this host's limits become
+# Podman's defaults.
+capbnd="$(awk '/^CapBnd:/ {print $2}' /proc/self/status)"
+if [ -n "$capbnd" ] && (( (0x$capbnd >> 24 & 1) == 0 )) && [ ! -e /etc/containers/containers.conf.d/runner-ulimits.conf ]; then
+  nofile="$(ulimit -Hn)"; nproc="$(ulimit -Hu)"; pidmax="$(cat /proc/sys/kernel/pid_max)"
+  if [ "$nproc" = unlimited ] || [ "$nproc" -gt "$pidmax" ]; then nproc="$pidmax"; fi
+  log "no CAP_SYS_RESOURCE here: Podman's default limits become this host's (nofile $nofile, nproc $nproc)"
+  mkdir -p /etc/containers/containers.conf.d
+  printf '# written by scripts/ensure-podman.sh: no CAP_SYS_RESOURCE on this host\n[containers]\ndefault_ulimits = ["nofile=%s:%s", "nproc=%s:%s"]\n' \
+    "$nofile" "$nofile" "$nproc" "$nproc" >/etc/containers/containers.conf.d/runner-ulimits.conf
+fi
+
 if ! answers; then
   log "starting podman system service in the background (log: $LOG)"
   mkdir -p "$(dirname "$SOCK")" /run/runner

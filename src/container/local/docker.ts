@@ -14,7 +14,7 @@ import { engineReason, isAuthRefusal, pullRefused } from '../registry-auth.js';
 import { RegistryCredentials } from '../registry-credentials.js';
 import { encodeSecretEnv, preludeArgv } from '../secret-env.js';
 import { checkIsolationRule } from './podman-firewall.js';
-import { isolatedNetworkOptions, isPodmanVersion, PODMAN_OWN_IMAGES, ownProcessLimit, podmanHint, podmanHost, podmanRefusal } from './podman.js';
+import { isolatedNetworkOptions, isPodmanVersion, PODMAN_OWN_IMAGES, ownProcessLimit, podmanOverlayBind, podmanHint, podmanHost, podmanRefusal } from './podman.js';
 import type { Isolation } from '../../pipeline/schema.js';
 import { LABELS, type ContainerHandle, type ContainerRuntime, type ContainerSpec, type ExitState, type Mount, type NetworkSpec, type OutputHandler, type PullProgress } from '../runtime.js';
 
@@ -235,6 +235,7 @@ export class DockerRuntime implements ContainerRuntime {
     // secrets go on its standard input, to the prelude that exports them and execs the command
     const command = viaPrelude ? await this.throughPrelude(spec) : { Cmd: spec.cmd };
     const stdin = viaPrelude ? '' : spec.stdin;
+    const podman = await this.isPodman();
     let c: Docker.Container;
     try {
       c = await this.docker.createContainer({
@@ -254,8 +255,8 @@ export class DockerRuntime implements ContainerRuntime {
         AttachStdin: stdin !== undefined,
         NetworkDisabled: spec.network === 'none',
         HostConfig: {
-          Binds: spec.mounts.filter((m) => !m.overlay).map((m) => `${m.source}:${m.target}:${m.readOnly ? 'ro' : 'rw'}`),
-          ...(spec.mounts.some((m) => m.overlay) ? { Mounts: spec.mounts.filter((m) => m.overlay).map(overlayMount) } : {}),
+          Binds: [...spec.mounts.filter((m) => !m.overlay).map((m) => `${m.source}:${m.target}:${m.readOnly ? 'ro' : 'rw'}`), ...(podman ? spec.mounts.filter((m) => m.overlay).map(podmanOverlayBind) : [])],
+          ...(!podman && spec.mounts.some((m) => m.overlay) ? { Mounts: spec.mounts.filter((m) => m.overlay).map(overlayMount) } : {}),
           Memory: spec.memoryBytes,
           MemorySwap: spec.memoryBytes,
           NanoCpus: Math.round(spec.cpus * 1e9),

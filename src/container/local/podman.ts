@@ -27,6 +27,19 @@ export function isPodmanVersion(version: { Components?: Array<{ Name?: string }>
 export const PODMAN_OWN_IMAGES =
   "; on Podman, which keeps a store of its own: build them with Docker, then copy them over with scripts/ensure-podman.sh (it runs docker save runner/NAME:latest | podman load for each)";
 
+/**
+ * An overlay mount (Mount.overlay) as Podman takes it: a bind with `O` and its upper and work directories. Docker's
+ * way, an anonymous volume of the local driver with overlay options, Podman makes as a plain empty volume (the step
+ * saw no cache).
+ */
+export function podmanOverlayBind(m: { source: string; target: string; overlay?: { upper: string; work: string } }): string {
+  if (!m.overlay) throw new Error(`mount ${m.target} is no overlay: a bug in the runner`);
+  for (const p of [m.source, m.target, m.overlay.upper, m.overlay.work]) {
+    if (/[:,]/.test(p)) throw new Error(`an overlay's path cannot hold ':' or ',' on Podman (its bind syntax): ${JSON.stringify(p)}`);
+  }
+  return `${m.source}:${m.target}:O,upperdir=${m.overlay.upper},workdir=${m.overlay.work}`;
+}
+
 /** What of Podman's `/libpod/info` decides whether it can hold the runner's limits. */
 export interface PodmanHost {
   rootless: boolean;

@@ -1,7 +1,7 @@
 /** What Podman's Docker-compatible API needs said differently: its socket, knowing it, refusing a rootless one that cannot cap a step, its process limit. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { hostProcessLimit, isolatedNetworkOptions, isolationRuleProblem, isPodmanVersion, podmanHint, podmanHost, podmanRefusal, podmanSocket, PODMAN_ROOT_SOCKET } from '../../../src/container/local/podman.js';
+import { hostProcessLimit, isolatedNetworkOptions, podmanOverlayBind, isolationRuleProblem, isPodmanVersion, podmanHint, podmanHost, podmanRefusal, podmanSocket, PODMAN_ROOT_SOCKET } from '../../../src/container/local/podman.js';
 
 test('podman socket: DOCKER_HOST (or CONTAINER_HOST) when set, else root\'s, else the user\'s runtime directory', () => {
   assert.equal(podmanSocket({ DOCKER_HOST: 'unix:///tmp/p.sock' }, 0), 'unix:///tmp/p.sock');
@@ -83,4 +83,12 @@ test("the host's rule for isolated networks: there, missing, or not to be asked"
   assert.match(missing ?? '', /a step would reach every service this machine listens on/);
   assert.match(isolationRuleProblem('ENOENT', '') ?? '', /could not ask iptables whether it has it \(no iptables here\)/);
   assert.match(isolationRuleProblem(4, 'iptables v1.8.9 (nf_tables): Could not fetch rule set generation id: Permission denied (you must be root)\n') ?? '', /\(4: iptables v1\.8\.9 \(nf_tables\): Could not fetch rule set generation id: Permission denied \(you must be root\)\)/);
+});
+
+test('an overlay mount on Podman: a bind with O, its upper and work directories', () => {
+  assert.equal(
+    podmanOverlayBind({ source: '/home/r/cache/npm/data', target: '/var/cache/runner/npm', overlay: { upper: '/home/r/l/upper', work: '/home/r/l/work' } }),
+    '/home/r/cache/npm/data:/var/cache/runner/npm:O,upperdir=/home/r/l/upper,workdir=/home/r/l/work',
+  );
+  assert.throws(() => podmanOverlayBind({ source: '/a,b', target: '/t', overlay: { upper: '/u', work: '/w' } }), /cannot hold ':' or ','/);
 });
