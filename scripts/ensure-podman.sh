@@ -89,6 +89,13 @@ for ipt in iptables ip6tables; do
     log "$ipt: dropping what steps' isolated networks send the host (INPUT -i rnri+ -j DROP)"
     "$ipt" -I INPUT -i 'rnri+' -j DROP
   fi
+  # A step reaches its gateway across its network's bridge. Where bridged traffic passes the FORWARD chain
+  # (br_netfilter, which Docker loads) and its policy is DROP (Docker sets it), netavark lets an internal
+  # network's traffic through nowhere: accepted here, within one such bridge only (as Docker does for its own).
+  if ! "$ipt" -C FORWARD -m physdev --physdev-is-bridged -i 'rnri+' -o 'rnri+' -j ACCEPT 2>/dev/null; then
+    log "$ipt: letting steps reach their gateways across their networks' bridges (FORWARD, bridged within rnri+)"
+    "$ipt" -I FORWARD -m physdev --physdev-is-bridged -i 'rnri+' -o 'rnri+' -j ACCEPT
+  fi
 done
 
 if [ "${COPY_IMAGES:-1}" = 1 ] && command -v docker >/dev/null 2>&1 && DOCKER_HOST= docker info >/dev/null 2>&1; then
