@@ -14,7 +14,7 @@ import { engineReason, isAuthRefusal, pullRefused } from '../registry-auth.js';
 import { RegistryCredentials } from '../registry-credentials.js';
 import { encodeSecretEnv, preludeArgv } from '../secret-env.js';
 import { checkIsolationRule } from './podman-firewall.js';
-import { isolatedNetworkOptions, isPodmanVersion, PODMAN_OWN_IMAGES, ownProcessLimit, podmanOverlayBind, podmanHint, podmanHost, podmanRefusal } from './podman.js';
+import { isolatedNetworkOptions, isPodmanVersion, PODMAN_OWN_IMAGES, ownProcessLimit, podmanNetworkBody, podmanOverlayBind, podmanHint, podmanHost, podmanRefusal } from './podman.js';
 import type { Isolation } from '../../pipeline/schema.js';
 import { LABELS, type ContainerHandle, type ContainerRuntime, type ContainerSpec, type ExitState, type Mount, type NetworkSpec, type OutputHandler, type PullProgress } from '../runtime.js';
 
@@ -328,7 +328,9 @@ export class DockerRuntime implements ContainerRuntime {
   async createNetwork(spec: NetworkSpec): Promise<{ subnet: string }> {
     let id: string;
     try {
-      id = (await this.docker.createNetwork({
+      const podman = this.networks === 'bridge' && (await this.isPodman());
+      if (podman) id = await this.podmanNetwork(spec);
+      else id = (await this.docker.createNetwork({
         Name: spec.name,
         Driver: this.networks,
         Internal: spec.internal,
@@ -354,6 +356,18 @@ export class DockerRuntime implements ContainerRuntime {
       throw new ContainerError('docker_failed', `docker gave network ${spec.name} no IPv4 subnet: check the engine's default-address-pools`);
     }
     return { subnet };
+  }
+
+  /** On Podman, through its own API: a step's network needs its name server off (podmanNetworkBody), which Docker's API cannot say. */
+  private async podmanNetwork(spec: NetworkSpec): Promise<string> {
+    const made = await new Promise<{ id?: string }>((resolve, reject) =>
+      this.docker.modem.dial(
+        { path: '/v4.0.0/libpod/networks/create', method: 'POST', options: { _body: podmanNetworkBody(spec) }, statusCodes: { 200: true, 409: 'network already exists', 500: 'server error' } },
+        (err: unknown, data: unknown) => (err ? reject(err) : resolve(data as { id?: string })),
+      ),
+    );
+    if (!made.id) throw new Error(`Podman made network ${spec.name} without saying its id`);
+    return made.id;
   }
 
   async removeNetwork(name: string): Promise<void> {

@@ -140,3 +140,15 @@ export function isolationRuleProblem(code: number | string, stderr: string): str
     `run scripts/ensure-podman.sh as root, or add the rule yourself: iptables -I INPUT -i ${ISOLATED_BRIDGE_PREFIX}+ -j DROP (see docs/podman.md)`
   );
 }
+
+/**
+ * A network as Podman's own API makes it (Docker's cannot turn its name server off). Podman gives a network it makes
+ * a name server of its own (aardvark-dns, at the network's gateway address, on the host) and puts it first in the
+ * resolv.conf of every container on it: a gateway joining its step's network would then ask the host, where the
+ * host drops it (isolated), before its own egress name server. Off, as on Docker, where a container's name server
+ * is the one it is given. An isolated one's bridge is named for the host's rule (isolatedNetworkOptions).
+ */
+export function podmanNetworkBody(spec: { name: string; internal: boolean; isolated: boolean; labels: Record<string, string> }, suffix?: string): Record<string, unknown> {
+  const bridge = spec.isolated ? isolatedNetworkOptions(true, suffix)['com.docker.network.bridge.name'] : undefined;
+  return { name: spec.name, driver: 'bridge', internal: spec.internal, labels: spec.labels, dns_enabled: false, ...(bridge ? { network_interface: bridge } : {}) };
+}
