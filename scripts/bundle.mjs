@@ -24,6 +24,8 @@ await build({
   logLevel: 'warning',
   // ssh2's optional native parts: it works without them, as it does unbundled when they did not build
   external: ['*.node', 'cpu-features'],
+  // jsonc-parser's main is a UMD whose requires esbuild cannot see: its ES module build instead
+  alias: { 'jsonc-parser': './node_modules/jsonc-parser/lib/esm/main.js' },
   // every output file: a require for the libraries that use it, and the runner's root (dist/runner/../..)
   banner: { js: "import { createRequire as __runnerRequire } from 'node:module'; const require = __runnerRequire(import.meta.url); import { fileURLToPath as __runnerPath } from 'node:url'; const __runnerRoot = __runnerPath(new URL('../..', import.meta.url));" },
   plugins: [

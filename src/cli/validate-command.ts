@@ -18,6 +18,7 @@ import { parseFlags } from './args.js';
 import { SETTINGS_FLAGS } from '../settings/flags.js';
 import { readIsolation } from '../settings/isolation.js';
 import { gvisorCaveats } from '../container/gvisor.js';
+import { DEVCONTAINER_IMAGE, loadDevcontainer } from '../container/devcontainer/prepare.js';
 
 export async function validateCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseFlags('validate', args, { isolation: SETTINGS_FLAGS.isolation }, ['FILE']);
@@ -30,7 +31,12 @@ export async function validateCommand(args: string[]): Promise<number> {
   const isolation = readIsolation(values.isolation, process.env);
   const plans = planSteps(pipeline, isolation ? { isolation } : {});
   warnings.push(...openKeyWarnings(plans));
-  const images = [...new Set(plans.map((s) => s.image))];
+  // image: devcontainer: the project's dev container file is read here, its refused keys refused with their lines
+  if (existsSync(project) && plans.some((p) => !p.approval && p.image === DEVCONTAINER_IMAGE)) {
+    const found = await loadDevcontainer(project);
+    warnings.push(...found.reading.warnings.map((w) => `${path.relative(process.cwd(), found.file)}:${w.line}:${w.col} ${w.key}: ${w.message}`));
+  }
+  const images = [...new Set(plans.filter((s) => s.image !== DEVCONTAINER_IMAGE).map((s) => s.image))];
   if (plans.some((p) => p.gateway)) images.push(GATEWAY_IMAGE);
   const runtime = new DockerRuntime();
   try {

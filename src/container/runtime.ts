@@ -133,6 +133,29 @@ export interface PullProgress {
   fraction?: number;
 }
 
+/** An image built by the engine from a context the runner made (a dev container's Dockerfile, its features). */
+export interface ImageBuild {
+  /** a tar stream of the build's context */
+  context: NodeJS.ReadableStream;
+  /** the Dockerfile's path inside the context */
+  dockerfile: string;
+  tag: string;
+  args: Record<string, string>;
+  target?: string;
+  labels: Record<string, string>;
+}
+
+/** What an image sets for the containers made from it. */
+export interface ImageConfig {
+  /** the image's ID: another build under the same name is another ID */
+  id?: string;
+  user: string;
+  workingDir: string;
+  env: Record<string, string>;
+  cmd: string[] | undefined;
+  entrypoint: string[] | undefined;
+}
+
 export interface ContainerRuntime {
   /** Throws a ContainerError that says how to reach the engine when it does not answer. */
   ping(): Promise<void>;
@@ -146,6 +169,17 @@ export interface ContainerRuntime {
   /** the image's labels, or undefined when the engine does not have it */
   imageLabels(image: string): Promise<Record<string, string> | undefined>;
   create(spec: ContainerSpec): Promise<ContainerHandle>;
+  /**
+   * Builds an image on the engine (a dev container's, src/container/devcontainer/), each line of its progress to
+   * `onLine`; a failed build throws a ContainerError with the build's last words. Engines that cannot: absent.
+   */
+  buildImage?(build: ImageBuild, onLine: (line: string) => void): Promise<void>;
+  /** Makes a container's filesystem the image `tag`, its config reset by `changes` (Dockerfile instructions: CMD, USER...). */
+  commitContainer?(id: string, tag: string, changes: string[]): Promise<void>;
+  /** Removes the name `tag` (the image stays while another name or image uses it). Already gone is success. */
+  untagImage?(tag: string): Promise<void>;
+  /** what the image sets for its containers, or undefined when the engine does not have it */
+  imageConfig?(image: string): Promise<ImageConfig | undefined>;
   /**
    * Throws a ContainerError (`no_gvisor`, `gvisor_broken`) that says how to
    * add or fix the engine's gVisor runtime when `steps` ask for gvisor and the

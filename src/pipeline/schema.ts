@@ -77,6 +77,7 @@ export type Isolation = (typeof ISOLATIONS)[number];
 
 /** Settings a step, an agent profile or `defaults` may carry. */
 export const stepSettings = {
+  /** an image name, or `devcontainer`: the project's .devcontainer/devcontainer.json, prepared once (docs/devcontainer.md) */
   image: z.string().min(1).optional(),
   resources: resources.optional(),
   network: network.optional(),

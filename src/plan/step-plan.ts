@@ -13,6 +13,7 @@ import type { AgentFile, BudgetFile, CredentialFile, Isolation, PipelineFile } f
 import { nearest, wayOf, type Levels } from '../pipeline/step-way.js';
 import { CONTAINER_PATHS } from './render.js';
 import { planCaches, type CachePlan } from './cache-plan.js';
+import { DEVCONTAINER_IMAGE } from '../container/devcontainer/config.js';
 
 /** A step behind a gateway has this as its network until the run gives it one of its own. */
 export const GATEWAY_NETWORK = 'gateway';
@@ -159,7 +160,8 @@ export function planSteps(p: PipelineFile, opts: PlanOptions = {}): StepPlan[] {
     const plan: StepPlan = {
       index,
       id: s.id,
-      image: s.image ?? a.image ?? preset?.image ?? d.image ?? '',
+      // defaults' image: devcontainer is the agents' too (their CLI added to it); another default image is not
+      image: s.image ?? a.image ?? (d.image === DEVCONTAINER_IMAGE ? d.image : undefined) ?? preset?.image ?? d.image ?? '',
       env: { ...(p.env ?? {}), ...(preset?.env(cliSettings) ?? {}), ...(a.env ?? {}), ...(s.env ?? {}), ...gatewayEnv },
       secrets: keyless,
       outputs: s.outputs ?? [],

@@ -43,6 +43,7 @@ import { checkGatewayImage } from '../gateway/host/image.js';
 import type { Budget, Spent } from '../gateway/host/budget.js';
 import { RunSpend } from '../gateway/host/run-spend.js';
 import { mountTransport } from '../container/local/mount-transport.js';
+import { useDevcontainer } from './devcontainer-image.js';
 import { notifyRunEnd } from '../notify/notifier.js';
 import { notifySecrets } from '../notify/rules.js';
 
@@ -121,18 +122,21 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
         if (containers.some((p) => p.gateway)) await checkGatewayImage(deps.runtime);
         // what the engine's transport cannot do for these steps, or lacks to run any: said before any pull
         await (deps.transport ?? mountTransport(deps.runtime)).checkRun(containers);
+        // image: devcontainer: the project's dev container, prepared once per content, becomes those steps' image
+        const devcontainer = await useDevcontainer({ runtime: deps.runtime, project: path.resolve(opts.loaded.dir, pipeline.project.path), settings, masker, say: (line) => deps.reporter.info(masker.mask(line)) }, containers);
+        for (const w of devcontainer?.warnings ?? []) deps.reporter.warn(`dev container: ${w}`);
         // The runner's own images first: one that is missing refuses the run before any pull begins.
         const images = [...new Set(containers.map((s) => s.image))].sort((a, b) => Number(isOwnImage(b)) - Number(isOwnImage(a)));
         for (const image of images) {
           await deps.runtime.ensureImage(image, (pr) => deps.reporter.pullProgress(image, pr));
         }
         // a step asked to run under gVisor runs under it or the run does not start
-        return deps.runtime.checkIsolation(containers);
+        return { notes: await deps.runtime.checkIsolation(containers), devcontainer };
       })(),
     ]);
     if (project.status === 'rejected') throw project.reason;
     if (engine.status === 'rejected') throw engine.reason;
-    return { ...project.value, isolationNotes: engine.value };
+    return { ...project.value, isolationNotes: engine.value.notes, devcontainer: engine.value.devcontainer };
   });
 
   const home = new RunnerHome(opts.home);
@@ -201,6 +205,7 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
     store.event('uncommitted_left_out', { count: prepared.kind !== 'persistent_directory' ? prepared.uncommitted?.count : 0 });
     deps.reporter.warn(leftOut);
   }
+  if (prepared.devcontainer) store.event('devcontainer', { image: prepared.devcontainer.image, prepared: prepared.devcontainer.prepared, warnings: prepared.devcontainer.warnings });
   for (const note of prepared.isolationNotes) {
     store.event('isolation_note', { note });
     deps.reporter.warn(note);

@@ -183,3 +183,22 @@ steps:
   const none = renderStep(plans[2]!, new Map(), { ...id, approvalComment: undefined }, {});
   assert.equal(none.env.RUNNER_APPROVAL_COMMENT, undefined, 'no approval: no variable');
 });
+
+test("defaults' image: devcontainer is the agents' too; another default image is not", () => {
+  const file = (image: string) => `version: 1
+name: dc
+secrets: [ANTHROPIC_API_KEY]
+defaults: { image: ${image} }
+agents:
+  coder: { use: claude-code }
+steps:
+  - { id: a, agent: coder, prompt: go }
+  - { id: b, run: make }
+  - { id: c, agent: coder, prompt: go, image: alpine }
+`;
+  const dc = planSteps(parsePipeline(file('devcontainer'), 'p.yaml'));
+  assert.deepEqual(dc.map((p) => p.image), ['devcontainer', 'devcontainer', 'alpine']);
+  assert.equal(dc[0]!.preset, 'claude-code');
+  const other = planSteps(parsePipeline(file('node:20'), 'p.yaml'));
+  assert.deepEqual(other.map((p) => p.image), ['runner/claude-code:latest', 'node:20', 'alpine']);
+});

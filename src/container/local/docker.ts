@@ -16,7 +16,7 @@ import { encodeSecretEnv, preludeArgv } from '../secret-env.js';
 import { checkIsolationRule } from './podman-firewall.js';
 import { isolatedNetworkOptions, isPodmanVersion, PODMAN_OWN_IMAGES, ownProcessLimit, podmanNetworkBody, podmanOverlayBind, podmanHint, podmanHost, podmanRefusal } from './podman.js';
 import type { Isolation } from '../../pipeline/schema.js';
-import { LABELS, type ContainerHandle, type ContainerRuntime, type ContainerSpec, type ExitState, type Mount, type NetworkSpec, type OutputHandler, type PullProgress } from '../runtime.js';
+import { LABELS, type ContainerHandle, type ContainerRuntime, type ContainerSpec, type ExitState, type ImageBuild, type ImageConfig, type Mount, type NetworkSpec, type OutputHandler, type PullProgress } from '../runtime.js';
 
 interface HttpError {
   statusCode?: number;
@@ -166,6 +166,84 @@ export class DockerRuntime implements ContainerRuntime {
         { cause: err },
       );
     }
+  }
+
+  async buildImage(build: ImageBuild, onLine: (line: string) => void): Promise<void> {
+    let stream: NodeJS.ReadableStream;
+    try {
+      stream = await this.docker.buildImage(build.context, {
+        t: build.tag,
+        dockerfile: build.dockerfile,
+        buildargs: build.args,
+        labels: build.labels,
+        ...(build.target ? { target: build.target } : {}),
+        // the layers of earlier builds are reused; intermediate containers go
+        rm: true,
+        forcerm: true,
+      });
+    } catch (err) {
+      throw engineError(`building image ${build.tag}`, err);
+    }
+    const said: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      this.docker.modem.followProgress(
+        stream,
+        (err: Error | null, out: Array<{ error?: string }>) => {
+          const failed = err?.message ?? out.find((o) => o.error)?.error;
+          if (failed) reject(new ContainerError('image_build_failed', `building image ${build.tag} failed: ${firstLine(failed).trim()}${said.length ? `; its last lines:\n${said.slice(-15).join('\n')}` : ''}`));
+          else resolve();
+        },
+        (ev: { stream?: string; status?: string; error?: string }) => {
+          const text = ev.stream ?? ev.status ?? ev.error;
+          if (!text) return;
+          for (const line of text.split('\n')) {
+            if (!line.trim()) continue;
+            said.push(line);
+            if (said.length > 50) said.shift();
+            onLine(line);
+          }
+        },
+      );
+    });
+  }
+
+  async commitContainer(id: string, tag: string, changes: string[]): Promise<void> {
+    const colon = tag.lastIndexOf(':');
+    const [repo, version] = colon > tag.lastIndexOf('/') ? [tag.slice(0, colon), tag.slice(colon + 1)] : [tag, 'latest'];
+    try {
+      // the container has exited: nothing to pause (rootless Podman on cgroup v1 cannot pause)
+      await this.docker.getContainer(id).commit({ repo, tag: version, changes, pause: false });
+    } catch (err) {
+      throw engineError(`committing a container as image ${tag}`, err);
+    }
+  }
+
+  async untagImage(tag: string): Promise<void> {
+    try {
+      await this.docker.getImage(tag).remove();
+    } catch (err) {
+      if (status(err) !== 404) throw engineError(`removing the image name ${tag}`, err);
+    }
+  }
+
+  async imageConfig(image: string): Promise<ImageConfig | undefined> {
+    let c: { User?: string; WorkingDir?: string; Env?: string[] | null; Cmd?: string[] | string | null; Entrypoint?: string[] | string | null };
+    let id: string;
+    try {
+      const info = await this.docker.getImage(image).inspect();
+      c = info.Config ?? {};
+      id = info.Id;
+    } catch (err) {
+      if (status(err) === 404) return undefined;
+      throw engineError(`inspecting image ${image}`, err);
+    }
+    const list = (v: string[] | string | null | undefined): string[] | undefined => (Array.isArray(v) ? v : typeof v === 'string' ? ['/bin/sh', '-c', v] : undefined);
+    const env: Record<string, string> = {};
+    for (const e of c.Env ?? []) {
+      const eq = e.indexOf('=');
+      if (eq > 0) env[e.slice(0, eq)] = e.slice(eq + 1);
+    }
+    return { id, user: c.User ?? '', workingDir: c.WorkingDir ?? '', env, cmd: list(c.Cmd), entrypoint: list(c.Entrypoint) };
   }
 
   /** The engine runtime and process caps of the container's sandbox: runc's defaults, or gVisor's (gvisor.ts). */
