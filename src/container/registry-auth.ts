@@ -69,12 +69,27 @@ export function configKey(registry: string): string {
   return registry === HUB ? HUB_KEY : registry;
 }
 
-/** The value under `registry` in a map keyed as config.json keys it: the exact key first, then any key naming the same registry. */
+/**
+ * The value under `registry` in a map keyed as config.json keys it: the exact
+ * key first, then any key naming the same registry. Own keys only: an image
+ * naming `toString/x` finds no Object.prototype.toString as its helper.
+ */
 function lookup<T>(map: Record<string, T>, registry: string): T | undefined {
-  const exact = map[configKey(registry)];
+  const exact = Object.hasOwn(map, configKey(registry)) ? map[configKey(registry)] : undefined;
   if (exact !== undefined) return exact;
   const key = Object.keys(map).find((k) => keyRegistry(k) === registry);
   return key === undefined ? undefined : map[key];
+}
+
+/**
+ * Where JSON.parse stopped, without what it found there: Node 20 quotes the
+ * text around it ("root:$y$j9"... for /etc/shadow, ..."auth":SECRET}"...), and
+ * a config's text is never said.
+ */
+function jsonWhere(message: string): string {
+  const at = /at position (\d+)/.exec(message);
+  if (at) return `it stops at character ${at[1]}`;
+  return /Unexpected end/i.test(message) ? 'it ends too soon' : 'it holds something JSON does not allow';
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -89,7 +104,7 @@ export function parseDockerConfig(text: string, file: string): DockerConfig {
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw new Error(`${file} is not JSON (${(err as Error).message}): it takes the shape of a docker config.json, like {"auths": {"registry.example.com": {"auth": "BASE64(user:password)"}}}`);
+    throw new Error(`${file} is not JSON (${jsonWhere((err as Error).message)}): it takes the shape of a docker config.json, like {"auths": {"registry.example.com": {"auth": "BASE64(user:password)"}}}`);
   }
   if (!isObject(raw)) throw new Error(`${file} holds no JSON object: it takes the shape of a docker config.json, like {"auths": {"registry.example.com": {"auth": "BASE64(user:password)"}}}`);
   const auths: Record<string, AuthEntry> = {};
@@ -104,7 +119,7 @@ export function parseDockerConfig(text: string, file: string): DockerConfig {
         if (typeof v !== 'string') throw new Error(`${file}: auths["${key}"].${field} is not a string`);
         e[field] = v;
       }
-      auths[key] = e;
+      own(auths, key, e);
     }
   }
   const credHelpers: Record<string, string> = {};
@@ -112,7 +127,7 @@ export function parseDockerConfig(text: string, file: string): DockerConfig {
     if (!isObject(raw.credHelpers)) throw new Error(`${file}: "credHelpers" is not an object of registries and helper names`);
     for (const [key, name] of Object.entries(raw.credHelpers)) {
       if (typeof name !== 'string' || !helperNameOk(name)) throw new Error(`${file}: credHelpers["${key}"] is not a helper's name (NAME for docker-credential-NAME)`);
-      credHelpers[key] = name;
+      own(credHelpers, key, name);
     }
   }
   let credsStore: string | undefined;
@@ -121,6 +136,11 @@ export function parseDockerConfig(text: string, file: string): DockerConfig {
     credsStore = raw.credsStore;
   }
   return { auths, credHelpers, ...(credsStore ? { credsStore } : {}) };
+}
+
+/** `map[key] = value` as an own property, even for the key "__proto__" (which plain assignment takes as the map's prototype). */
+function own<T>(map: Record<string, T>, key: string, value: T): void {
+  Object.defineProperty(map, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 const helperNameOk = (name: string) => /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name);
@@ -179,6 +199,34 @@ export function helperAnswer(stdout: string, serverUrl: string): AuthConfig | un
 /** A helper's failure that means "I have nothing for it" (the docker CLI then pulls without credentials). */
 export function helperHasNone(output: string): boolean {
   return /credentials not found in native keychain/i.test(output);
+}
+
+/**
+ * What a helper that failed said, fit to repeat: the first line of its stderr,
+ * else of its stdout (docker's own helpers say their errors there), at most
+ * 200 characters; never a line that carries its answer's JSON or the Secret
+ * it answered with, which would put the credential in a step's log and the
+ * run's record. Undefined: nothing fit to repeat.
+ */
+export function helperSaid(stdout: string, stderr: string): string | undefined {
+  const secret = secretIn(stdout);
+  for (const text of [stderr, stdout]) {
+    const line = text.trim().split('\n')[0]!.trim();
+    if (!line) continue;
+    if (/^[{[]|"Secret"/i.test(line) || (secret && line.includes(secret))) return 'what it printed is not repeated here: it may hold the credential';
+    return line.slice(0, 200);
+  }
+  return undefined;
+}
+
+/** The Secret of a helper's JSON answer, if its stdout holds one. */
+function secretIn(stdout: string): string | undefined {
+  try {
+    const raw: unknown = JSON.parse(stdout);
+    return isObject(raw) && typeof raw.Secret === 'string' && raw.Secret ? raw.Secret : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** How to log in to `registry` with the docker CLI. */

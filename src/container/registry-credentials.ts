@@ -7,12 +7,12 @@
  * or a swarm service (X-Registry-Auth): never to a step, a log or a record.
  * The I/O side of registry-auth.ts.
  */
-import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { errorMessage } from '../common/errors.js';
-import { authSource, helperAnswer, helperHasNone, imageRegistry, parseDockerConfig, type AuthConfig, type AuthPlace, type DockerConfig } from './registry-auth.js';
+import { authSource, helperAnswer, helperHasNone, helperSaid, imageRegistry, parseDockerConfig, type AuthConfig, type AuthPlace, type DockerConfig } from './registry-auth.js';
 
 export type { AuthConfig } from './registry-auth.js';
 
@@ -30,6 +30,29 @@ export interface RegistryAuth {
 
 const HELPER_TIMEOUT_MS = 30_000;
 
+/** A docker config.json, at most: docker's own are a few KiB. */
+const CONFIG_MAX_BYTES = 4 << 20;
+
+/**
+ * A docker config.json's text. Only a regular file of at most 4 MiB is read:
+ * opened without waiting (a FIFO would block the open for good), and a
+ * device (/dev/zero, /dev/urandom) or a huge file is refused rather than read
+ * until memory runs out. Its errors say the file and what to give; a missing
+ * file's keeps its ENOENT code. Sync: the settings check it at start.
+ */
+export function readConfigFileSync(file: string): string {
+  const fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+  try {
+    const st = fstatSync(fd);
+    if (st.isDirectory()) throw Object.assign(new Error(`${file} is a directory: give the config.json file in it`), { code: 'EISDIR' });
+    if (!st.isFile()) throw new Error(`${file} is not a regular file (a device, FIFO or socket): give a docker config.json`);
+    if (st.size > CONFIG_MAX_BYTES) throw new Error(`${file} is ${Math.round(st.size / (1 << 20))} MiB: a docker config.json is a few KiB, and more than ${CONFIG_MAX_BYTES >> 20} MiB is not read`);
+    return readFileSync(fd, 'utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** The docker client's config file: $DOCKER_CONFIG/config.json, else ~/.docker/config.json. */
 export function dockerConfigFile(env: NodeJS.ProcessEnv = process.env): string {
   return path.join(env.DOCKER_CONFIG || path.join(env.HOME || os.homedir(), '.docker'), 'config.json');
@@ -44,6 +67,8 @@ export class RegistryCredentials {
   constructor(
     private readonly file?: string,
     private readonly env: NodeJS.ProcessEnv = process.env,
+    /** how long a helper may take to answer before it is killed */
+    private readonly helperTimeoutMs = HELPER_TIMEOUT_MS,
   ) {}
 
   /** The config file the credentials are read from. */
@@ -62,7 +87,7 @@ export class RegistryCredentials {
     const file = this.configFile();
     let config: DockerConfig;
     try {
-      config = parseDockerConfig(await readFile(file, 'utf8'), file);
+      config = parseDockerConfig(readConfigFileSync(file), file);
     } catch (err) {
       // the docker client's own file need not exist (no login yet); a --registry-auth file must
       if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !this.file) return { registry };
@@ -75,11 +100,12 @@ export class RegistryCredentials {
     if (source.kind === 'file') return { registry, authconfig: source.auth, from: file };
     const program = `docker-credential-${source.helper}`;
     const named = `the credential helper ${program} (${source.field} in ${file})`;
-    const got = await runHelper(program, source.serverUrl, this.env);
+    const got = await runHelper(program, source.serverUrl, this.env, this.helperTimeoutMs);
     if (got.missing) return { registry, problem: `${named} is not on this PATH: install it, or take it out of ${file}` };
+    if (got.ended) return { registry, problem: `${named} gave no answer for ${source.serverUrl}: ${got.ended}` };
     if (got.code !== 0) {
       if (helperHasNone(got.stdout + got.stderr)) return { registry, from: named };
-      const said = firstLine(got.stderr) || firstLine(got.stdout) || `exit ${got.code}`;
+      const said = helperSaid(got.stdout, got.stderr) ?? `exit ${got.code}`;
       return { registry, problem: `${named} failed to answer for ${source.serverUrl} (${said})` };
     }
     const auth = helperAnswer(got.stdout, source.serverUrl);
@@ -88,19 +114,79 @@ export class RegistryCredentials {
   }
 }
 
-const firstLine = (s: string) => s.trim().split('\n')[0]!.trim().slice(0, 200);
+/** A helper's answer, at most: a docker helper answers in well under a KiB. */
+const HELPER_MAX_OUTPUT = 1 << 20;
 
-/** `PROGRAM get`, `serverUrl` on its stdin, as the docker CLI runs a credential helper. */
-function runHelper(program: string, serverUrl: string, env: NodeJS.ProcessEnv): Promise<{ missing: boolean; code: number; stdout: string; stderr: string }> {
+interface HelperRun {
+  missing: boolean;
+  /** its exit code; -1 when it was ended (timed out, or said too much) */
+  code: number;
+  stdout: string;
+  stderr: string;
+  /** why it was ended, said plainly */
+  ended?: string;
+}
+
+/**
+ * `PROGRAM get`, `serverUrl` on its stdin, as the docker CLI runs a credential
+ * helper. No shell: PROGRAM is looked up on PATH alone. In a process group of
+ * its own, so that a helper that hangs (or ignores SIGTERM, or leaves a child
+ * holding its stdout) is killed whole, with SIGKILL, after `timeoutMs`, and
+ * one that prints more than a MiB is ended as it passes it: a pull waits a
+ * bounded time, never for good.
+ */
+export function runHelper(program: string, serverUrl: string, env: NodeJS.ProcessEnv, timeoutMs = HELPER_TIMEOUT_MS): Promise<HelperRun> {
   return new Promise((resolve) => {
-    const child = execFile(program, ['get'], { env, timeout: HELPER_TIMEOUT_MS, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
-      const e = err as (NodeJS.ErrnoException & { code?: string | number }) | null;
-      if (e?.code === 'ENOENT') return resolve({ missing: true, code: -1, stdout: '', stderr: '' });
-      const code = e ? (typeof e.code === 'number' ? e.code : 1) : 0;
-      resolve({ missing: false, code, stdout: String(stdout), stderr: String(stderr) || (e && typeof e.code !== 'number' ? errorMessage(e) : '') });
+    let done = false;
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let size = 0;
+    let child: ChildProcess;
+    const text = (b: Buffer[]) => Buffer.concat(b).toString('utf8');
+    const finish = (r: HelperRun) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve(r);
+    };
+    const end = (why: string) => {
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      finish({ missing: false, code: -1, stdout: '', stderr: text(err).slice(0, 4096), ended: why });
+    };
+    const timer = setTimeout(() => end(`it did not answer in ${Math.round(timeoutMs / 1000)} s and was stopped`), timeoutMs);
+    try {
+      child = spawn(program, ['get'], { env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    } catch (e) {
+      finish({ missing: false, code: -1, stdout: '', stderr: errorMessage(e) });
+      return;
+    }
+    const take = (into: Buffer[]) => (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > HELPER_MAX_OUTPUT) return end(`it printed more than ${HELPER_MAX_OUTPUT >> 20} MiB and was stopped`);
+      into.push(chunk);
+    };
+    child.stdout!.on('data', take(out));
+    child.stderr!.on('data', take(err));
+    child.on('error', (e: NodeJS.ErrnoException) => finish({ missing: e.code === 'ENOENT', code: -1, stdout: '', stderr: e.code === 'ENOENT' ? '' : errorMessage(e) }));
+    child.on('exit', () => {
+      // what it left behind in its group (a child holding its stdout open) goes with it, so that its pipes close
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // none left
+      }
     });
-    child.stdin?.on('error', () => undefined);
-    child.stdin?.end(serverUrl);
+    child.on('close', (code, signal) => {
+      finish({ missing: false, code: code ?? -1, stdout: text(out), stderr: text(err), ...(signal ? { ended: `it was killed by ${signal}` } : {}) });
+    });
+    child.stdin!.on('error', () => undefined);
+    child.stdin!.end(serverUrl);
   });
 }
 

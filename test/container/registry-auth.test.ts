@@ -1,7 +1,7 @@
 /** Which credentials an image is pulled with, as the docker CLI finds them in a config.json; what a refused pull says. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { authSource, configKey, engineReason, HUB, HUB_KEY, helperAnswer, helperHasNone, imageRegistry, isAuthRefusal, keyRegistry, parseDockerConfig, pullRefused } from '../../src/container/registry-auth.js';
+import { authSource, configKey, engineReason, HUB, HUB_KEY, helperAnswer, helperHasNone, helperSaid, imageRegistry, isAuthRefusal, keyRegistry, parseDockerConfig, pullRefused } from '../../src/container/registry-auth.js';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
@@ -114,4 +114,52 @@ test('a pull refused for want of credentials: told from other failures, said wit
   assert.match(flag, /give r's credentials in \/etc\/runner\/auth\.json \(--registry-auth; a docker config\.json: `docker login r` writes them/);
   const helper = pullRefused('r/x', 'r', 'unauthorized', client, undefined, 'the credential helper docker-credential-gone (credsStore in /c.json) is not on this PATH');
   assert.match(helper, /refused to give r\/x without credentials, and none could be had: the credential helper docker-credential-gone .* is not on this PATH\. Then log in with `docker login r`/);
+});
+
+// Attacks on the private-images feature (a hostile step author, a careless user): each one that broke, fixed.
+
+test('a config that is not JSON is said by where it stops, never with its text (Node quotes it: /etc/shadow behind a symlink, a secret)', () => {
+  const shadow = 'root:$y$j9T$SHADOWHASH:19000:0:99999:7:::';
+  for (const text of [shadow, '{"auths":{"r":{"auth":TOPSECRET}}}', '{"auths":{"r":{"auth":"TOPSECRET"}}} trailing', '{"auths":{"r":{"auth":"TOPSECRET"']) {
+    let said = '';
+    assert.throws(() => parseDockerConfig(text, '/x/config.json'), (err: Error) => ((said = err.message), true));
+    assert.match(said, /^\/x\/config\.json is not JSON \(it (stops at character \d+|ends too soon|holds something JSON does not allow)\)/);
+    assert.doesNotMatch(said, /TOPSECRET|SHADOW|root:/, said);
+  }
+});
+
+test("an image naming Object's own keys (toString/x, __proto__) finds no helper or entry that the file does not name", () => {
+  const config = parseDockerConfig('{"credHelpers": {"__proto__": "evil"}, "auths": {"__proto__": {"auth": "dTpw"}}}', '/x/c.json');
+  assert.deepEqual(Object.getPrototypeOf(config.auths), Object.prototype, 'a "__proto__" key is not taken as the map\'s prototype');
+  for (const registry of ['toString', 'constructor.x', 'hasOwnProperty', 'valueOf', 'reg.example']) {
+    assert.deepEqual(authSource(config, registry, '/x/c.json'), { kind: 'none' }, registry);
+    assert.equal(imageRegistry(`${registry}/x`), registry);
+  }
+});
+
+test("credentials for one registry are never looked up for another: look-alike names get none of them", () => {
+  const config = parseDockerConfig(JSON.stringify({ auths: { '127.0.0.1:5000': { auth: Buffer.from('a:pw').toString('base64') } }, credHelpers: { 'a.example': 'helper' } }), '/x/c.json');
+  const looks = ['127.0.0.1:5000@evil', 'evil.example/127.0.0.1:5000/x', '127.0.0.1:50000/x', '127.0.0.1/x', '127.0.0.1:5000.evil.example/x', 'https://127.0.0.1:5000/x', 'evil.example/a.example/x', 'a.example.evil/x', 'A.EXAMPLE.evil/x'];
+  for (const image of looks) {
+    const registry = imageRegistry(image);
+    assert.notEqual(registry, '127.0.0.1:5000', image);
+    assert.notEqual(registry, 'a.example', image);
+    assert.deepEqual(authSource(config, registry, '/x/c.json'), { kind: 'none' }, image);
+  }
+  // a name that differs only in case, or by a trailing dot, is another name: it gets none (docker sends none either)
+  for (const image of ['A.example/x', 'a.example./x']) assert.deepEqual(authSource(config, imageRegistry(image), '/x/c.json'), { kind: 'none' }, image);
+  assert.equal(authSource(config, imageRegistry('127.0.0.1:5000/x'), '/x/c.json').kind, 'file');
+});
+
+test("what a failed helper said is repeated, but never its JSON answer or the secret in it", () => {
+  assert.equal(helperSaid('', 'the keychain is locked\nmore'), 'the keychain is locked');
+  assert.equal(helperSaid('error getting credentials - err: exit status 1', ''), 'error getting credentials - err: exit status 1');
+  assert.equal(helperSaid('', ''), undefined);
+  const answer = '{"ServerURL":"r","Username":"u","Secret":"TOPSECRET"}';
+  for (const [stdout, stderr] of [[answer, ''], [answer, 'failed with TOPSECRET'], ['', answer], ['  {"Secret": "TOPSECRET"}', ''], ['oops "Secret":"TOPSECRET"', '']] as const) {
+    const said = helperSaid(stdout, stderr) ?? '';
+    assert.doesNotMatch(said, /TOPSECRET/, `${stdout} / ${stderr}`);
+    assert.match(said, /not repeated here: it may hold the credential/);
+  }
+  assert.equal(helperSaid('', 'x'.repeat(1000))?.length, 200);
 });
