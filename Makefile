@@ -7,7 +7,7 @@ SHELL := /bin/bash
 RUNNER := node dist/runner/main.js
 DEMO_HOME := .demo/home
 
-.PHONY: all deps build docker images runner-image compose browser demo demo-agent test test-unit bench clean
+.PHONY: all deps build docker images runner-image compose browser podman demo demo-agent test test-unit bench clean
 
 all: build
 
@@ -40,6 +40,11 @@ runner-image: build images
 compose: docker
 	@bash scripts/ensure-compose.sh
 
+# Debian's podman with its root API service at /run/podman/podman.sock, and the runner's images copied into its
+# store (docs/podman.md); Docker's engine is left alone. For test/integration/podman.test.ts and --engine podman.
+podman: images
+	@bash scripts/ensure-podman.sh
+
 # Debian's Chromium, for the dashboard tests (driven by playwright-core).
 browser:
 	@bash scripts/ensure-chromium.sh
@@ -65,7 +70,7 @@ demo-agent: build images
 # says what runs side by side and why). The gVisor pass has no skip: with no working runsc the runner refuses
 # every step (no_gvisor) and the tests fail; test/safety/container.test.ts checks the step saw gVisor's kernel,
 # and the fixture that each run's record says gvisor. TEST_JOBS=1 runs one file at a time in each lane.
-test: build images runner-image compose browser
+test: build images runner-image compose browser podman
 	bash scripts/test-suite.sh
 
 test-unit: build
