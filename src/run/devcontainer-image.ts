@@ -7,19 +7,24 @@
 import { errorMessage } from '../common/errors.js';
 import type { Masker } from '../common/mask.js';
 import { mountTransport } from '../container/local/mount-transport.js';
-import type { ContainerRuntime } from '../container/runtime.js';
+import type { ContainerRuntime, Mount } from '../container/runtime.js';
 import { DEVCONTAINER_IMAGE, preparingLabels, prepareDevcontainer, type PreparedDevcontainer, type PreparingWay } from '../container/devcontainer/prepare.js';
 import { agentLayer } from '../container/devcontainer/agent-layer.js';
 import { PRESETS } from '../agents/presets.js';
 import { RunSpend } from '../gateway/host/run-spend.js';
+import { CA_PATH } from '../plan/company-network.js';
 import { inspectsTls } from '../plan/gateway-inspection.js';
 import { CONTAINER_PATHS } from '../plan/render.js';
 import { GATEWAY_NETWORK, PROXY_ENV, type StepPlan } from '../plan/step-plan.js';
 import type { RunSettings } from '../settings/run-settings.js';
+import { companyNetworkOnDisk } from './ca-copy.js';
+import { companyPart } from './step-addons/company-network.js';
 import { openStepWay } from './step-network.js';
 
 export interface DevcontainerUse {
   runtime: ContainerRuntime;
+  /** the runner home: the company's CA bundle is copied there for the preparing container, as for a step */
+  home: string;
   project: string;
   settings: RunSettings;
   masker: Masker;
@@ -40,6 +45,7 @@ export async function useDevcontainer(u: DevcontainerUse, plans: StepPlan[]): Pr
     workspace: CONTAINER_PATHS.workspace,
     sandbox: { memoryBytes: first.memoryBytes, cpus: first.cpus, pids: first.pids, openFiles: first.openFiles, fileSizeBytes: first.fileSizeBytes, network: gated ? 'none' : first.network, timeoutMs: first.timeoutMs },
     ...(gated && !inspected ? { openWay: () => preparingWay(u, first) } : {}),
+    ...(await preparingCompany(u)),
     say: u.say,
   });
   // an agent preset's step: the project's image with the preset's CLI added (once per image, kept)
@@ -51,6 +57,16 @@ export async function useDevcontainer(u: DevcontainerUse, plans: StepPlan[]): Pr
     p.env = { ...prepared.env, ...p.env };
   }
   return prepared;
+}
+
+/** The company's CA bundle and mirrors for the preparing commands, as a step gets them (its copy in the home). */
+async function preparingCompany(u: DevcontainerUse): Promise<{ company?: { mounts: Mount[]; env: Record<string, string> } }> {
+  if (!u.settings.company) return {};
+  const part = companyPart(await companyNetworkOnDisk(u.home, u.settings.company));
+  // the bundle at its own path alone, where the variables point: not over the image's system bundle, which a
+  // preparing `apt-get install ca-certificates` must be free to rewrite
+  const mounts = (part?.mounts ?? []).filter((m) => m.target === CA_PATH);
+  return part ? { company: { mounts, env: part.envDefaults ?? {} } } : {};
 }
 
 /** The step's gateway plan with only what preparing needs: the hosts and their rules. */

@@ -6,7 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
 import { cp, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, test } from 'node:test';
@@ -165,14 +166,14 @@ test("the preparing commands reach the hosts the step's egress: allows, through 
     const { f } = await devcontainerProject();
     const dc = path.join(f.project, '.devcontainer/devcontainer.json');
     const fetch =
-      'set +e; (curl -s -m 10 http://allowed.example/ || echo no-answer) > /opt/dc-allowed; curl -s -m 10 -o /dev/null -w "%{http_code}" http://denied.example/ > /opt/dc-denied; echo made-by-postcreate > /opt/dc-marker';
+      'set +e; (curl -s -m 10 http://allowed.example/ || echo no-answer) > /opt/dc-allowed; curl -s -m 10 -o /dev/null -w "%{http_code}" http://denied.example/ > /opt/dc-denied; echo made-by-postcreate > /opt/dc-marker; echo "$(sha256sum < "$SSL_CERT_FILE" | cut -c1-64) $NODE_EXTRA_CA_CERTS" > /opt/dc-ca';
     await writeFile(dc, (await readFile(dc, 'utf8')).replace(/"postCreateCommand": "[^"]*"/, `"postCreateCommand": ${JSON.stringify(fetch)}`));
     // curl is in our toolchain image, not in the base
     const dockerfile = path.join(f.project, '.devcontainer/Dockerfile');
     await writeFile(dockerfile, (await readFile(dockerfile, 'utf8')).replace('FROM runner/base:latest', 'FROM runner/toolchain:latest'));
     const file = await writePipeline(
       f,
-      PIPELINE.replace('  timeout: 2m\n', '  timeout: 2m\n  egress: [allowed.example]\n').replace(/    run: \|\n[\s\S]*$/, '    run: |\n      echo "allowed=$(cat /opt/dc-allowed) denied=$(cat /opt/dc-denied)"\n'),
+      PIPELINE.replace('  timeout: 2m\n', '  timeout: 2m\n  egress: [allowed.example]\n').replace(/    run: \|\n[\s\S]*$/, '    run: |\n      echo "allowed=$(cat /opt/dc-allowed) denied=$(cat /opt/dc-denied)"\n      echo "ca=$(cat /opt/dc-ca)"\n'),
     );
     const r = await execPipeline(f, file, ['--egress-network', net.network, '--egress-private', net.subnet]);
     assert.equal(r.code, 0, r.stderr);
@@ -183,6 +184,13 @@ test("the preparing commands reach the hosts the step's egress: allows, through 
     made.add(ev!.image);
     const env = execFileSync('docker', ['image', 'inspect', '--format', '{{json .Config.Env}}', ev!.image], { encoding: 'utf8' });
     assert.doesNotMatch(env, /PROXY/i, 'the gateway\'s proxy variables are not kept in the image');
+    // the CA bundle the run trusts (by default the host's own) reached the preparing commands, as it reaches a step,
+    // through a mount and the prelude: neither its variables nor its text are kept in the image
+    const hostBundle = createHash('sha256').update(readFileSync('/etc/ssl/certs/ca-certificates.crt')).digest('hex');
+    assert.match(r.stderr, new RegExp(`ca=${hostBundle} /run/runner/ca\\.pem`), "the preparing commands trust the run's bundle");
+    assert.doesNotMatch(env, /SSL_CERT_FILE|NODE_EXTRA_CA_CERTS/, 'the bundle\'s variables are not kept in the image');
+    const kept = execFileSync('docker', ['run', '--rm', '--entrypoint', 'sh', ev!.image, '-c', 'wc -c < /run/runner/ca.pem 2>/dev/null || echo absent'], { encoding: 'utf8' }).trim();
+    assert.match(kept, /^(0|absent)$/, 'the bundle is not kept in the image');
     assert.match(env, /DC_MODE=fixture/, 'containerEnv is');
   } finally {
     net.close();

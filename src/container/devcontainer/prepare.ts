@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ContainerError, PipelineError, errorMessage } from '../../common/errors.js';
 import { LineSplitter } from '../../common/line-splitter.js';
-import type { ContainerRuntime, ContainerSpec } from '../runtime.js';
+import type { ContainerRuntime, ContainerSpec, Mount } from '../runtime.js';
 import { readDevcontainerConfig, type ConfigReading, type DevcontainerConfig } from './config.js';
 import { hashEntries, insideProject, listContext, matchesSources, packContext, readProjectFile, type ContextEntry } from './context.js';
 import { dockerfileBases, dockerfileSources } from './dockerfile-sources.js';
@@ -107,6 +107,12 @@ export interface PrepareOptions {
   sandbox: Pick<ContainerSpec, 'memoryBytes' | 'cpus' | 'pids' | 'openFiles' | 'fileSizeBytes' | 'network'> & { timeoutMs: number };
   /** the gateway to run the preparing commands behind, instead of `sandbox.network` */
   openWay?: () => Promise<PreparingWay>;
+  /**
+   * What the company's network gives the preparing commands, as it gives a step: its CA bundle mounted (never
+   * committed into the image: a mount is not a layer) and the variables pointing the usual tools at it and the
+   * mirrors (through the prelude, so they stay out of the image's config)
+   */
+  company?: { mounts: Mount[]; env: Record<string, string> };
   /** each line of the preparation's progress */
   say: (line: string) => void;
 }
@@ -291,7 +297,7 @@ async function runInWay(
     env: p.env,
     workingDir: opts.workspace,
     user: p.user,
-    mounts: [{ source: opts.project, target: opts.workspace, readOnly: false, overlay: { upper: path.join(scratch, 'upper'), work: path.join(scratch, 'work') } }],
+    mounts: [{ source: opts.project, target: opts.workspace, readOnly: false, overlay: { upper: path.join(scratch, 'upper'), work: path.join(scratch, 'work') } }, ...(opts.company?.mounts ?? [])],
     memoryBytes: opts.sandbox.memoryBytes,
     cpus: opts.sandbox.cpus,
     pids: opts.sandbox.pids,
@@ -302,7 +308,8 @@ async function runInWay(
     network,
     ...(way?.dns ? { dns: way.dns } : {}),
     ...(way?.hosts ? { hosts: way.hosts } : {}),
-    ...(way ? { secretEnv: way.env } : {}),
+    // the dev container's own env wins over the company's (it may name its own registry or bundle), as a step's does
+    ...(way || opts.company ? { secretEnv: { ...without(opts.company?.env ?? {}, p.env), ...way?.env } } : {}),
     ...(way?.up ? { holdUntil: way.up } : {}),
     labels: preparingLabels(),
   });
@@ -338,6 +345,11 @@ async function runInWay(
     await c.remove().catch(() => undefined);
     await rm(scratch, { recursive: true, force: true }).catch(() => undefined);
   }
+}
+
+/** `env` less the names `over` sets. Pure. */
+function without(env: Record<string, string>, over: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter(([k]) => !(k in over)));
 }
 
 /** No preparing command: the last image made is named as prepared, by a commit of a container that never ran. */
