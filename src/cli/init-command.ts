@@ -66,7 +66,7 @@ export async function initCommand(args: string[]): Promise<number> {
     `wrote ${target}: ${detected.ecosystem === 'unknown' ? 'no ecosystem found' : `a ${detected.ecosystem} project`}` +
       `${verifiedBy.length ? `, verified by ${verifiedBy.map((c) => c.command).join(' and ')}` : detected.test ? '' : ', no test command found'}` +
       `${leftOut.length ? ` (left out, failing before any change: ${leftOut.map((l) => l.check.command).join(', ')}; the file says why)` : ''}; give the agent its task and run: ` +
-      `runner exec ${path.relative(process.cwd(), target) || target} --input task="..." (or commit a TASK.md and leave --input out)\n`,
+      `runner exec ${shownPath(target)} --input task="..." (or commit a TASK.md and leave --input out)\n`,
   );
   return 0;
 }
@@ -107,4 +107,10 @@ async function trialOf(dir: string, detected: Detected, git: boolean, devcontain
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
+}
+
+/** The starter's path as the user types it: relative to here when it is below here, else absolute. */
+function shownPath(target: string): string {
+  const rel = path.relative(process.cwd(), target);
+  return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : target;
 }
