@@ -93,7 +93,7 @@ async function trialOf(dir: string, detected: Detected, git: boolean, devcontain
   process.on('SIGTERM', onSignal);
   try {
     const outcome = await tryChecks({ dir, detected, devcontainer, home, settings, reporter, startedBy: cliActor(), signal: cancel.signal, killSignal: kill.signal });
-    const verdict = judgeTrial(detected, outcome);
+    const verdict = judgeTrial(detected, outcome, values.home ? { home } : {});
     for (const l of verdict.leftOut) reporter.warn(l.comment);
     for (const n of verdict.notes) reporter.warn(n);
     return verdict;

@@ -5,6 +5,7 @@
  * check, their exits and output kept as the step's outputs), and what init
  * makes of its outcome. Pure: try-checks.ts runs it.
  */
+import { shellWord } from '../common/shell-word.js';
 import type { Detected } from './detect.js';
 
 export const TRIAL_PIPELINE = 'init-trial';
@@ -48,10 +49,6 @@ export interface TrialVerdict {
   notes: string[];
 }
 
-/** One word for a shell (single-quoted). */
-function shellWord(s: string): string {
-  return `'${s.replace(/'/g, `'\\''`)}'`;
-}
 
 /** How much of a command's output the step keeps, from its start and from its end. */
 const KEPT_LINES = 40;
@@ -141,9 +138,10 @@ export function tellingLine(output: string): string {
  * judges nothing: every check stays, with a note saying why (often the
  * network: a proxy's CA, a registry).
  */
-export function judgeTrial(d: Detected, t: TrialOutcome): TrialVerdict {
+export function judgeTrial(d: Detected, t: TrialOutcome, o: { home?: string } = {}): TrialVerdict {
   const short = t.commit.slice(0, 10);
-  const logs = `runner logs ${t.runId} --step ${TRIAL_STEP}`;
+  // the trial's run is in init's home: one named by --home is named in the command too
+  const logs = `runner logs ${t.runId} --step ${TRIAL_STEP}${o.home ? ` --home ${shellWord(o.home)}` : ''}`;
   if (d.install && (t.install === undefined || t.install.exitCode !== 0)) {
     const why = t.install ? `failed (exit ${t.install.exitCode}): ${t.install.line}` : 'did not end';
     return { leftOut: [], notes: [`the install failed on the base commit ${short}, so the checks could not be tried; all kept (${logs}): ${why}`] };

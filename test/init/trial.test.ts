@@ -66,6 +66,9 @@ test('judged: a failing lint is left out with why; a failing test stays, noted; 
   const lintBroken = judgeTrial(node, outcome({ install_exit: '0', install_output: 'added 3', test_exit: '0', test_output: 'ok', lint_exit: '127', lint_output: 'sh: 1: eslint: not found' }));
   assert.deepEqual(lintBroken.leftOut.map((l) => l.check.command), ['npm run lint']);
   assert.equal(lintBroken.leftOut[0]!.comment, 'npm run lint failed on the base commit abc1234567 (exit 127): sh: 1: eslint: not found; left out (runner logs 20261127-000000-aaaaaa --step try)');
+  // init's home named by --home: the command to read the trial's log names it too
+  const elsewhere = judgeTrial(node, outcome({ install_exit: '0', test_exit: '0', lint_exit: '2', lint_output: 'SyntaxError' }), { home: "/tmp/a home's" });
+  assert.match(elsewhere.leftOut[0]!.comment, / \(runner logs 20261127-000000-aaaaaa --step try --home '\/tmp\/a home'\\''s'\)$/);
   assert.deepEqual(lintBroken.notes, []);
   const testRed = judgeTrial(node, outcome({ install_exit: '0', test_exit: '1', test_output: 'AssertionError: 1 == 2', lint_exit: '0' }));
   assert.deepEqual(testRed.leftOut, []);
