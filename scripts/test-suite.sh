@@ -55,7 +55,7 @@ for f in "${all[@]}"; do
 done
 
 # the core integration files that hold on Podman as on Docker (docs/podman.md says which differ and why)
-podman_core=(dist/test/integration/exec.test.js dist/test/integration/cache.test.js)
+podman_core=(dist/test/integration/exec.test.js dist/test/integration/cache.test.js dist/test/integration/step-ends.test.js)
 
 started=$SECONDS
 # the gVisor lane writes to a file, shown whole when it ends, so the two lanes' lines do not mix

@@ -14,7 +14,7 @@ import { engineReason, isAuthRefusal, pullRefused } from '../registry-auth.js';
 import { RegistryCredentials } from '../registry-credentials.js';
 import { encodeSecretEnv, preludeArgv } from '../secret-env.js';
 import { checkIsolationRule } from './podman-firewall.js';
-import { isolatedNetworkOptions, isPodmanVersion, PODMAN_OWN_IMAGES, ownProcessLimit, podmanNetworkBody, podmanOverlayBind, podmanHint, podmanHost, podmanRefusal } from './podman.js';
+import { isolatedNetworkOptions, isPodmanVersion, PODMAN_OWN_IMAGES, ownProcessLimit, podmanNetworkBody, podmanOverlayBind, podmanHint, podmanHost, podmanOomUnreported, podmanRefusal } from './podman.js';
 import type { Isolation } from '../../pipeline/schema.js';
 import { LABELS, type ContainerHandle, type ContainerRuntime, type ContainerSpec, type ExitState, type ImageBuild, type ImageConfig, type Mount, type NetworkSpec, type OutputHandler, type PullProgress } from '../runtime.js';
 
@@ -60,6 +60,8 @@ export class DockerRuntime implements ContainerRuntime {
   }
 
   private podman: Promise<boolean> | undefined;
+  /** the engine does not report a kill at the memory cap (Podman on cgroup v1): its containers say so in their exit */
+  private oomUnreported = false;
   /** Whether the engine is Podman (its Docker-compatible API): asked once, its differences in podman.ts. */
   private isPodman(): Promise<boolean> {
     return (this.podman ??= this.docker.version().then(isPodmanVersion, () => false));
@@ -78,6 +80,7 @@ export class DockerRuntime implements ContainerRuntime {
       throw engineError("asking Podman how it runs (/libpod/info)", err);
     });
     const host = podmanHost(info as Parameters<typeof podmanHost>[0]);
+    this.oomUnreported = podmanOomUnreported(host);
     // rootless, a step's networks are in the user's own network namespace: the host has no address on them
     const refusal = podmanRefusal(host, describeEndpoint()) ?? (host.rootless ? undefined : await checkIsolationRule());
     if (refusal) throw new ContainerError('engine_unfit', refusal);
@@ -295,11 +298,11 @@ export class DockerRuntime implements ContainerRuntime {
         // held without a prelude: made again as it is, and its start waits for the hold
         await c.remove({ force: true }).catch(() => undefined);
         const plain = await this.createContainer(spec, settings, undefined, false);
-        return new DockerContainer(plain, this.docker, undefined, this.sandboxOf(plain, spec), { start: hold });
+        return new DockerContainer(plain, this.docker, undefined, this.sandboxOf(plain, spec), { start: hold }, this.oomUnreported);
       }
     }
     const stdin = secrets || hold ? encodeSecretEnv(secrets ?? {}) : spec.stdin;
-    return new DockerContainer(c, this.docker, stdin, this.sandboxOf(c, spec), hold ? { stdin: hold } : undefined);
+    return new DockerContainer(c, this.docker, stdin, this.sandboxOf(c, spec), hold ? { stdin: hold } : undefined, this.oomUnreported);
   }
 
   private sandboxOf(c: Docker.Container, spec: ContainerSpec): ConstructorParameters<typeof DockerContainer>[3] {
@@ -488,6 +491,8 @@ class DockerContainer implements ContainerHandle {
     private readonly sandbox?: { nproc: number; tasks: (sandboxPid: number) => Promise<number | undefined> },
     /** what its command waits for (ContainerSpec.holdUntil): its standard input is written then, or its start waits */
     private readonly hold?: { stdin?: Promise<void>; start?: Promise<void> },
+    /** the engine never reports a kill at the memory cap (ExitState.oomUnreported) */
+    private readonly oomUnreported = false,
   ) {}
 
   get id(): string {
@@ -557,7 +562,7 @@ class DockerContainer implements ContainerHandle {
 
   async inspect(): Promise<ExitState> {
     const info = await this.c.inspect();
-    return { exitCode: info.State.ExitCode, oomKilled: info.State.OOMKilled };
+    return { exitCode: info.State.ExitCode, oomKilled: info.State.OOMKilled, ...(this.oomUnreported ? { oomUnreported: true } : {}) };
   }
 
   private initPid?: Promise<number | undefined>;

@@ -56,6 +56,15 @@ export function podmanHost(info: { host?: { security?: { rootless?: boolean }; c
 }
 
 /**
+ * Whether this Podman leaves a container killed at its memory cap unsaid: 4.3 (conmon 2.1.6) on cgroup v1 leaves
+ * State.OOMKilled false (exit 137) and sends no event, and the container's cgroup is gone when its exit is known.
+ * On cgroup v2 it reports the kill (conmon reads the cgroup's memory.events). Pure.
+ */
+export function podmanOomUnreported(host: PodmanHost): boolean {
+  return host.cgroupVersion !== 'v2';
+}
+
+/**
  * Why the runner refuses this Podman, or undefined when it can hold a step's limits. Rootless Podman on
  * cgroup v1 cannot set a container's memory or process limits (a v1 hierarchy is not delegated to a user),
  * and rootless on cgroup v2 can only where the memory and pids controllers are delegated to the user; a step

@@ -1,7 +1,7 @@
 /** What Podman's Docker-compatible API needs said differently: its socket, knowing it, refusing a rootless one that cannot cap a step, its process limit. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { hostProcessLimit, isolatedNetworkOptions, podmanNetworkBody, podmanOverlayBind, isolationRuleProblem, isPodmanVersion, podmanHint, podmanHost, podmanRefusal, podmanSocket, PODMAN_ROOT_SOCKET } from '../../../src/container/local/podman.js';
+import { hostProcessLimit, isolatedNetworkOptions, podmanNetworkBody, podmanOverlayBind, isolationRuleProblem, isPodmanVersion, podmanHint, podmanHost, podmanOomUnreported, podmanRefusal, podmanSocket, PODMAN_ROOT_SOCKET } from '../../../src/container/local/podman.js';
 
 test('podman socket: DOCKER_HOST (or CONTAINER_HOST) when set, else root\'s, else the user\'s runtime directory', () => {
   assert.equal(podmanSocket({ DOCKER_HOST: 'unix:///tmp/p.sock' }, 0), 'unix:///tmp/p.sock');
@@ -97,4 +97,10 @@ test("a network on Podman: its own API, no name server of Podman's, an isolated 
   const labels = { 'dev.runner.run-id': 'r1' };
   assert.deepEqual(podmanNetworkBody({ name: 'n-net', internal: true, isolated: true, labels }, '0a1b2c3d4e'), { name: 'n-net', driver: 'bridge', internal: true, labels, dns_enabled: false, network_interface: 'rnri0a1b2c3d4e' });
   assert.deepEqual(podmanNetworkBody({ name: 'e', internal: false, isolated: false, labels }), { name: 'e', driver: 'bridge', internal: false, labels, dns_enabled: false });
+});
+
+test('podman on cgroup v1 never reports a kill at the memory cap; on v2 it does', () => {
+  assert.equal(podmanOomUnreported(podmanHost({ host: { cgroupVersion: 'v1' } })), true);
+  assert.equal(podmanOomUnreported(podmanHost({ host: { cgroupVersion: 'v2' } })), false);
+  assert.equal(podmanOomUnreported(podmanHost({})), true, 'unknown: taken as not reported');
 });
