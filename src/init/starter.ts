@@ -1,4 +1,6 @@
 /** A starter pipeline for a project, as YAML text with comments. Pure. */
+import { parse } from 'yaml';
+import { visible } from '../common/visible.js';
 import type { Detected } from './detect.js';
 import { VERIFY_IMAGE, VERIFY_TIMEOUT, type TrialVerdict } from './trial.js';
 
@@ -31,7 +33,7 @@ export function starterPipeline(f: StarterFacts): string {
   const egress = d.registries?.length ? `[${d.registries.join(', ')}]` : undefined;
   const lines = [
     `version: 1`,
-    `name: ${f.name}`,
+    `name: ${plainOrQuoted(f.name)}`,
     `description: An agent does the task it is given${verify.length ? '; the project\'s own checks decide' : ''}.`,
     ``,
     `# Made by runner init. Found: ${d.ecosystem} (${d.evidence}).`,
@@ -99,5 +101,16 @@ export function starterPipeline(f: StarterFacts): string {
 
 /** A text as one comment line: what a command printed may hold anything. */
 function oneLine(s: string): string {
-  return s.replace(/[\x00-\x1f\x7f]+/g, ' ').trim();
+  return visible(s.replace(/[\x00-\x1f\x7f]+/g, ' ')).trim();
+}
+
+/** A name as YAML reads it back as that text: a folder called `true`, `null` or `123` is quoted (else the starter does not load). */
+function plainOrQuoted(name: string): string {
+  let back: unknown;
+  try {
+    back = parse(name);
+  } catch {
+    back = undefined;
+  }
+  return back === name ? name : JSON.stringify(name);
 }

@@ -6,6 +6,7 @@
  * makes of its outcome. Pure: try-checks.ts runs it.
  */
 import { shellWord } from '../common/shell-word.js';
+import { visible } from '../common/visible.js';
 import type { Detected } from './detect.js';
 
 export const TRIAL_PIPELINE = 'init-trial';
@@ -60,14 +61,23 @@ const KEPT_LINES = 40;
  * left in the worktree is cleaned away at the end, so the step commits nothing.
  */
 export function trialScript(d: Detected): string {
-  const run = (key: string, label: string, command: string) => [
-    `echo ${shellWord(`runner init: ${label}: ${command}`)}`,
-    // in a subshell of its own: a command that exits ends only it
-    `rm -f /tmp/runner-init.exit; { ( ${command}\n); echo $? > /tmp/runner-init.exit; } 2>&1 | tee /tmp/runner-init.out`,
-    `code=$(cat /tmp/runner-init.exit 2>/dev/null || echo 255)`,
-    `echo "${key}_exit=$code" >> "$RUNNER_OUTPUT"`,
-    `{ echo '${key}_output<<RUNNER_INIT_EOF'; head -n ${KEPT_LINES} /tmp/runner-init.out; echo '...'; tail -n ${KEPT_LINES} /tmp/runner-init.out; echo RUNNER_INIT_EOF; } >> "$RUNNER_OUTPUT"`,
-  ];
+  const run = (key: string, label: string, command: string) => {
+    const exit = `/tmp/runner-init.${key}.exit`;
+    const out = `/tmp/runner-init.${key}.out`;
+    return [
+      `echo ${shellWord(`runner init: ${label}: ${command}`)}`,
+      // In a subshell of its own (a command that exits ends only it), its output shown as it comes through tee. The
+      // command's end is its exit file, not the end of tee: a process it left in the background (a server its tests
+      // started) holds the pipe open, and waiting for tee waited for it, up to the step's timeout, where the verify
+      // this trial stands for ends with its script. tee is given a moment for the last lines, then left to the end.
+      `rm -f ${exit} ${exit}.w; { { ( ${command}\n); echo $? > ${exit}.w; mv ${exit}.w ${exit}; } 2>&1 | tee ${out}; } &`,
+      `teeing=$!; while [ ! -f ${exit} ] && kill -0 $teeing 2>/dev/null; do sleep 0.1 2>/dev/null || sleep 1; done`,
+      `n=0; while kill -0 $teeing 2>/dev/null && [ $n -lt 20 ]; do sleep 0.1 2>/dev/null || sleep 1; n=$((n+1)); done`,
+      `code=$(cat ${exit} 2>/dev/null || echo 255)`,
+      `echo "${key}_exit=$code" >> "$RUNNER_OUTPUT"`,
+      `{ echo '${key}_output<<RUNNER_INIT_EOF'; head -n ${KEPT_LINES} ${out}; echo '...'; tail -n ${KEPT_LINES} ${out}; echo RUNNER_INIT_EOF; } >> "$RUNNER_OUTPUT"`,
+    ];
+  };
   const lines = ['set +e'];
   if (d.install) lines.push(...run('install', 'installing', d.install), `if [ "$code" != 0 ]; then echo 'runner init: the install failed: the checks are not tried'; exit 0; fi`);
   for (const c of checksOf(d)) lines.push(...run(c.name, `trying the ${c.name}`, c.command), `echo "runner init: the ${c.name} ended with exit $code"`);
@@ -123,7 +133,9 @@ const ERROR_LINE = /\b(error|ERR!|fail(ed|ure)?|FAIL|not found|no such|missing|c
 export function tellingLine(output: string): string {
   const lines = output
     .split('\n')
-    .map((l) => l.replace(/\x1b\[[0-9;]*m/g, '').replace(/[\x00-\x1f\x7f]/g, ' ').trim())
+    // C0 controls become spaces; what else may start a line or reorder one to a reader of the starter (C1 controls
+    // with NEL, U+2028, U+2029, the bidi controls) is made visible: the line lands in the starter's comments
+    .map((l) => visible(l.replace(/\x1b\[[0-9;]*m/g, '').replace(/[\x00-\x1f\x7f]/g, ' ')).trim())
     .filter((l) => l !== '' && l !== '...');
   const line = lines.find((l) => ERROR_LINE.test(l)) ?? lines[lines.length - 1] ?? '(no output)';
   return line.length > 160 ? `${line.slice(0, 157)}...` : line;
