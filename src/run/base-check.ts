@@ -2,7 +2,7 @@
  * Old red or new: a `verify: true` step that failed is run once more, the
  * same way (its image, limits, isolation, egress, caches), on a worktree at
  * the run's base; whether it failed there too is remembered in the runner home
- * per base commit, image and command for a day, so later runs from the same
+ * per base commit, image, command and environment for a day (not when a template fills them in per run), so later runs from the same
  * base are not slowed by it again. The step's entry then says "pre-existing (failed on the
  * base abc123 too)" or "introduced by this run (passed on the base abc123)".
  * The run's status is not changed: a failed verify still fails the run, and
@@ -40,11 +40,25 @@ export function baseChecksDir(home: string): string {
   return path.join(home, 'base-checks');
 }
 
-/** The memo's key: the base commit, the image and the command, as the file says them. Pure. */
-export function baseCheckKey(base: string, plan: Pick<StepPlan, 'image' | 'run' | 'command'>): string {
+type Keyed = Pick<StepPlan, 'image' | 'run' | 'command'> & Partial<Pick<StepPlan, 'env'>>;
+
+/** The memo's key: the base commit, the image, the command and its environment, as the file says them. Pure. */
+export function baseCheckKey(base: string, plan: Keyed): string {
+  const env = Object.entries(plan.env ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return createHash('sha256')
-    .update(JSON.stringify([base, plan.image, plan.run ?? null, plan.command ?? null]))
+    .update(JSON.stringify([base, plan.image, plan.run ?? null, plan.command ?? null, ...(env.length ? [env] : [])]))
     .digest('hex');
+}
+
+/**
+ * Whether what the base said can be remembered for later runs: only when the step's command is the file's
+ * alone. A `${{ }}` in its image, command or environment is filled in per run (an input given to this run, an
+ * output an earlier step, an agent, chose): the same text in the file runs another command in the next run,
+ * and a verdict remembered under it would answer for a command nobody tried on the base. Pure.
+ */
+export function memoable(plan: Keyed): boolean {
+  const texts = [plan.image, plan.run ?? '', ...(plan.command ?? []), ...Object.values(plan.env ?? {})];
+  return !texts.some((t) => t.includes('${{'));
 }
 
 /** A verify step's failure the base can tell about: it ran and exited non-zero (not a limit, not a refusal, not a cancel). Pure. */
@@ -99,8 +113,8 @@ export interface BaseTrial {
  * the base could not tell; never throws (the run's outcome is the step's).
  */
 export async function checkOnBase(t: BaseTrial): Promise<BaseCheck | undefined> {
-  const key = baseCheckKey(t.base, t.plan);
-  const known = await readBaseCheck(t.home, key);
+  const key = memoable(t.plan) ? baseCheckKey(t.base, t.plan) : undefined;
+  const known = key ? await readBaseCheck(t.home, key) : undefined;
   if (known && t.now().getTime() - Date.parse(known.checkedAt) < REMEMBERED_MS) return { ...known, remembered: true };
   try {
     const r = await t.runOnBase();
@@ -110,7 +124,7 @@ export async function checkOnBase(t: BaseTrial): Promise<BaseCheck | undefined> 
       return undefined;
     }
     const found: BaseCheck = { commit: t.base, verdict, exitCode: r.exitCode, runId: t.runId, checkedAt: t.now().toISOString() };
-    await rememberBaseCheck(t.home, key, found).catch((err) => t.say(`what the base said could not be remembered: ${errorMessage(err)}`));
+    if (key) await rememberBaseCheck(t.home, key, found).catch((err) => t.say(`what the base said could not be remembered: ${errorMessage(err)}`));
     return found;
   } catch (err) {
     t.say(`the step could not be tried on the base ${t.base.slice(0, 10)}: ${errorMessage(err)}`);

@@ -187,6 +187,6 @@ test("root podman on a host that lacks the rule for steps' networks is refused b
     execFileSync('iptables', ['-I', 'INPUT', '-i', 'rnri+', '-j', 'DROP']);
   }
   assert.equal(r.code, 3, r.stderr);
-  assert.match(r.stderr, /the host has no such rule: run scripts\/ensure-podman\.sh as root, or add the rule yourself: iptables -I INPUT -i rnri\+ -j DROP/);
+  assert.match(r.stderr, /the host has no such rule: run scripts\/ensure-podman\.sh as root, or add the rules yourself: iptables -I INPUT -i rnri\+ -j DROP/);
   assert.doesNotMatch(r.stderr, /▶ step a/, 'no step started');
 });

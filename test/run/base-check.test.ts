@@ -3,7 +3,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { baseCanTell, baseCheckKey, checkOnBase, describeBase, verdictOf } from '../../src/run/base-check.js';
+import { baseCanTell, baseCheckKey, checkOnBase, describeBase, memoable, verdictOf } from '../../src/run/base-check.js';
 import type { StepPlan } from '../../src/plan/step-plan.js';
 import type { StepResult } from '../../src/run/step-result.js';
 
@@ -58,6 +58,34 @@ test('tried on the base once, then remembered in the home; a base that cannot te
     const broken = await checkOnBase({ ...trial('3'.repeat(40), ended('completed', 0)), runOnBase: async () => { throw new Error('no worktree'); } });
     assert.equal(broken, undefined);
     assert.match(said.join('\n'), /could not be tried on the base 3333333333: no worktree/);
+  } finally {
+    await rm(home, { recursive: true, force: true });
+  }
+});
+
+test('attack: an agent\'s output in the verify\'s command cannot leave a verdict for later runs; the env is in the key', async () => {
+  const home = await mkdtemp(path.join(os.tmpdir(), 'runner-basecheck-'));
+  try {
+    // the verify lints what the agent says it changed: the text in the file is the same run after run, the command not
+    const plan = { id: 'verify', image: 'img', run: 'npx eslint ${{ steps.implement.outputs.changed }}\n', env: {}, verify: true } as unknown as StepPlan;
+    assert.equal(memoable(plan), false);
+    assert.equal(memoable({ image: 'img', run: 'make test\n', env: { SUITE: '${{ inputs.suite }}' } }), false, 'an input in its env');
+    assert.equal(memoable({ image: 'img', command: ['make', '${{ inputs.target }}'] }), false);
+    assert.equal(memoable({ image: 'img', run: 'make test\n', env: { CI: '1' } }), true);
+    let runs = 0;
+    const trial = (r: StepResult, runId: string) => ({ home, plan, base: '1'.repeat(40), runId, now: () => new Date('2026-11-27T00:00:00Z'), say: () => undefined, runOnBase: async () => (runs++, r) });
+    // run 1's agent names a file that fails everywhere: "pre-existing", for this run only
+    assert.equal((await checkOnBase(trial(ended('failed', 2), 'RUN1')))?.verdict, 'pre_existing');
+    // run 2's change broke the lint: its base is asked, not told what run 1's agent made it say
+    const second = await checkOnBase(trial(ended('completed', 0), 'RUN2'));
+    assert.equal(runs, 2, 'asked again');
+    assert.equal(second?.verdict, 'introduced');
+    assert.equal(second?.remembered, undefined);
+    assert.deepEqual(await readdir(path.join(home, 'base-checks')).catch(() => []), [], 'nothing remembered');
+    const k = baseCheckKey('a'.repeat(40), { image: 'img', run: 'make test\n', env: { MODE: 'fast' } });
+    assert.notEqual(k, baseCheckKey('a'.repeat(40), { image: 'img', run: 'make test\n', env: { MODE: 'full' } }), 'another env is another check');
+    assert.equal(k, baseCheckKey('a'.repeat(40), { image: 'img', run: 'make test\n', env: { MODE: 'fast' } }));
+    assert.equal(baseCheckKey('a'.repeat(40), { image: 'img', run: 'x', env: { A: '1', B: '2' } }), baseCheckKey('a'.repeat(40), { image: 'img', run: 'x', env: { B: '2', A: '1' } }), 'order is no difference');
   } finally {
     await rm(home, { recursive: true, force: true });
   }

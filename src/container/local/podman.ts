@@ -137,16 +137,16 @@ export function isolatedNetworkOptions(podman: boolean, suffix = randomBytes(5).
  * What iptables' check of the rule (`iptables -C INPUT -i rnri+ -j DROP`) means for a run: undefined when it is
  * there (exit 0), else why the runner refuses and how to add it. `code`: its exit status, or why it did not run.
  */
-export function isolationRuleProblem(code: number | string, stderr: string): string | undefined {
+export function isolationRuleProblem(code: number | string, stderr: string, tool: 'iptables' | 'ip6tables' = 'iptables'): string | undefined {
   if (code === 0) return undefined;
   const why =
     code === 1
-      ? 'the host has no such rule'
-      : `the runner could not ask iptables whether it has it (${code === 'ENOENT' ? 'no iptables here' : `${code}: ${stderr.trim().split('\n')[0] ?? ''}`.trim()})`;
+      ? `the host has no such rule${tool === 'ip6tables' ? ' for IPv6' : ''}`
+      : `the runner could not ask ${tool} whether it has it (${code === 'ENOENT' ? `no ${tool} here` : `${code}: ${stderr.trim().split('\n')[0] ?? ''}`.trim()})`;
   return (
-    "Podman gives the host an address on a step's own network (netavark ignores Docker's inhibit_ipv4), where a step would reach every service this machine listens on; " +
+    "Podman gives the host an address on a step's own network (netavark ignores Docker's inhibit_ipv4, and leaves IPv6 on in the step, where the bridge's link-local address is the host's), where a step would reach every service this machine listens on; " +
     `the runner needs the host to drop what comes in on those networks' bridges (${ISOLATED_BRIDGE_PREFIX}*), and ${why}: ` +
-    `run scripts/ensure-podman.sh as root, or add the rule yourself: iptables -I INPUT -i ${ISOLATED_BRIDGE_PREFIX}+ -j DROP (see docs/podman.md)`
+    `run scripts/ensure-podman.sh as root, or add the rules yourself: iptables -I INPUT -i ${ISOLATED_BRIDGE_PREFIX}+ -j DROP and ip6tables -I INPUT -i ${ISOLATED_BRIDGE_PREFIX}+ -j DROP (see docs/podman.md)`
   );
 }
 

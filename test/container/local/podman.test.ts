@@ -79,9 +79,12 @@ test("an isolated network: Docker leaves the host's address off; on Podman its b
 test("the host's rule for isolated networks: there, missing, or not to be asked", () => {
   assert.equal(isolationRuleProblem(0, ''), undefined);
   const missing = isolationRuleProblem(1, 'iptables: Bad rule (does a matching rule exist in that chain?).');
-  assert.match(missing ?? '', /the host has no such rule: run scripts\/ensure-podman\.sh as root, or add the rule yourself: iptables -I INPUT -i rnri\+ -j DROP/);
+  assert.match(missing ?? '', /the host has no such rule: run scripts\/ensure-podman\.sh as root, or add the rules yourself: iptables -I INPUT -i rnri\+ -j DROP and ip6tables -I INPUT -i rnri\+ -j DROP/);
   assert.match(missing ?? '', /a step would reach every service this machine listens on/);
   assert.match(isolationRuleProblem('ENOENT', '') ?? '', /could not ask iptables whether it has it \(no iptables here\)/);
+  // attack: a host with the IPv4 rule alone: a step reached the host's services on :: at its bridge's link-local address
+  assert.match(isolationRuleProblem(1, '', 'ip6tables') ?? '', /the host has no such rule for IPv6: .*ip6tables -I INPUT -i rnri\+ -j DROP/);
+  assert.match(isolationRuleProblem('ENOENT', '', 'ip6tables') ?? '', /could not ask ip6tables whether it has it \(no ip6tables here\)/);
   assert.match(isolationRuleProblem(4, 'iptables v1.8.9 (nf_tables): Could not fetch rule set generation id: Permission denied (you must be root)\n') ?? '', /\(4: iptables v1\.8\.9 \(nf_tables\): Could not fetch rule set generation id: Permission denied \(you must be root\)\)/);
 });
 
