@@ -129,6 +129,33 @@ steps:
   assert.equal(podman('network', 'ls', '-q', '--filter', `label=dev.runner.run-id=${r.json.runId}`), '', "the step's network is gone");
 });
 
+test("attack: a step on podman has no IPv6 address (the bridge's link-local one is the host's, past an IPv4-only rule)", { timeout: 240_000 }, async () => {
+  const f = await fixture();
+  const file = await writePipeline(
+    f,
+    `version: 1
+name: podman-ipv6
+project: { path: project }
+defaults:
+  image: runner/toolchain:latest
+  resources: { memory: 256m, cpus: 1, pids: 128 }
+  timeout: 2m
+steps:
+  - id: probe
+    egress: [allowed.invalid]
+    run: |
+      set +e
+      echo "ipv6=$(cat /proc/sys/net/ipv6/conf/all/disable_ipv6)" > probe.txt
+      echo "addresses=$(grep -cv ' lo$' /proc/net/if_inet6 2>/dev/null)" >> probe.txt
+`,
+  );
+  const r = await runCli(['exec', file, '--json', '--home', f.home, '--engine', 'podman'], { env: env() });
+  assert.equal(r.code, 0, r.stderr);
+  const seen = git(f.project, 'show', `${r.json.branch}:probe.txt`);
+  assert.match(seen, /^ipv6=1$/m, 'IPv6 is off in the step');
+  assert.match(seen, /^addresses=0$/m, 'no IPv6 address but loopback');
+});
+
 test('--engine podman pointed at a Docker engine is refused before anything starts, saying so', { timeout: 60_000 }, async () => {
   const f = await fixture();
   const file = await writePipeline(f, `version: 1\nname: p\nproject: { path: project }\nsteps:\n  - id: a\n    image: runner/base:latest\n    run: 'true'\n`);

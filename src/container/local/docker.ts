@@ -14,7 +14,7 @@ import { engineReason, isAuthRefusal, pullRefused } from '../registry-auth.js';
 import { RegistryCredentials } from '../registry-credentials.js';
 import { encodeSecretEnv, preludeArgv } from '../secret-env.js';
 import { checkIsolationRule } from './podman-firewall.js';
-import { isolatedNetworkOptions, isPodmanVersion, PODMAN_OWN_IMAGES, ownProcessLimit, podmanNetworkBody, podmanOverlayBind, podmanHint, podmanHost, podmanOomUnreported, podmanRefusal } from './podman.js';
+import { isolatedNetworkOptions, isPodmanVersion, PODMAN_OWN_IMAGES, ownProcessLimit, podmanNetworkBody, podmanOverlayBind, podmanHint, podmanSysctls, podmanHost, podmanOomUnreported, podmanRefusal } from './podman.js';
 import type { Isolation } from '../../pipeline/schema.js';
 import { LABELS, type ContainerHandle, type ContainerRuntime, type ContainerSpec, type ExitState, type ImageBuild, type ImageConfig, type Mount, type NetworkSpec, type OutputHandler, type PullProgress } from '../runtime.js';
 
@@ -317,6 +317,8 @@ export class DockerRuntime implements ContainerRuntime {
     const command = viaPrelude ? await this.throughPrelude(spec) : { Cmd: spec.cmd };
     const stdin = viaPrelude ? '' : spec.stdin;
     const podman = await this.isPodman();
+    // on Podman a step's IPv6 is off, as Docker has it (podman.ts podmanSysctls)
+    const sysctls = podman ? podmanSysctls(spec) : spec.sysctls;
     let c: Docker.Container;
     try {
       c = await this.docker.createContainer({
@@ -345,7 +347,7 @@ export class DockerRuntime implements ContainerRuntime {
           NetworkMode: spec.network,
           ...(spec.dns ? { Dns: spec.dns } : {}),
           ...(spec.hosts ? { ExtraHosts: Object.entries(spec.hosts).map(([name, address]) => `${name}:${address}`) } : {}),
-          ...(spec.sysctls ? { Sysctls: spec.sysctls } : {}),
+          ...(sysctls ? { Sysctls: sysctls } : {}),
           Init: true,
           CapDrop: ['ALL'],
           ...(spec.capAdd.length ? { CapAdd: spec.capAdd } : {}),

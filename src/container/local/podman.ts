@@ -28,6 +28,17 @@ export const PODMAN_OWN_IMAGES =
   "; on Podman, which keeps a store of its own: build them with Docker, then copy them over with scripts/ensure-podman.sh (it runs docker save runner/NAME:latest | podman load for each)";
 
 /**
+ * A container's sysctls on Podman. Docker turns IPv6 off in a container on a network without it; Podman leaves it
+ * on, and the step's bridge has a link-local address that is the host's: a step reached every service listening on
+ * `::` at `fe80::…%eth0` wherever the host's ip6tables lacked the rnri rule. Off in every container that says no
+ * sysctls of its own (the steps; a gateway, which sets its own, keeps IPv6 for its upstream). Pure.
+ */
+export function podmanSysctls(spec: { network: string; sysctls?: Record<string, string> }): Record<string, string> | undefined {
+  if (spec.sysctls || spec.network === 'none' || spec.network === 'host') return spec.sysctls;
+  return { 'net.ipv6.conf.all.disable_ipv6': '1', 'net.ipv6.conf.default.disable_ipv6': '1' };
+}
+
+/**
  * An overlay mount (Mount.overlay) as Podman takes it: a bind with `O` and its upper and work directories. Docker's
  * way, an anonymous volume of the local driver with overlay options, Podman makes as a plain empty volume (the step
  * saw no cache).

@@ -1,7 +1,7 @@
 /** What Podman's Docker-compatible API needs said differently: its socket, knowing it, refusing a rootless one that cannot cap a step, its process limit. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { hostProcessLimit, isolatedNetworkOptions, podmanNetworkBody, podmanOverlayBind, isolationRuleProblem, isPodmanVersion, podmanHint, podmanHost, podmanOomUnreported, podmanRefusal, podmanSocket, PODMAN_ROOT_SOCKET } from '../../../src/container/local/podman.js';
+import { hostProcessLimit, isolatedNetworkOptions, podmanNetworkBody, podmanOverlayBind, podmanSysctls, isolationRuleProblem, isPodmanVersion, podmanHint, podmanHost, podmanOomUnreported, podmanRefusal, podmanSocket, PODMAN_ROOT_SOCKET } from '../../../src/container/local/podman.js';
 
 test('podman socket: DOCKER_HOST (or CONTAINER_HOST) when set, else root\'s, else the user\'s runtime directory', () => {
   assert.equal(podmanSocket({ DOCKER_HOST: 'unix:///tmp/p.sock' }, 0), 'unix:///tmp/p.sock');
@@ -106,4 +106,13 @@ test('podman on cgroup v1 never reports a kill at the memory cap; on v2 it does'
   assert.equal(podmanOomUnreported(podmanHost({ host: { cgroupVersion: 'v1' } })), true);
   assert.equal(podmanOomUnreported(podmanHost({ host: { cgroupVersion: 'v2' } })), false);
   assert.equal(podmanOomUnreported(podmanHost({})), true, 'unknown: taken as not reported');
+});
+
+test("attack: a step on Podman keeps IPv6 and reaches the host at its bridge's link-local address: off in every step, as Docker has it", () => {
+  const off = { 'net.ipv6.conf.all.disable_ipv6': '1', 'net.ipv6.conf.default.disable_ipv6': '1' };
+  assert.deepEqual(podmanSysctls({ network: 'runner-step-abc' }), off);
+  assert.deepEqual(podmanSysctls({ network: 'bridge' }), off);
+  assert.equal(podmanSysctls({ network: 'none' }), undefined, 'no network, no interface');
+  const gateway = { 'net.ipv4.ip_unprivileged_port_start': '0', 'net.ipv4.ip_forward': '0' };
+  assert.deepEqual(podmanSysctls({ network: 'runner-egress', sysctls: gateway }), gateway, 'a gateway keeps its own (and IPv6 for its upstream)');
 });
