@@ -4,7 +4,7 @@
  * verify step gets (its image, limits, isolation, egress through a gateway,
  * caches, the company CA and mirrors of the settings), its output shown as it
  * comes. The run is kept in the runner home like any other (its log is the
- * evidence for the starter's comments); its branch, which holds nothing, goes.
+ * evidence for the starter's comments); its branch goes.
  */
 import path from 'node:path';
 import { RunnerError } from '../common/errors.js';
@@ -43,7 +43,7 @@ export async function tryChecks(t: TrialRun): Promise<TrialOutcome> {
   const engine = openEngine(t.settings.engine.name, t.settings.engine);
   const deps: ExecDeps = { ...engine, makeGit: (who) => new Git(who), clock: () => new Date(), reporter: t.reporter, signal: t.signal, killSignal: t.killSignal };
   const record = await executeRun(deps, { loaded, home: t.home, keepWorkspace: false, secretSource: {}, settings: t.settings, ...(t.startedBy ? { startedBy: t.startedBy } : {}) });
-  await dropEmptyBranch(t.dir, record);
+  await dropTrialBranch(t.dir, record);
   const step = record.steps.find((s) => s.id === TRIAL_STEP);
   if (!record.baseSha || step?.status !== 'completed') {
     const why = step ? `its step ${describeStatus(step.status, step.exitCode)}${step.message ? `: ${step.message}` : ''}` : (record.error?.message ?? `it ended ${record.status}`);
@@ -52,12 +52,17 @@ export async function tryChecks(t: TrialRun): Promise<TrialOutcome> {
   return readTrial(t.detected, { commit: record.baseSha, runId: record.runId, outputs: step.outputs });
 }
 
-/** The trial's branch holds nothing of its own (its step cleans up): it goes, unless something was committed on it after all. */
-async function dropEmptyBranch(dir: string, record: RunRecord): Promise<void> {
-  if (!record.branch || !record.baseSha || record.headSha !== record.baseSha) return;
+/**
+ * The trial's branch goes. Its step cleans up and commits nothing of its own; what was committed on it after all is
+ * the project's checks' doing (a process left behind writing files after the clean-up), never the user's work: the
+ * user's repository keeps no branch of init's. The run's record and log stay in the home, the evidence.
+ */
+async function dropTrialBranch(dir: string, record: RunRecord): Promise<void> {
+  const head = record.headSha ?? record.baseSha;
+  if (!record.branch || !head) return;
   const project = await inspectProject((who) => new Git(who), dir).catch(() => undefined);
   if (!project) return;
   const git = new Git({ uid: project.uid, gid: project.gid });
-  // only while it still points at the base: update-ref refuses otherwise
-  await git.run(['update-ref', '-d', `refs/heads/${record.branch}`, record.baseSha], { cwd: project.root, gitDir: project.commonDir, allowFail: true });
+  // only while it still points where the run left it: update-ref refuses otherwise
+  await git.run(['update-ref', '-d', `refs/heads/${record.branch}`, head], { cwd: project.root, gitDir: project.commonDir, allowFail: true });
 }

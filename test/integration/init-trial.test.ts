@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -90,6 +90,35 @@ test('init leaves a lint that fails before any change out of the starter, saying
   assert.equal(run.json.steps.verify.status, 'completed');
   assert.match(verifyLog, /^tests passed$/m);
   assert.doesNotMatch(verifyLog, /eslint/, 'the lint left out did not run');
+});
+
+test('attack: a check that leaves a process behind, writing files after the trial cleans up, holds init no longer and leaves no branch in the project', { timeout: 300_000 }, async () => {
+  const f = await fixture({ owner: 1000 });
+  const files: Record<string, string> = {
+    // the test passes and leaves a writer behind it: its pipe held open (init waited for it to its 20m timeout), and
+    // files made again as fast as the trial's clean-up removes them, so that the trial's step committed one
+    'package.json': JSON.stringify({ name: 'sly', version: '1.0.0', private: true, scripts: { test: 'node test.js' } }, null, 2),
+    'package-lock.json': JSON.stringify({ name: 'sly', version: '1.0.0', lockfileVersion: 3, requires: true, packages: { '': { name: 'sly', version: '1.0.0' } } }, null, 2),
+    'test.js': "require('child_process').spawn('sh', ['-c', 'while :; do echo planted > planted.txt; done'], { stdio: 'inherit', detached: true }).unref();\nconsole.log('tests passed');\n",
+  };
+  for (const [name, text] of Object.entries(files)) await writeFile(path.join(f.project, name), text);
+  git(f.project, 'add', '-A');
+  git(f.project, '-c', 'user.name=t', '-c', 'user.email=t@localhost', 'commit', '-q', '-m', 'the project');
+  execFileSync('chown', ['-R', '1000:1000', f.project]);
+  const started = Date.now();
+  const init = await runCli(['init', f.project, '--home', f.home, ...mirrors.flags]);
+  assert.equal(init.code, 0, init.stderr);
+  assert.ok(Date.now() - started < 120_000, `init took ${Date.now() - started} ms`);
+  assert.match(init.stdout, /verified by npm test/);
+  assert.doesNotMatch(init.stderr, /could not be tried|timed out/, init.stderr);
+  assert.equal(git(f.project, 'branch', '--list', 'run/*'), '', 'the trial leaves no branch');
+  assert.equal(git(f.project, 'status', '--porcelain'), '?? runner.yaml', 'nor a file');
+  // a worktree the runner's pool keeps warm, in its home: what the check planted is not in it
+  const others = git(f.project, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).map((l) => l.slice('worktree '.length)).filter((w) => w !== f.project);
+  for (const w of others) {
+    assert.ok(w.startsWith(path.join(f.home, 'pool') + path.sep), `a worktree outside the runner's pool: ${w}`);
+    assert.equal(existsSync(path.join(w, 'planted.txt')), false, `the pooled ${w} holds what the check planted`);
+  }
 });
 
 test('init --no-try proposes every check untried, saying so; outside a git repository nothing is tried', async () => {
