@@ -40,13 +40,17 @@ export function baseChecksDir(home: string): string {
   return path.join(home, 'base-checks');
 }
 
-type Keyed = Pick<StepPlan, 'image' | 'run' | 'command'> & Partial<Pick<StepPlan, 'env'>>;
+type Keyed = Pick<StepPlan, 'image' | 'run' | 'command'> & Partial<Pick<StepPlan, 'env' | 'network' | 'gateway'>>;
 
-/** The memo's key: the base commit, the image, the command and its environment, as the file says them. Pure. */
+/**
+ * The memo's key: the base commit, the image, the command, its environment and what it may reach, as the file says
+ * them. A file changed to let the check reach its registry (a base that failed for want of it) is asked again. Pure.
+ */
 export function baseCheckKey(base: string, plan: Keyed): string {
   const env = Object.entries(plan.env ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const reach = plan.network === undefined && plan.gateway === undefined ? [] : [[plan.network ?? null, plan.gateway?.egress ?? null]];
   return createHash('sha256')
-    .update(JSON.stringify([base, plan.image, plan.run ?? null, plan.command ?? null, ...(env.length ? [env] : [])]))
+    .update(JSON.stringify([base, plan.image, plan.run ?? null, plan.command ?? null, ...(env.length || reach.length ? [env] : []), ...reach]))
     .digest('hex');
 }
 

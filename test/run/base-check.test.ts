@@ -85,6 +85,9 @@ test('attack: an agent\'s output in the verify\'s command cannot leave a verdict
     const k = baseCheckKey('a'.repeat(40), { image: 'img', run: 'make test\n', env: { MODE: 'fast' } });
     assert.notEqual(k, baseCheckKey('a'.repeat(40), { image: 'img', run: 'make test\n', env: { MODE: 'full' } }), 'another env is another check');
     assert.equal(k, baseCheckKey('a'.repeat(40), { image: 'img', run: 'make test\n', env: { MODE: 'fast' } }));
+    const reach = { image: 'img', run: 'npm ci\n', env: {}, network: 'runner-gateway', gateway: { egress: ['registry.npmjs.org:443'] } };
+    assert.notEqual(baseCheckKey('a'.repeat(40), reach), baseCheckKey('a'.repeat(40), { ...reach, gateway: { egress: [] } }), 'a check let reach its registry is asked again');
+    assert.notEqual(baseCheckKey('a'.repeat(40), reach), baseCheckKey('a'.repeat(40), { ...reach, network: 'none', gateway: undefined }));
     assert.equal(baseCheckKey('a'.repeat(40), { image: 'img', run: 'x', env: { A: '1', B: '2' } }), baseCheckKey('a'.repeat(40), { image: 'img', run: 'x', env: { B: '2', A: '1' } }), 'order is no difference');
   } finally {
     await rm(home, { recursive: true, force: true });
