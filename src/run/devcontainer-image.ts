@@ -4,6 +4,7 @@
  * The preparing commands get the first such step's way out: its network, or, when it allows hosts (egress:), a
  * gateway of their own that allows those hosts (no model, no credential, no budget: preparing calls no model).
  */
+import path from 'node:path';
 import { errorMessage } from '../common/errors.js';
 import type { Masker } from '../common/mask.js';
 import { mountTransport } from '../container/local/mount-transport.js';
@@ -13,14 +14,19 @@ import { agentLayer } from '../container/devcontainer/agent-layer.js';
 import { PRESETS } from '../agents/presets.js';
 import { RunSpend } from '../gateway/host/run-spend.js';
 import { inspectsTls } from '../plan/gateway-inspection.js';
+import { untrustedLine } from '../plan/untrusted-upstream.js';
 import { CONTAINER_PATHS } from '../plan/render.js';
 import { GATEWAY_NETWORK, PROXY_ENV, type StepPlan } from '../plan/step-plan.js';
 import type { RunSettings } from '../settings/run-settings.js';
+import { companyNetworkOnDisk } from './ca-copy.js';
+import { companyPart } from './step-addons/company-network.js';
 import { openStepWay } from './step-network.js';
 
 export interface DevcontainerUse {
   runtime: ContainerRuntime;
   project: string;
+  /** the runner home: the company's CA bundle is copied there for the preparing container to mount, as a step's is */
+  home: string;
   settings: RunSettings;
   masker: Masker;
   say: (line: string) => void;
@@ -34,12 +40,17 @@ export async function useDevcontainer(u: DevcontainerUse, plans: StepPlan[]): Pr
   const gated = first.network === GATEWAY_NETWORK && first.gateway !== undefined;
   // a gateway that inspects TLS needs its CA trusted by the commands' tools, which a preparing container is not given yet
   const inspected = gated && inspectsTls(withoutModel(first).gateway);
+  // the company's CA bundle and mirrors, as a step gets them: behind a TLS-inspecting proxy, npm install needs the bundle
+  const company = u.settings.company && (await companyNetworkOnDisk(path.resolve(u.home), u.settings.company));
+  const part = companyPart(company);
   if (inspected) u.say(`dev container: step ${first.id}'s egress: has rules or credentials (its gateway inspects TLS): the preparing commands get no network (docs/devcontainer.md)`);
   const prepared = await prepareDevcontainer(u.runtime, {
     project: u.project,
     workspace: CONTAINER_PATHS.workspace,
+    home: CONTAINER_PATHS.home,
     sandbox: { memoryBytes: first.memoryBytes, cpus: first.cpus, pids: first.pids, openFiles: first.openFiles, fileSizeBytes: first.fileSizeBytes, network: gated ? 'none' : first.network, timeoutMs: first.timeoutMs },
     ...(gated && !inspected ? { openWay: () => preparingWay(u, first) } : {}),
+    ...(part ? { company: { mounts: part.mounts ?? [], env: part.envDefaults ?? {} } } : {}),
     say: u.say,
   });
   // an agent preset's step: the project's image with the preset's CLI added (once per image, kept)
@@ -79,6 +90,7 @@ async function preparingWay(u: DevcontainerUse, plan: StepPlan): Promise<Prepari
     timeoutMs: plan.timeoutMs,
     onEvent: (e) => {
       if (e.event === 'refused') u.say(`dev container gateway: refused ${e.host}: ${e.reason} (not in step ${plan.id}'s egress:)`);
+      else if (e.event === 'untrusted') u.say(`dev container ${untrustedLine(e, u.settings.company).replace(/^runner /, '')}`);
       else if (e.event === 'error') u.say(`dev container gateway: ${e.message}`);
     },
     onOverBudget: () => undefined,

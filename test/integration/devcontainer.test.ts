@@ -13,6 +13,7 @@ import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { startFakeInternet, type FakeInternet } from '../fixtures/fake-internet.js';
 import { ModelServer } from '../fixtures/model-server.js';
+import { makeTestCa } from '../fixtures/test-ca.js';
 import { execPipeline, git, projectsForThisFile, runCli, treeHash, writePipeline, type Fixture } from '../fixtures/project.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -50,6 +51,8 @@ steps:
       echo "feature=$(cat /etc/dc-feature) stamp=$STAMP_HOME"
       echo "mode=$DC_MODE ws=$DC_WS remote=$DC_REMOTE pwd=$(pwd)"
       test ! -e left-by-postcreate && echo "workspace clean"
+      echo "home=$HOME cache=$(cat "$HOME/.cache/dc/state")"
+      echo again >> "$HOME/.cache/dc/state" && touch "$HOME/.step-wrote" && echo "home writable by $(id -u)"
 `;
 
 async function devcontainerProject(): Promise<{ f: Fixture; nonce: string }> {
@@ -92,6 +95,9 @@ test("a step runs in the project's dev container: its tool, its build args, its 
   assert.match(out, /feature=featured by root stamp=\/opt\/stamp/);
   assert.match(out, /mode=fixture ws=\/home\/agent\/run-workspace remote=fixture-remote pwd=\/home\/agent\/run-workspace/);
   assert.match(out, /workspace clean/, 'what the preparing commands wrote in the workspace stays out of the run');
+  // the base image has no /home/agent, and the preparing commands ran as root: the step (uid 1000) has its HOME, and what they left there
+  assert.match(out, /home=\/home\/agent cache=warmed/);
+  assert.match(out, /home writable by 1000/);
   assert.match(out, /warning: dev container: .*postStartCommand: ignored/);
   assert.match(out, /warning: dev container: .*workspaceFolder \/workspaces\/fixture is not where the workspace is/);
   assert.equal(await treeHash(f.project), before, 'the project is not written');
@@ -148,7 +154,7 @@ test('runner validate refuses what the dev container may not have, each with its
   const r = await runCli(['validate', file]);
   assert.equal(r.code, 2, r.stdout + r.stderr);
   assert.match(r.stderr, /devcontainer\.json:3:3 runArgs: refused: /);
-  assert.match(r.stderr, /devcontainer\.json:4:3 mounts: refused: /);
+  assert.doesNotMatch(r.stderr, /mounts: refused/, 'a host mount is ignored with a warning, never honoured');
   assert.match(r.stderr, /devcontainer\.json:5:3 initializeCommand: refused: initializeCommand runs on the host/);
   assert.match(r.stderr, /devcontainer\.json:6:17 features\.ghcr\.io\/devcontainers\/features\/node:1: refused: feature ghcr\.io\/devcontainers\/features\/node:1 is not a folder of the project/);
 
@@ -161,31 +167,34 @@ test('runner validate refuses what the dev container may not have, each with its
 
 test("the preparing commands reach the hosts the step's egress: allows, through a gateway of their own, and no other; the proxy is not kept in the image", { timeout: 240_000 }, async () => {
   const net: FakeInternet = startFakeInternet(['allowed.example', 'denied.example']);
+  const ca = makeTestCa(['unused.example']);
   try {
     const { f } = await devcontainerProject();
     const dc = path.join(f.project, '.devcontainer/devcontainer.json');
     const fetch =
-      'set +e; (curl -s -m 10 http://allowed.example/ || echo no-answer) > /opt/dc-allowed; curl -s -m 10 -o /dev/null -w "%{http_code}" http://denied.example/ > /opt/dc-denied; echo made-by-postcreate > /opt/dc-marker';
+      'set +e; cmp -s "$NODE_EXTRA_CA_CERTS" /etc/ssl/certs/ca-certificates.crt && grep -q "BEGIN CERTIFICATE" "$SSL_CERT_FILE" && echo given > /opt/dc-ca; (curl -s -m 10 http://allowed.example/ || echo no-answer) > /opt/dc-allowed; curl -s -m 10 -o /dev/null -w "%{http_code}" http://denied.example/ > /opt/dc-denied; echo made-by-postcreate > /opt/dc-marker';
     await writeFile(dc, (await readFile(dc, 'utf8')).replace(/"postCreateCommand": "[^"]*"/, `"postCreateCommand": ${JSON.stringify(fetch)}`));
     // curl is in our toolchain image, not in the base
     const dockerfile = path.join(f.project, '.devcontainer/Dockerfile');
     await writeFile(dockerfile, (await readFile(dockerfile, 'utf8')).replace('FROM runner/base:latest', 'FROM runner/toolchain:latest'));
     const file = await writePipeline(
       f,
-      PIPELINE.replace('  timeout: 2m\n', '  timeout: 2m\n  egress: [allowed.example]\n').replace(/    run: \|\n[\s\S]*$/, '    run: |\n      echo "allowed=$(cat /opt/dc-allowed) denied=$(cat /opt/dc-denied)"\n'),
+      PIPELINE.replace('  timeout: 2m\n', '  timeout: 2m\n  egress: [allowed.example]\n').replace(/    run: \|\n[\s\S]*$/, '    run: |\n      echo "allowed=$(cat /opt/dc-allowed) denied=$(cat /opt/dc-denied) ca=$(cat /opt/dc-ca)"\n'),
     );
-    const r = await execPipeline(f, file, ['--egress-network', net.network, '--egress-private', net.subnet]);
+    const r = await execPipeline(f, file, ['--egress-network', net.network, '--egress-private', net.subnet, '--ca-file', ca.caFile]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stderr, /behind a gateway that allows the hosts of egress:/);
-    assert.match(r.stderr, /allowed=this is allowed\.example denied=403/);
+    assert.match(r.stderr, /allowed=this is allowed\.example denied=403 ca=given/, "the preparing commands trust the run's CA bundle, as a step does");
     assert.match(r.stderr, /dev container gateway: refused denied\.example/);
     const [ev] = await devcontainerEvents(f, r.json.runId);
     made.add(ev!.image);
     const env = execFileSync('docker', ['image', 'inspect', '--format', '{{json .Config.Env}}', ev!.image], { encoding: 'utf8' });
     assert.doesNotMatch(env, /PROXY/i, 'the gateway\'s proxy variables are not kept in the image');
+    assert.doesNotMatch(env, /NODE_EXTRA_CA_CERTS|SSL_CERT_FILE/, "nor the CA's");
     assert.match(env, /DC_MODE=fixture/, 'containerEnv is');
   } finally {
     net.close();
+    ca.close();
   }
 });
 

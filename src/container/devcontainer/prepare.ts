@@ -11,19 +11,19 @@ import os from 'node:os';
 import path from 'node:path';
 import { ContainerError, PipelineError, errorMessage } from '../../common/errors.js';
 import { LineSplitter } from '../../common/line-splitter.js';
-import type { ContainerRuntime, ContainerSpec } from '../runtime.js';
+import type { ContainerRuntime, ContainerSpec, Mount } from '../runtime.js';
 import { readDevcontainerConfig, type ConfigReading, type DevcontainerConfig } from './config.js';
 import { hashEntries, insideProject, listContext, matchesSources, packContext, readProjectFile, type ContextEntry } from './context.js';
 import { dockerfileBases, dockerfileSources } from './dockerfile-sources.js';
 import { envFile, featureEnv, featuresDockerfile, type FeatureMetadata, type PreparedFeature } from './features.js';
-import { preparationScript } from './script.js';
+import { homeHandOver, preparationScript } from './script.js';
 import { resolveEnv, resolveVariables, type VariableContext } from './variables.js';
 
 export { DEVCONTAINER_IMAGE } from './config.js';
 /** The repository the prepared images are tagged in (never runner/: those are the runner's own). */
 export const PREPARED_REPOSITORY = 'runner-devcontainer';
 /** Changed when what the preparation does changes: every image is prepared again. */
-const RECIPE = 'runner-devcontainer/1';
+const RECIPE = 'runner-devcontainer/2';
 export const DEVCONTAINER_LABEL = 'dev.runner.devcontainer';
 /** On what a preparation runs (its container, its gateway and network): the runner process that made them. */
 export const PREPARER_PID_LABEL = 'dev.runner.devcontainer-pid';
@@ -103,10 +103,17 @@ export interface PrepareOptions {
   project: string;
   /** where a step's workspace is in its container: the spec's workspace variables point there */
   workspace: string;
+  /** a step's HOME: made in the image, writable by all; the preparing commands' HOME too, so what they leave there a step finds */
+  home: string;
   /** limits and the network for the preparing commands (a step's: the first step that runs in the dev container) */
   sandbox: Pick<ContainerSpec, 'memoryBytes' | 'cpus' | 'pids' | 'openFiles' | 'fileSizeBytes' | 'network'> & { timeoutMs: number };
   /** the gateway to run the preparing commands behind, instead of `sandbox.network` */
   openWay?: () => Promise<PreparingWay>;
+  /**
+   * What the company's network gives the preparing commands as it gives a step: the CA bundle's mounts, and the
+   * variables that point the tools at it and at the mirrors (to their processes only: never kept in the image).
+   */
+  company?: { mounts: Mount[]; env: Record<string, string> };
   /** each line of the preparation's progress */
   say: (line: string) => void;
 }
@@ -169,12 +176,15 @@ export async function prepareDevcontainer(runtime: ContainerRuntime, opts: Prepa
   const base = await runtime.imageConfig(current);
   if (!base) throw new ContainerError('devcontainer_failed', `image ${current} is not on the engine after it was prepared`);
   const remoteUser = config.remoteUser ?? config.containerUser ?? base.user ?? '';
-  if (inputs.features.length) {
+  {
+    // the local features, and the steps' HOME (a real dev container image has no /home/agent: a step could not write its HOME)
     const next = `${image}-features`;
-    opts.say(`dev container: installing features ${inputs.features.map((f) => f.id).join(', ')}`);
-    const dockerfile = featuresDockerfile(current, inputs.features, base.user, { remote: remoteUser || 'root', container: config.containerUser ?? (base.user || 'root') });
+    if (inputs.features.length) opts.say(`dev container: installing features ${inputs.features.map((f) => f.id).join(', ')}`);
+    const dockerfile = featuresDockerfile(current, inputs.features, base.user, { remote: remoteUser || 'root', container: config.containerUser ?? (base.user || 'root') }, opts.home);
     const extra = [{ name: 'Dockerfile', content: dockerfile }, ...inputs.features.map((f) => ({ name: `${f.dir}/devcontainer-features.env`, content: envFile(f.env) }))];
-    await runtime.buildImage({ context: packContext(found.folder, inputs.featureEntries, extra), dockerfile: 'Dockerfile', tag: next, args: {}, labels }, (line) => opts.say(`dev container features: ${line}`));
+    await runtime.buildImage({ context: packContext(found.folder, inputs.featureEntries, extra), dockerfile: 'Dockerfile', tag: next, args: {}, labels }, (line) => {
+      if (inputs.features.length) opts.say(`dev container features: ${line}`);
+    });
     current = next;
   }
   const script = preparationScript(config, (t) => resolveVariables(t, { ...ctx, containerEnv }));
@@ -284,14 +294,17 @@ async function runInWay(
   await mkdir(path.join(scratch, 'upper'));
   await mkdir(path.join(scratch, 'work'));
   const name = `runner-devcontainer-prepare-${p.key.slice(0, 12)}-${process.pid}`;
+  // the company's variables (its CA, its mirrors) and the steps' HOME under the file's own, as a step's are under its env:
+  const ours = { ...(opts.company?.env ?? {}), HOME: opts.home };
+  const secretEnv = { ...Object.fromEntries(Object.entries(ours).filter(([k]) => !(k in p.env))), ...(way?.env ?? {}) };
   const c = await runtime.create({
     name,
     image: p.from,
-    cmd: ['/bin/sh', '-c', p.script],
+    cmd: ['/bin/sh', '-c', `${p.script}\n${homeHandOver(opts.home, opts.workspace)}`],
     env: p.env,
     workingDir: opts.workspace,
     user: p.user,
-    mounts: [{ source: opts.project, target: opts.workspace, readOnly: false, overlay: { upper: path.join(scratch, 'upper'), work: path.join(scratch, 'work') } }],
+    mounts: [{ source: opts.project, target: opts.workspace, readOnly: false, overlay: { upper: path.join(scratch, 'upper'), work: path.join(scratch, 'work') } }, ...(opts.company?.mounts ?? [])],
     memoryBytes: opts.sandbox.memoryBytes,
     cpus: opts.sandbox.cpus,
     pids: opts.sandbox.pids,
@@ -302,7 +315,7 @@ async function runInWay(
     network,
     ...(way?.dns ? { dns: way.dns } : {}),
     ...(way?.hosts ? { hosts: way.hosts } : {}),
-    ...(way ? { secretEnv: way.env } : {}),
+    ...(Object.keys(secretEnv).length ? { secretEnv } : {}),
     ...(way?.up ? { holdUntil: way.up } : {}),
     labels: preparingLabels(),
   });
