@@ -30,6 +30,8 @@ export interface DevcontainerUse {
   settings: RunSettings;
   masker: Masker;
   say: (line: string) => void;
+  /** what the file asks that the runner ignores, said before the preparation */
+  warn: (line: string) => void;
 }
 
 /** Prepares the dev container when a step runs in it, and points those steps' plans at it; undefined when none does. */
@@ -52,6 +54,7 @@ export async function useDevcontainer(u: DevcontainerUse, plans: StepPlan[]): Pr
     ...(gated && !inspected ? { openWay: () => preparingWay(u, first) } : {}),
     ...(part ? { company: { mounts: part.mounts ?? [], env: part.envDefaults ?? {} } } : {}),
     say: u.say,
+    warn: u.warn,
   });
   // an agent preset's step: the project's image with the preset's CLI added (once per image, kept)
   const withAgent = new Map<string, Promise<string>>();

@@ -165,6 +165,16 @@ test('runner validate refuses what the dev container may not have, each with its
   assert.deepEqual(await readdir(path.join(f.home, 'runs')).catch(() => []), []);
 });
 
+test('a preparation that fails says what the file asked that was ignored, and keeps nothing', async () => {
+  const { f } = await devcontainerProject();
+  const dc = path.join(f.project, '.devcontainer/devcontainer.json');
+  await writeFile(dc, ['{', '  "image": "runner/base:latest",', '  "forwardPorts": [3000],', '  "containerEnv": { "DC_NONCE": "' + randomBytes(6).toString('hex') + '" },', '  "postCreateCommand": "echo preparing-fails; exit 7"', '}'].join('\n'));
+  const r = await execPipeline(f, await writePipeline(f, PIPELINE));
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /warning: dev container: .*devcontainer\.json:3:3 forwardPorts: ignored: a step publishes no port/);
+  assert.match(r.stderr, /preparing commands exited 1: nothing was kept[\s\S]*preparing-fails/);
+});
+
 test("the preparing commands reach the hosts the step's egress: allows, through a gateway of their own, and no other; the proxy is not kept in the image", { timeout: 240_000 }, async () => {
   const net: FakeInternet = startFakeInternet(['allowed.example', 'denied.example']);
   const ca = makeTestCa(['unused.example']);

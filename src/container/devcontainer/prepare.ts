@@ -116,6 +116,8 @@ export interface PrepareOptions {
   company?: { mounts: Mount[]; env: Record<string, string> };
   /** each line of the preparation's progress */
   say: (line: string) => void;
+  /** each thing the file asks that the runner ignores, said before anything is prepared (a failed preparation says them too) */
+  warn?: (line: string) => void;
 }
 
 export interface PreparedDevcontainer {
@@ -142,6 +144,7 @@ export async function prepareDevcontainer(runtime: ContainerRuntime, opts: Prepa
   const env = { ...containerEnv, ...resolveEnv(config.remoteEnv, { ...ctx, containerEnv }, (v) => unknown.add(v)) };
   if (unknown.size) warnings.push(`variables the runner does not know are left as written: ${[...unknown].join(', ')}`);
   if (config.workspaceFolder !== undefined) warnings.push(`workspaceFolder ${config.workspaceFolder} is not where the workspace is: a step's workspace is ${opts.workspace} (\${containerWorkspaceFolder} points there)`);
+  for (const w of warnings) opts.warn?.(w);
 
   if (await runtime.hasImage(image)) {
     opts.say(`dev container: image ${image} was prepared before for this configuration: nothing to prepare`);
