@@ -175,6 +175,17 @@ test('a preparation that fails says what the file asked that was ignored, and ke
   assert.match(r.stderr, /preparing commands exited 1: nothing was kept[\s\S]*preparing-fails/);
 });
 
+test('a base image neither on the engine nor pulled is said with where the file names it and what to do, before anything is prepared', async () => {
+  const { f } = await devcontainerProject();
+  const dc = path.join(f.project, '.devcontainer/devcontainer.json');
+  // a registry on this machine's loopback that nothing listens on: the pull is refused at once, and goes nowhere else
+  await writeFile(dc, '{ "image": "127.0.0.1:9/runner-test/none-such:1" }');
+  const r = await execPipeline(f, await writePipeline(f, PIPELINE));
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /the dev container's base image 127\.0\.0\.1:9\/runner-test\/none-such:1 \("image" in \.devcontainer\/devcontainer\.json\): image .* could not be pulled .*; or name there a copy of it in a registry this machine reaches/);
+  assert.doesNotMatch(r.stderr, /preparing commands|    at /, 'no preparation, no stack');
+});
+
 test("the preparing commands reach the hosts the step's egress: allows, through a gateway of their own, and no other; the proxy is not kept in the image", { timeout: 240_000 }, async () => {
   const net: FakeInternet = startFakeInternet(['allowed.example', 'denied.example']);
   const ca = makeTestCa(['unused.example']);

@@ -160,7 +160,7 @@ export async function prepareDevcontainer(runtime: ContainerRuntime, opts: Prepa
   let current: string;
   if (config.image !== undefined) {
     // pulled as any image is: with the user's registry credentials (ensureImage), the runner's own never
-    await runtime.ensureImage(config.image, (p) => opts.say(`dev container: pulling ${config.image}: ${p.status}${p.fraction !== undefined ? ` ${Math.round(p.fraction * 100)}%` : ''}`));
+    await ensureBase(runtime, config.image, `"image" in ${path.relative(opts.project, found.file)}`, opts.say);
     current = config.image;
   } else {
     const b = inputs.build!;
@@ -168,7 +168,7 @@ export async function prepareDevcontainer(runtime: ContainerRuntime, opts: Prepa
     opts.say(`dev container: building ${path.relative(opts.project, b.dockerfileAbs)} (context ${path.relative(opts.project, b.contextDir) || '.'})`);
     // its base images pulled first, as any image is (with the user's registry credentials): the build finds them here
     for (const from of dockerfileBases(b.dockerfileText)) {
-      await runtime.ensureImage(from, (p) => opts.say(`dev container: pulling ${from}: ${p.status}${p.fraction !== undefined ? ` ${Math.round(p.fraction * 100)}%` : ''}`));
+      await ensureBase(runtime, from, `FROM in ${path.relative(opts.project, b.dockerfileAbs)}`, opts.say);
     }
     const extra = b.dockerfileInContext ? [] : [{ name: '.runner-devcontainer.Dockerfile', content: b.dockerfileText }];
     await runtime.buildImage(
@@ -200,6 +200,16 @@ export async function prepareDevcontainer(runtime: ContainerRuntime, opts: Prepa
   for (const step of [`${image}-build`, `${image}-features`]) await runtime.untagImage?.(step).catch(() => undefined);
   opts.say(`dev container: image ${image} is ready`);
   return { image, env, prepared: true, key, warnings };
+}
+
+/** A base image the dev container names, on the engine or pulled; one that is neither is said with where the file names it. */
+async function ensureBase(runtime: ContainerRuntime, image: string, where: string, say: (line: string) => void): Promise<void> {
+  try {
+    await runtime.ensureImage(image, (p) => say(`dev container: pulling ${image}: ${p.status}${p.fraction !== undefined ? ` ${Math.round(p.fraction * 100)}%` : ''}`));
+  } catch (err) {
+    if (!(err instanceof ContainerError) || err.code !== 'image_missing') throw err;
+    throw new ContainerError('image_missing', `the dev container's base image ${image} (${where}): ${err.message}; or name there a copy of it in a registry this machine reaches (your company's mirror: pulled with your Docker credentials, or --registry-auth FILE)`, { cause: err });
+  }
 }
 
 interface Inputs {
