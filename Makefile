@@ -7,7 +7,7 @@ SHELL := /bin/bash
 RUNNER := node dist/runner/main.js
 DEMO_HOME := .demo/home
 
-.PHONY: all deps build docker images runner-image compose browser demo demo-agent test test-unit bench clean
+.PHONY: all deps build docker images runner-image compose browser podman demo demo-agent test test-unit bench clean
 
 all: build
 
@@ -40,6 +40,13 @@ runner-image: build images
 compose: docker
 	@bash scripts/ensure-compose.sh
 
+# Debian's podman with its root API service at /run/podman/podman.sock, and the runner's images copied into its
+# store (docs/podman.md); Docker's engine is left alone. For test/integration/podman.test.ts and --engine podman.
+# PODMAN_IMAGES: which of the runner's images to copy (make test copies the three its Podman lane uses).
+PODMAN_IMAGES ?= base toolchain gateway claude-code codex opencode runner
+podman: images
+	@IMAGES="$(PODMAN_IMAGES)" bash scripts/ensure-podman.sh
+
 # Debian's Chromium, for the dashboard tests (driven by playwright-core).
 browser:
 	@bash scripts/ensure-chromium.sh
@@ -61,11 +68,12 @@ demo-agent: build images
 	@echo "The run's branch in .demo/agent-project, one commit per step:"
 	@git -C .demo/agent-project log --format='  %h %s' --max-count=4 "$$(git -C .demo/agent-project for-each-ref --sort=-refname --format='%(refname:short)' refs/heads/run/ | head -n1)"
 
-# Every test file, several at a time, and test/safety's hostile steps again under gVisor (scripts/test-suite.sh
-# says what runs side by side and why). The gVisor pass has no skip: with no working runsc the runner refuses
+# Every test file, several at a time, test/safety's hostile steps again under gVisor, and test/safety with the
+# core integration files again on root Podman (scripts/test-suite.sh says what runs side by side and why). The gVisor pass has no skip: with no working runsc the runner refuses
 # every step (no_gvisor) and the tests fail; test/safety/container.test.ts checks the step saw gVisor's kernel,
 # and the fixture that each run's record says gvisor. TEST_JOBS=1 runs one file at a time in each lane.
 test: build images runner-image compose browser
+	@$(MAKE) --no-print-directory podman PODMAN_IMAGES="base toolchain gateway"
 	bash scripts/test-suite.sh
 
 test-unit: build

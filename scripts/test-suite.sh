@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite (make test): every file of dist/test, and test/safety again under gVisor.
+# The whole test suite (make test): every file of dist/test, test/safety again under gVisor, and test/safety
+# with the core integration files again on Podman.
 #
 # Files run side by side: most of them wait on Docker, git, gVisor and their own child processes, not on
 # this machine's cores, and each makes its own projects, homes, containers (found by its own labels),
@@ -9,10 +10,11 @@
 # - the gVisor lane: test/safety's hostile steps again under gVisor (RUNNER_ISOLATION=gvisor is set for a
 #   whole node --test, so these cannot join the main lane), 2 at a time (gVisor's ptrace platform is heavy on
 #   the cores the main lane shares).
-# Then the swarm files (test/integration/swarm*), one after the other and alone: each brings up the one
-# lab (scripts/swarm-lab.sh: fixed names, the host's engine made a swarm manager, taken down after the
-# file). Beside the other files, steps' gateways failed to resolve the names of their test networks
-# (getaddrinfo ENOTFOUND) while the lab came and went, which they never did with the lab apart.
+# Then the swarm files (test/integration/swarm*), one after the other and alone on Docker's engine: each
+# brings up the one lab (scripts/swarm-lab.sh: fixed names, the host's engine made a swarm manager, taken
+# down after the file). Beside the other files, steps' gateways failed to resolve the names of their test
+# networks (getaddrinfo ENOTFOUND) while the lab came and went, which they never did with the lab apart.
+# Beside them, the Podman lane: test/safety and the core files again on root Podman (docs/podman.md).
 # The gVisor pass has no skip: with no working runsc the runner refuses every step (no_gvisor) and the tests
 # fail; test/safety/container.test.ts checks the step saw gVisor's kernel. A failure anywhere fails the suite.
 # At the end: the seconds each file's tests took, slowest first (scripts/test-times.mjs), then each lane's
@@ -52,6 +54,9 @@ for f in "${all[@]}"; do
   esac
 done
 
+# the core integration files that hold on Podman as on Docker (docs/podman.md says which differ and why)
+podman_core=(dist/test/integration/exec.test.js dist/test/integration/cache.test.js dist/test/integration/step-ends.test.js)
+
 started=$SECONDS
 # the gVisor lane writes to a file, shown whole when it ends, so the two lanes' lines do not mix
 RUNNER_ISOLATION=gvisor spec gvisor "$LANE_CAP_S" --test-concurrency=2 dist/test/safety/ >"$out/gvisor.log" 2>&1 &
@@ -66,17 +71,27 @@ echo "# test/safety under gVisor (2 files at a time, beside the main lane), its 
 cat "$out/gvisor.log"
 echo "# test/safety under gVisor: ended by $gvisor_done s (exit $gvisor)"
 t0=$SECONDS
+# the Podman lane, beside the swarm files (another engine: its networks, names and store are its own, so the
+# lab's coming and going on Docker's engine does not reach it): test/safety and the core integration files on
+# root Podman's API (make podman started it); the files' own docker CLI calls go there too, through DOCKER_HOST
+DOCKER_HOST=unix:///run/podman/podman.sock spec podman "$LANE_CAP_S" --test-concurrency=2 dist/test/safety/ "${podman_core[@]}" >"$out/podman.log" 2>&1 &
+podman_pid=$!
 spec swarm 1500 --test-concurrency=1 "${swarm[@]}" > >(tee "$out/swarm.log") 2>&1
 swarm_exit=$?
-echo "# the swarm files, one at a time and alone: $((SECONDS - t0)) s (exit $swarm_exit)"
-for name in main swarm gvisor; do
+echo "# the swarm files, one at a time: $((SECONDS - t0)) s (exit $swarm_exit)"
+wait "$podman_pid"
+podman=$?
+echo "# test/safety and the core files on Podman (2 files at a time, beside the swarm files), its output:"
+cat "$out/podman.log"
+echo "# on Podman: ended by $((SECONDS - t0)) s (exit $podman)"
+for name in main swarm gvisor podman; do
   echo "# seconds of each file's tests ($name):"
   cat "$out/times-$name" 2>/dev/null
 done
 echo "# the whole suite: $((SECONDS - started)) s"
 # last, so the tail of a failed run (all some CI pages show) says which test failed and why
-for name in main gvisor swarm; do
+for name in main gvisor swarm podman; do
   failed=$(sed -n '/^✖ failing tests:/,$p' "$out/$name.log" 2>/dev/null | head -n 80)
   [ -n "$failed" ] && printf '# the %s lane failed; its failing tests:\n%s\n' "$name" "$failed"
 done
-[ "$main" = 0 ] && [ "$gvisor" = 0 ] && [ "$swarm_exit" = 0 ]
+[ "$main" = 0 ] && [ "$gvisor" = 0 ] && [ "$swarm_exit" = 0 ] && [ "$podman" = 0 ]

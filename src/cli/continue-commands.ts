@@ -9,6 +9,7 @@
 import { parseInputFlags } from '../pipeline/inputs.js';
 import { gateWaiterAlive } from '../run/gate-waiter.js';
 import { SETTINGS_FLAGS } from '../settings/flags.js';
+import { useEngine } from '../container/engine.js';
 import { readSettings } from '../settings/run-settings.js';
 import { decideGate } from '../runs/decide.js';
 import { cliDoor } from '../runs/door.js';
@@ -69,6 +70,8 @@ async function goOn(values: Record<string, unknown>, home: string, p: Prepared):
   const json = values.json === true;
   const early: string[] = [];
   const settings = await orJsonError(json, async () => readSettings(values as Parameters<typeof readSettings>[0], process.env, (m) => early.push(m)));
+  // --engine podman: every engine client of this command talks to Podman, its recovery of earlier runs too
+  useEngine(settings.engine.name);
   return runForeground({ home, settings, json, early, waitAtGate: values['no-wait-at-gate'] !== true }, p.loaded, {
     keepWorkspace: false,
     inputs: p.inputs,

@@ -3,6 +3,7 @@ import { UsageError } from '../common/errors.js';
 import { parseInputFlags, resolveInputs } from '../pipeline/inputs.js';
 import { loadPipeline } from '../pipeline/load.js';
 import { SETTINGS_FLAGS } from '../settings/flags.js';
+import { useEngine } from '../container/engine.js';
 import { readSettings } from '../settings/run-settings.js';
 import { checkTaskId } from '../workspace/task-worktree.js';
 import { parseFlags } from './args.js';
@@ -36,6 +37,8 @@ export async function execCommand(args: string[]): Promise<number> {
   // The settings' warnings wait for the reporter; their errors come before anything starts (with --json, as its one object).
   const early: string[] = [];
   const settings = await orJsonError(json, async () => readSettings(values, process.env, (m) => early.push(m)));
+  // --engine podman: every engine client of this command talks to Podman, its recovery of earlier runs too
+  useEngine(settings.engine.name);
   // Runs a crashed runner left behind are recovered first (a home that does not exist yet is left alone).
   const home = (await openHome(values.home, { create: false })).root;
   return runForeground({ home, settings, json, early, waitAtGate: values['no-wait-at-gate'] !== true }, loaded, {

@@ -9,7 +9,7 @@ Usage:
                    [--egress-network NET] [--egress-private CIDR[,CIDR]]
                    [--egress-proxy URL] [--ca-file F] [--npm-registry URL]
                    [--pip-index URL] [--isolation runc|gvisor]
-                   [--engine local|swarm] [--registry HOST:PORT]
+                   [--engine local|swarm|podman] [--registry HOST:PORT]
                    [--registry-auth F]
       Run the pipeline in FILE. Each run gets branch run/<runId> in the project,
       one commit per step, pushed to the project's remote at the end.
@@ -56,6 +56,10 @@ Usage:
         --engine swarm     run the steps as jobs on the Docker Swarm that
                            DOCKER_HOST manages (default: $RUNNER_ENGINE, else
                            local); see docs/scale-out.md
+        --engine podman    run the steps on Podman's Docker-compatible API
+                           (DOCKER_HOST, else /run/podman/podman.sock as
+                           root); rootless Podman is refused where it cannot
+                           cap memory and processes; see docs/podman.md
         --registry HOST:PORT  with --engine swarm: the registry the nodes pull
                            the runner's own images from, each named by the
                            digest of exactly this engine's image (default:
@@ -72,11 +76,16 @@ Usage:
   runner task rm TASK_ID [--force] [--home DIR]
       Remove a task's worktree (its branch is kept); refused when the worktree
       holds uncommitted changes, unless --force.
-  runner init [DIR] [--agent claude-code|codex] [--file runner.yaml]
+  runner init [DIR] [--agent claude-code|codex] [--file runner.yaml] [--no-try] [--home DIR]
       Write a starter pipeline for the project in DIR (default .): an agent
       step, and a verify step with the install and test commands found in its
       manifests (package.json, pyproject.toml, requirements.txt, Makefile).
-      Never overwrites a file.
+      In a git repository the checks are first tried once on the current
+      commit, in the runner's sandbox (a run, with the run settings' flags:
+      --ca-file, --npm-registry, ...); one that already fails there (a lint)
+      is left out, with a comment saying why. --no-try: write it untried
+      (offline). A project with a .devcontainer/devcontainer.json gets
+      image: devcontainer, its checks tried in it. Never overwrites a file.
   runner validate FILE [--isolation runc|gvisor]
       Check FILE and print every problem with its line and column; warn of
       what this machine lacks (images, a gVisor runtime its steps ask for).
@@ -128,7 +137,7 @@ Usage:
                [--listen 127.0.0.1:7700] [--secrets-file F] [--egress-network NET]
                [--egress-private CIDR[,CIDR]] [--egress-proxy URL] [--ca-file F]
                [--npm-registry URL] [--pip-index URL] [--isolation runc|gvisor]
-               [--engine local|swarm] [--registry HOST:PORT] [--registry-auth F] [--max-log-streams 256] [--max-log-streams-per-client 32]
+               [--engine local|swarm|podman] [--registry HOST:PORT] [--registry-auth F] [--max-log-streams 256] [--max-log-streams-per-client 32]
                [--log-stall 60s] [--project DIR]...
       Run the pipelines in DIR on their schedule: entries (cron, timezone,
       overlap, catchup), reloading DIR when it changes, with a JSON API on
@@ -140,7 +149,7 @@ Usage:
   runner mcp [--home DIR] [--pipelines DIR]... [--project DIR]... [--secrets-file F]
              [--agent-base-url URL] [--egress-network NET] [--egress-private CIDR[,CIDR]]
              [--egress-proxy URL] [--ca-file F] [--npm-registry URL] [--pip-index URL]
-             [--isolation runc|gvisor] [--engine local|swarm] [--registry HOST:PORT]
+             [--isolation runc|gvisor] [--engine local|swarm|podman] [--registry HOST:PORT]
              [--registry-auth F]
       The runner as MCP tools over stdio, for an interactive agent (Claude
       Code, Codex): list and start the pipelines under --pipelines, start an

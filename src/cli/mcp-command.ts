@@ -11,7 +11,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { UsageError } from '../common/errors.js';
 import { packageRoot } from '../common/package-root.js';
 import { visible } from '../common/visible.js';
-import { openEngine } from '../container/engine.js';
+import { openEngine, useEngine } from '../container/engine.js';
 import { Git } from '../git/git.js';
 import { realFolders } from '../runs/folders.js';
 import { RunHolder } from '../runs/holder.js';
@@ -50,6 +50,8 @@ export async function mcpCommand(args: string[]): Promise<number> {
   const say = (m: string) => process.stderr.write(`runner mcp: ${visible(m)}\n`);
   // The same settings as exec and serve, from the same flags and variables; every run this server starts gets them.
   const settings = { ...readSettings(values, process.env, (m) => say(`warning: ${m}`)), secretsFromEnvironment: false };
+  // --engine podman: every engine client of this command talks to Podman, its recovery of earlier runs too
+  useEngine(settings.engine.name);
   // Secrets come from this file alone, never from a tool argument nor from the client's environment.
   const { secretsFile } = settings;
   if (secretsFile) await readSecretsFile(secretsFile);

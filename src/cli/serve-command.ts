@@ -12,7 +12,7 @@ import { parseDuration } from '../common/durations.js';
 import { UsageError } from '../common/errors.js';
 import { packageRoot } from '../common/package-root.js';
 import { realFolders } from '../runs/folders.js';
-import { openEngine } from '../container/engine.js';
+import { openEngine, useEngine } from '../container/engine.js';
 import { Git } from '../git/git.js';
 import { readSecretsFile, secretsFileModeProblem } from '../run/secrets-file.js';
 import { serve } from '../serve/serve.js';
@@ -45,6 +45,8 @@ export async function serveCommand(args: string[]): Promise<number> {
   if (!values.pipelines) throw new UsageError('serve: --pipelines DIR is required (runner --help)');
   const say = (m: string) => process.stderr.write(`runner serve: ${visible(m)}\n`);
   const settings = readSettings(values, process.env, (m) => say(`warning: ${m}`));
+  // --engine podman: every engine client of this command talks to Podman, its recovery of earlier runs too
+  useEngine(settings.engine.name);
   const maxConcurrent = values['max-concurrent'] ? Number(values['max-concurrent']) : os.availableParallelism();
   if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) throw new UsageError('serve: --max-concurrent takes a whole number of runs, at least 1');
   const graceMs = parseDuration(values.grace ?? '30s');

@@ -1,6 +1,7 @@
 /**
  * Where steps run, chosen once at start: the local engine (containers with
- * the workspace mounted, src/container/local/) or a swarm (jobs on its nodes,
+ * the workspace mounted, src/container/local/; Docker, or Podman through its
+ * Docker-compatible API) or a swarm (jobs on its nodes,
  * the workspace by tar, src/container/swarm/). Each is a ContainerRuntime and
  * a StepTransport behind the one port (runtime.ts); this is the one place that
  * picks one, and that hands the swarm's what it needs of the gateway's side
@@ -14,6 +15,7 @@ import { checkGatewayImage, GATEWAY_IMAGE } from '../gateway/host/image.js';
 import { startGateway } from '../gateway/host/step-gateway.js';
 import { DockerRuntime } from './local/docker.js';
 import { mountTransport } from './local/mount-transport.js';
+import { podmanSocket } from './local/podman.js';
 import { RegistryCredentials } from './registry-credentials.js';
 import { parseRegistry } from './registry-names.js';
 import type { ContainerRuntime, StepTransport } from './runtime.js';
@@ -21,7 +23,16 @@ import { SwarmRuntime } from './swarm/runtime.js';
 import { TarTransport } from './swarm/tar-transport.js';
 import { transferHelper } from './swarm/transfer-helper.js';
 
-export type EngineName = 'local' | 'swarm';
+export type EngineName = 'local' | 'swarm' | 'podman';
+
+/**
+ * Points this process's engine clients at the engine `name` names, before any of them is made: `podman` sets
+ * DOCKER_HOST to Podman's socket when it is unset (root's /run/podman/podman.sock, a user's under XDG_RUNTIME_DIR),
+ * so that every part of a command (its recovery of earlier runs, its image checks, its runs) talks to the one engine.
+ */
+export function useEngine(name: string): void {
+  if (name === 'podman') process.env.DOCKER_HOST = podmanSocket(process.env, process.getuid?.());
+}
 
 /**
  * The engine `name` names. `registry` (--registry, RUNNER_REGISTRY): on swarm, the registry the nodes pull the
@@ -34,6 +45,13 @@ export function openEngine(name: string, opts: { registry?: string | undefined; 
   if (name === 'local') {
     if (opts.registry && opts.registryFromFlag) throw new UsageError('--registry goes with --engine swarm: the local engine has the images itself');
     const runtime = new DockerRuntime(undefined, 'bridge', credentials);
+    return { runtime, transport: mountTransport(runtime) };
+  }
+  if (name === 'podman') {
+    if (opts.registry && opts.registryFromFlag) throw new UsageError('--registry goes with --engine swarm: Podman has the images itself');
+    useEngine(name);
+    // Podman's Docker-compatible API, through the local adapter: what differs is asked of the engine (local/podman.ts)
+    const runtime = new DockerRuntime(undefined, 'bridge', credentials, true);
     return { runtime, transport: mountTransport(runtime) };
   }
   if (name === 'swarm') {
@@ -49,7 +67,7 @@ export function openEngine(name: string, opts: { registry?: string | undefined; 
     const address = async () => process.env.RUNNER_TRANSFER_ADDRESS || (await runtime.managerAddress());
     return { runtime, transport: swarmTransport(api, runtime.manager, address) };
   }
-  throw new UsageError(`--engine takes local or swarm, got "${name}"`);
+  throw new UsageError(`--engine takes local, swarm or podman, got "${name}"`);
 }
 
 /**

@@ -93,6 +93,11 @@ export type OutputHandler = (chunk: Buffer) => void | Promise<void>;
 export interface ExitState {
   exitCode: number;
   oomKilled: boolean;
+  /**
+   * the engine never says a container was killed at its memory cap (Podman 4.3 on cgroup v1 leaves OOMKilled
+   * false): a SIGKILL the runner did not send is taken as the cap, as under gVisor (docs/podman.md)
+   */
+  oomUnreported?: boolean;
   /** where it ran (swarm: the node's hostname) */
   node?: string;
   /** why it ended that the exit code cannot say (swarm: its node was lost, the task was rejected) */

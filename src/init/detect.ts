@@ -17,6 +17,8 @@ export interface Detected {
   registries?: string[];
   /** the package cache its install fills (the steps' cache:) */
   cache?: 'npm' | 'pnpm' | 'yarn' | 'pip';
+  /** the project's dev container configuration (.devcontainer/devcontainer.json or .devcontainer.json), when it has one */
+  devcontainer?: string;
 }
 
 export interface ProjectFiles {
@@ -26,7 +28,12 @@ export interface ProjectFiles {
   makefile?: string;
   /** requirement files for tests or development that exist, from the project's top (tests/requirements.txt …) */
   testRequirements?: string[];
+  /** which of DEVCONTAINER_FILES exist */
+  devcontainerFiles?: string[];
 }
+
+/** Where the Dev Containers spec looks for a project's configuration, in its order. */
+export const DEVCONTAINER_FILES = ['.devcontainer/devcontainer.json', '.devcontainer.json'];
 
 /** Where a Python project's test requirements usually are, in the order they are preferred. */
 export const TEST_REQUIREMENT_FILES = [
@@ -63,6 +70,12 @@ export function optionalDependencyGroups(pyproject: string): string[] {
 }
 
 export function detect(p: ProjectFiles): Detected {
+  const found = detectEcosystem(p);
+  const devcontainer = DEVCONTAINER_FILES.find((f) => p.devcontainerFiles?.includes(f));
+  return devcontainer ? { ...found, devcontainer } : found;
+}
+
+function detectEcosystem(p: ProjectFiles): Detected {
   const has = (n: string) => p.names.includes(n);
   if (p.packageJson !== undefined) {
     let scripts: Record<string, string> = {};

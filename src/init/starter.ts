@@ -1,5 +1,6 @@
 /** A starter pipeline for a project, as YAML text with comments. Pure. */
 import type { Detected } from './detect.js';
+import { VERIFY_IMAGE, VERIFY_TIMEOUT, type TrialVerdict } from './trial.js';
 
 export interface StarterFacts {
   name: string;
@@ -10,6 +11,10 @@ export interface StarterFacts {
   agent: 'claude-code' | 'codex';
   git: boolean;
   detected: Detected;
+  /** what trying the checks on the base said (trial.ts), or why they were not tried */
+  trial?: TrialVerdict | { notTried: string };
+  /** the pipeline schema takes `image: devcontainer` (devcontainer-image.ts): proposed when the project has one */
+  devcontainerImage?: boolean;
 }
 
 const CREDENTIAL = { 'claude-code': 'ANTHROPIC_API_KEY', codex: 'OPENAI_API_KEY' } as const;
@@ -18,7 +23,11 @@ export const DEFAULT_TASK = 'Do what TASK.md asks.';
 
 export function starterPipeline(f: StarterFacts): string {
   const d = f.detected;
-  const verify = [d.install, d.test, d.lint].filter((c): c is string => c !== undefined);
+  const trial = f.trial && 'leftOut' in f.trial ? f.trial : undefined;
+  const leftOut = trial?.leftOut ?? [];
+  const kept = (c: string | undefined) => c !== undefined && !leftOut.some((l) => l.check.command === c);
+  const verify = [d.install, d.test, d.lint].filter((c): c is string => kept(c));
+  const devcontainer = d.devcontainer && f.devcontainerImage ? d.devcontainer : undefined;
   const egress = d.registries?.length ? `[${d.registries.join(', ')}]` : undefined;
   const lines = [
     `version: 1`,
@@ -27,7 +36,7 @@ export function starterPipeline(f: StarterFacts): string {
     ``,
     `# Made by runner init. Found: ${d.ecosystem} (${d.evidence}).`,
     `# Run it: runner exec ${f.fileName ?? 'runner.yaml'} --input task="Fix the failing test in ..."`,
-    `# Behind a TLS-inspecting proxy, hand the steps your CA bundle: --ca-file /etc/ssl/certs/ca-certificates.crt`,
+    `# Steps trust this machine's CA bundle (behind a TLS-inspecting proxy too); --ca-file F names another, --ca-file none none`,
     `project:`,
     `  path: ${JSON.stringify(f.projectPath ?? '.')}`,
     ...(f.git
@@ -39,7 +48,15 @@ export function starterPipeline(f: StarterFacts): string {
     `    description: ${JSON.stringify('What the agent is to do. A run sees committed files only: commit a TASK.md for the default to find it.')}`,
     `    default: ${JSON.stringify(DEFAULT_TASK)}`,
     ``,
-    ...(d.cache ? [`defaults:`, `  cache: [${d.cache}]                  # the project's ${d.cache} cache, kept in the runner home for the next run (runner cache ls)`, ``] : []),
+    ...(d.cache || devcontainer
+      ? [
+          `defaults:`,
+          ...(devcontainer ? [`  image: devcontainer               # the project's ${devcontainer}: steps and agents run in its environment`] : []),
+          ...(d.cache ? [`  cache: [${d.cache}]                  # the project's ${d.cache} cache, kept in the runner home for the next run (runner cache ls)`] : []),
+          ``,
+        ]
+      : []),
+    ...(d.devcontainer && !devcontainer ? [`# Found ${d.devcontainer}: this runner does not run steps in a dev container yet (image: devcontainer); they use its own images.`, ``] : []),
     `secrets: [${CREDENTIAL[f.agent]}]   # from the environment or --secrets-file`,
     ``,
     `agents:`,
@@ -62,16 +79,25 @@ export function starterPipeline(f: StarterFacts): string {
   if (verify.length) {
     lines.push(
       ``,
+      ...(f.trial && 'notTried' in f.trial ? [`  # The checks were not tried on the project (${oneLine(f.trial.notTried)}).`] : []),
+      ...(trial?.notes ?? []).map((n) => `  # ${oneLine(n)}`),
       `  - id: verify`,
-      `    image: runner/toolchain:latest`,
+      ...(devcontainer ? [] : [`    image: ${VERIFY_IMAGE}`]),
       ...(egress ? [`    egress: ${egress}   # through a gateway that allows only these`] : []),
-      `    timeout: 20m`,
+      `    timeout: ${VERIFY_TIMEOUT}`,
       `    run: |`,
       ...verify.map((c) => `      ${c}`),
+      // left out, said in the script itself (shell comments): put the line back once it passes
+      ...leftOut.flatMap((l) => [`      # ${oneLine(l.comment)}`, `      # ${l.check.command}`]),
       `    verify: true                     # runner apply / merge refuse the run unless this passed`,
     );
   } else {
     lines.push(``, `# No test command was found: add a step that checks the work, with verify: true.`);
   }
   return `${lines.join('\n')}\n`;
+}
+
+/** A text as one comment line: what a command printed may hold anything. */
+function oneLine(s: string): string {
+  return s.replace(/[\x00-\x1f\x7f]+/g, ' ').trim();
 }

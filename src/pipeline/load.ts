@@ -20,11 +20,16 @@ export interface LoadedPipeline {
 }
 
 export async function loadPipeline(file: string): Promise<LoadedPipeline> {
-  const text = await readCapped(file);
+  return parseLoaded(file, await readPipelineText(file));
+}
+
+/** A pipeline file's text, already read (readPipelineText), parsed. */
+export function parseLoaded(file: string, text: string): LoadedPipeline {
   return { file, dir: path.dirname(path.resolve(file)), pipeline: parsePipeline(text, file), text };
 }
 
-async function readCapped(file: string): Promise<string> {
+/** A pipeline file's text, size-capped; a file that cannot be read is a PipelineError naming it. */
+export async function readPipelineText(file: string): Promise<string> {
   const refuse = (message: string) => new PipelineError(file, [{ path: '', message }]);
   let fh;
   try {

@@ -4,15 +4,15 @@
  * The preparing commands get the first such step's way out: its network, or, when it allows hosts (egress:), a
  * gateway of their own that allows those hosts (no model, no credential, no budget: preparing calls no model).
  */
-import path from 'node:path';
 import { errorMessage } from '../common/errors.js';
 import type { Masker } from '../common/mask.js';
 import { mountTransport } from '../container/local/mount-transport.js';
-import type { ContainerRuntime } from '../container/runtime.js';
+import type { ContainerRuntime, Mount } from '../container/runtime.js';
 import { DEVCONTAINER_IMAGE, preparingLabels, prepareDevcontainer, type PreparedDevcontainer, type PreparingWay } from '../container/devcontainer/prepare.js';
 import { agentLayer } from '../container/devcontainer/agent-layer.js';
 import { PRESETS } from '../agents/presets.js';
 import { RunSpend } from '../gateway/host/run-spend.js';
+import { CA_PATH } from '../plan/company-network.js';
 import { inspectsTls } from '../plan/gateway-inspection.js';
 import { untrustedLine } from '../plan/untrusted-upstream.js';
 import { CONTAINER_PATHS } from '../plan/render.js';
@@ -24,9 +24,9 @@ import { openStepWay } from './step-network.js';
 
 export interface DevcontainerUse {
   runtime: ContainerRuntime;
-  project: string;
-  /** the runner home: the company's CA bundle is copied there for the preparing container to mount, as a step's is */
+  /** the runner home: the company's CA bundle is copied there for the preparing container, as for a step */
   home: string;
+  project: string;
   settings: RunSettings;
   masker: Masker;
   say: (line: string) => void;
@@ -42,9 +42,6 @@ export async function useDevcontainer(u: DevcontainerUse, plans: StepPlan[]): Pr
   const gated = first.network === GATEWAY_NETWORK && first.gateway !== undefined;
   // a gateway that inspects TLS needs its CA trusted by the commands' tools, which a preparing container is not given yet
   const inspected = gated && inspectsTls(withoutModel(first).gateway);
-  // the company's CA bundle and mirrors, as a step gets them: behind a TLS-inspecting proxy, npm install needs the bundle
-  const company = u.settings.company && (await companyNetworkOnDisk(path.resolve(u.home), u.settings.company));
-  const part = companyPart(company);
   if (inspected) u.say(`dev container: step ${first.id}'s egress: has rules or credentials (its gateway inspects TLS): the preparing commands get no network (docs/devcontainer.md)`);
   const prepared = await prepareDevcontainer(u.runtime, {
     project: u.project,
@@ -52,7 +49,7 @@ export async function useDevcontainer(u: DevcontainerUse, plans: StepPlan[]): Pr
     home: CONTAINER_PATHS.home,
     sandbox: { memoryBytes: first.memoryBytes, cpus: first.cpus, pids: first.pids, openFiles: first.openFiles, fileSizeBytes: first.fileSizeBytes, network: gated ? 'none' : first.network, timeoutMs: first.timeoutMs },
     ...(gated && !inspected ? { openWay: () => preparingWay(u, first) } : {}),
-    ...(part ? { company: { mounts: part.mounts ?? [], env: part.envDefaults ?? {} } } : {}),
+    ...(await preparingCompany(u)),
     say: u.say,
     warn: u.warn,
   });
@@ -65,6 +62,16 @@ export async function useDevcontainer(u: DevcontainerUse, plans: StepPlan[]): Pr
     p.env = { ...prepared.env, ...p.env };
   }
   return prepared;
+}
+
+/** The company's CA bundle and mirrors for the preparing commands, as a step gets them (its copy in the home). */
+async function preparingCompany(u: DevcontainerUse): Promise<{ company?: { mounts: Mount[]; env: Record<string, string> } }> {
+  if (!u.settings.company) return {};
+  const part = companyPart(await companyNetworkOnDisk(u.home, u.settings.company));
+  // the bundle at its own path alone, where the variables point: not over the image's system bundle, which a
+  // preparing `apt-get install ca-certificates` must be free to rewrite
+  const mounts = (part?.mounts ?? []).filter((m) => m.target === CA_PATH);
+  return part ? { company: { mounts, env: part.envDefaults ?? {} } } : {};
 }
 
 /** The step's gateway plan with only what preparing needs: the hosts and their rules. */

@@ -4,6 +4,7 @@
  * step, the step's work recorded after each, a push, and cleanup that always
  * happens. Dependencies are injected; nothing here is global.
  */
+import { shellWord } from '../common/shell-word.js';
 import type { RunSettings } from '../settings/run-settings.js';
 import { companyNetworkOnDisk } from './ca-copy.js';
 import path from 'node:path';
@@ -383,10 +384,6 @@ async function decideOutcome(deps: ExecDeps, store: RunStore, record: RunRecord,
   }
 }
 
-/** A path as one shell word, for hints a person pastes. */
-function shellWord(s: string): string {
-  return /^[A-Za-z0-9_./:@%+=,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
-}
 
 /** As root, a command on a project someone else owns runs as that owner (git refuses another owner's repository). */
 function asOwner(owner: { uid: number; gid: number }): string {

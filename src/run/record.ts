@@ -182,6 +182,7 @@ export function summarize(r: RunRecord): Record<string, unknown> {
     ...(s.egress ? { egress: s.egress } : {}),
     ...(s.outputs.result !== undefined ? { result: s.outputs.result } : {}),
     ...(s.message ? { message: s.message } : {}),
+    ...(s.base ? { base: s.base } : {}),
   });
   // Each step's runs, once: its latest run, or a for_each step's instances (each as its latest run).
   const byId = new Map<string, StepResult[]>();

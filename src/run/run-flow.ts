@@ -21,7 +21,8 @@ import type { ExecDeps } from './orchestrator.js';
 import type { Continuation } from './continuation.js';
 import { decisionFor, describeDecider, gateOutputs, gateWait, type GateWait } from './gate.js';
 import type { RunningStep, RunRecord } from './record.js';
-import { refuseStep, runStep, unitFields } from './run-step.js';
+import { refuseStep, runStep, unitFields, type StepContext } from './run-step.js';
+import { baseCanTell, checkOnBase, describeBase } from './base-check.js';
 import { describeStatus, resultName, workNotRecorded, type StepResult } from './step-result.js';
 import type { RunStore } from './store.js';
 import type { Masker } from '../common/mask.js';
@@ -137,24 +138,26 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
       where = u.lane ? (lanes.get(u.key) ?? (await openLane(u))) : ws;
       if (where instanceof GitWorkspace && where !== ws) entry.lane = { worktree: where.path, branch: where.branch, recovery: recoveryOf(where) };
       await save();
-      const ran = await runStep({
-        deps,
+      const stepIn = (w: Workspace, unit: Unit, reporter = deps.reporter): StepContext => ({
+        deps: reporter === deps.reporter ? deps : { ...deps, reporter },
         home: c.home,
         graceSeconds: c.graceSeconds,
         plan,
         total: c.plans.length,
-        ws: where,
+        ws: w,
         store,
         masker: c.masker,
-        identity: { ...base, attempt: u.attempt, branch: where.branch ?? '', ...(approvalComment !== undefined ? { approvalComment } : {}) },
-        unit: u,
+        identity: { ...base, attempt: unit.attempt, branch: w.branch ?? '', ...(approvalComment !== undefined ? { approvalComment } : {}) },
+        unit,
         outputs: flow.outputs,
         secrets: c.secrets,
         inputs: record.inputs ?? {},
         spending: c.spending,
       });
+      const ran = await runStep(stepIn(where, u));
       result = ran.result;
       outputs = ran.outputs;
+      if (baseCanTell(plan, result) && ws instanceof GitWorkspace && !deps.signal.aborted) await tellBase(u, result, stepIn);
     } catch (err) {
       // A lane that could not be made fails its step; anything else is the runner's own trouble: the run ends in error once the others end.
       const laneFailed = err instanceof LaneError;
@@ -180,6 +183,44 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
     await save();
   };
 
+  /**
+   * A failed verify step, tried once on the run's base (base-check.ts) in a worktree of its own there, opened and
+   * closed as a lane is (so recovery knows it): its entry says whether the failure is pre-existing or this run's.
+   */
+  const tellBase = async (u: Unit, result: StepResult, stepIn: (w: Workspace, unit: Unit, reporter?: ExecDeps['reporter']) => StepContext): Promise<void> => {
+    const gws = ws as GitWorkspace;
+    const at: Unit = { ...u, key: `${u.key}.base`, name: `${u.name}.base`, lane: true };
+    const say = (line: string) => deps.reporter.info(`step ${u.name}: ${line}`);
+    const found = await checkOnBase({
+      home: c.home,
+      plan: c.plans[u.step]!,
+      base: gws.baseSha,
+      runId: record.runId,
+      now: deps.clock,
+      say,
+      runOnBase: async () => {
+        say(`failed; trying it on the run's base ${gws.baseSha.slice(0, 10)} to tell whether it failed before this run (its log: ${at.name})`);
+        const lane = await openLane(at, true);
+        try {
+          // said as part of the step, not as a step of the run's own
+          return (await runStep(stepIn(lane, at, bindAll(deps.reporter, { stepStarted: () => undefined, stepFinished: () => undefined })))).result;
+        } finally {
+          await closeLane(at.key);
+          if (lane.branch) {
+            await ws.dropBranches([lane.branch]).catch(() => undefined);
+            unmerged.delete(lane.branch);
+          }
+        }
+      },
+    });
+    if (!found) return;
+    result.base = found;
+    const words = describeBase(found);
+    result.message = [result.message, words].filter(Boolean).join('; ');
+    store.event('verify_base', { step: u.name, ...found });
+    deps.reporter.warn(`step ${u.name} failed: ${words}`);
+  };
+
   /** lanes whose worktrees are being removed: recovery removes them, never commits what is left of them */
   const removing = new Map<string, NonNullable<RunRecord['lanes']>[number]>();
   /** Open lanes, as the record keeps them for recovery: a crash leaves no worktree nobody knows of. */
@@ -192,11 +233,11 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
     ];
   };
 
-  const openLane = async (u: Unit): Promise<Workspace> => {
+  const openLane = async (u: Unit, atBase = false): Promise<Workspace> => {
     const name = laneName(u.key);
     let lane: Workspace;
     try {
-      lane = await ws.openLane(name);
+      lane = atBase && ws instanceof GitWorkspace ? await ws.openAtBase(name) : await ws.openLane(name);
     } catch (err) {
       throw new LaneError(`its worktree could not be made: ${errorMessage(err)}`);
     }
@@ -343,6 +384,21 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
 }
 
 class LaneError extends Error {}
+
+/** A reporter whose methods are `over`'s where it has them, else `r`'s, each bound to its own object. */
+function bindAll(r: ExecDeps['reporter'], over: Partial<ExecDeps['reporter']>): ExecDeps['reporter'] {
+  const names = new Set(Object.keys(r));
+  for (let p = Object.getPrototypeOf(r) as object | null; p && p !== Object.prototype; p = Object.getPrototypeOf(p) as object | null) {
+    for (const k of Object.getOwnPropertyNames(p)) if (k !== 'constructor') names.add(k);
+  }
+  const out: Record<string, unknown> = {};
+  for (const k of names) {
+    const own = (over as Record<string, unknown>)[k];
+    const v = (r as unknown as Record<string, unknown>)[k];
+    out[k] = typeof own === 'function' && own !== v ? own : typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(r) : v;
+  }
+  return out as unknown as ExecDeps['reporter'];
+}
 
 
 

@@ -334,8 +334,8 @@ function containerSpec(c: StepContext, rendered: { cmd: string[]; env: Record<st
  * engine says no OOM. Seen in 2 of 3 clean-clone CI runs on a loaded machine (the memory steps of gvisor.test and
  * gvisor-attacks: `failed, exit 137`). So under gVisor a SIGKILL the runner did not send (not a timeout, not a
  * cancel) is taken as the memory cap; a step that SIGKILLs its own main process there is misreported as oom
- * (docs/gvisor.md says so).
+ * (docs/gvisor.md says so). The same on an engine that never reports the kill (Podman on cgroup v1: docs/podman.md).
  */
-export function killedAtMemoryCap(isolation: string | undefined, end: { reason: string; exitCode: number | null; oomKilled: boolean }): boolean {
-  return isolation === 'gvisor' && end.reason === 'exit' && end.exitCode === 137 && !end.oomKilled;
+export function killedAtMemoryCap(isolation: string | undefined, end: { reason: string; exitCode: number | null; oomKilled: boolean; oomUnreported?: boolean }): boolean {
+  return (isolation === 'gvisor' || end.oomUnreported === true) && end.reason === 'exit' && end.exitCode === 137 && !end.oomKilled;
 }

@@ -3,6 +3,7 @@ import type { AgentUsage } from '../agents/preset.js';
 import { formatSize } from '../common/durations.js';
 import type { Isolation } from '../pipeline/schema.js';
 import type { ChangeList } from '../workspace/snapshot.js';
+import type { BaseCheck } from './base-check.js';
 import type { GateDecision } from './gate.js';
 
 /** not_recorded: whatever the step did, some of its work is on no commit nor patch (`notRecorded`, or `unsaved`); its exit is in exitCode and limits */
@@ -69,6 +70,8 @@ export interface StepResult {
   approval?: GateDecision;
   /** which start of the run this entry belongs to (src/run/record.ts attempts); absent: the first */
   runAttempt?: number;
+  /** a failed verify step: whether it failed on the run's base too (base-check.ts) */
+  base?: BaseCheck;
 }
 
 /** The name a step's run goes by in logs, commits and lists: `implement#2`, `build[0]`, or the id. */

@@ -26,6 +26,8 @@ export interface ContainerEnd {
   exitCode: number | null;
   oomKilled: boolean;
   durationMs: number;
+  /** the engine never reports a kill at the memory cap (ExitState.oomUnreported) */
+  oomUnreported?: boolean;
   /** forks refused at the pids limit, when the cgroup could be read */
   pidsLimitHits?: number;
   /** where it ran, when the engine says (swarm) */
@@ -124,6 +126,7 @@ export async function runContainer(
       reason,
       exitCode: state.exitCode,
       oomKilled: state.oomKilled,
+      ...(state.oomUnreported ? { oomUnreported: true } : {}),
       durationMs,
       ...(pidsLimitHits !== undefined ? { pidsLimitHits } : {}),
       ...(state.node ? { node: state.node } : {}),
@@ -152,7 +155,8 @@ function withDeadline(p: Promise<void>, ms: number): Promise<void> {
  */
 export async function exitState(handle: { inspect(): Promise<ExitState> }, reason: string): Promise<ExitState> {
   let state = await handle.inspect();
-  for (let i = 0; i < 15 && reason === 'exit' && state.exitCode === 137 && !state.oomKilled; i++) {
+  // an engine that never reports the kill is not asked again
+  for (let i = 0; i < 15 && reason === 'exit' && state.exitCode === 137 && !state.oomKilled && !state.oomUnreported; i++) {
     await new Promise((r) => setTimeout(r, 200));
     state = await handle.inspect();
   }

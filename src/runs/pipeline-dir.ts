@@ -1,13 +1,16 @@
 /**
- * The pipelines folder `runner serve` watches: every *.yaml / *.yml in it,
- * loaded and validated; rescanned on change. A file that no longer validates
+ * The pipelines folder `runner serve` watches: every *.yaml / *.yml in it
+ * that is a pipeline (looks-like.ts: a top-level `steps:` or `version: 1`; a
+ * project's `.eslintrc.yml` beside its runner.yaml is not one and is left
+ * alone), loaded and validated; rescanned on change. A file that no longer validates
  * keeps its last good version (and shows its errors); a removed file's
  * pipeline goes; two files with one pipeline name: the later is refused.
  */
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { errorMessage, PipelineError, formatPipelineIssue } from '../common/errors.js';
-import { loadPipeline, type LoadedPipeline } from '../pipeline/load.js';
+import { parseLoaded, readPipelineText, type LoadedPipeline } from '../pipeline/load.js';
+import { looksLikePipeline } from '../pipeline/looks-like.js';
 
 export interface PipelineFileState {
   file: string;
@@ -20,6 +23,8 @@ export interface PipelineFileState {
 
 export class PipelineDir {
   private files = new Map<string, PipelineFileState>();
+  /** files that are not pipelines, by their stamp when read (not read again until they change) */
+  private others = new Map<string, string>();
 
   constructor(readonly dir: string) {}
 
@@ -36,9 +41,21 @@ export class PipelineDir {
       const stamp = `${st.mtimeMs}:${st.size}`;
       const before = this.files.get(file);
       if (before?.stamp === stamp) continue;
+      if (this.others.get(file) === stamp) {
+        seen.delete(file);
+        continue;
+      }
       const state: PipelineFileState = { file, errors: [], stamp, ...(before?.loaded ? { loaded: before.loaded } : {}) };
       try {
-        state.loaded = await loadPipeline(file);
+        const text = await readPipelineText(file);
+        if (!looksLikePipeline(text)) {
+          // another tool's file: not listed, not an error (it goes if it was a pipeline before)
+          this.others.set(file, stamp);
+          seen.delete(file);
+          continue;
+        }
+        this.others.delete(file);
+        state.loaded = parseLoaded(file, text);
       } catch (err) {
         state.errors =
           err instanceof PipelineError ? err.issues.map((i) => formatPipelineIssue(file, i)) : [`${file}: ${errorMessage(err)}`];

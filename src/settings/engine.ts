@@ -1,7 +1,7 @@
-/** `--engine local|swarm` (else RUNNER_ENGINE, else local) and `--registry HOST:PORT` (else RUNNER_REGISTRY). Pure. */
+/** `--engine local|swarm|podman` (else RUNNER_ENGINE, else local) and `--registry HOST:PORT` (else RUNNER_REGISTRY). Pure. */
 import { UsageError } from '../common/errors.js';
 
-export const ENGINES = ['local', 'swarm'] as const;
+export const ENGINES = ['local', 'swarm', 'podman'] as const;
 
 export interface EngineSettings {
   name: (typeof ENGINES)[number];
@@ -16,7 +16,7 @@ export interface EngineSettings {
 export function readEngine(flags: { engine?: string | undefined; registry?: string | undefined }, env: NodeJS.ProcessEnv): EngineSettings {
   const name = flags.engine || env.RUNNER_ENGINE || 'local';
   if (!(ENGINES as readonly string[]).includes(name)) {
-    throw new UsageError(`${flags.engine ? '--engine' : 'RUNNER_ENGINE'} takes ${ENGINES.join(' or ')}, got ${JSON.stringify(name)}`);
+    throw new UsageError(`${flags.engine ? '--engine' : 'RUNNER_ENGINE'} takes ${ENGINES.slice(0, -1).join(', ')} or ${ENGINES[ENGINES.length - 1]}, got ${JSON.stringify(name)}`);
   }
   const registry = flags.registry || env.RUNNER_REGISTRY || undefined;
   return { name: name as EngineSettings['name'], ...(registry ? { registry } : {}), registryFromFlag: flags.registry !== undefined };

@@ -165,6 +165,13 @@ export class GitWorkspace implements Workspace {
     return new GitWorkspace({ ...this.o, kind: this.kind, wt, created: true, disposable: true, onRelease: undefined, onRemoved: undefined, pool: undefined });
   }
 
+  /** A worktree of its own at the run's base, on `run/<runId>+<name>` (a failed verify step tried there: run/base-check.ts); removed after. */
+  async openAtBase(name: string): Promise<GitWorkspace> {
+    const { root, runId } = this.o.lanes;
+    const wt = await createWorktree(this.git, this.wt.project, root, `${runId}.${name}`, `run/${runId}+${name}`, { newFrom: this.wt.baseSha, reset: true });
+    return new GitWorkspace({ ...this.o, kind: this.kind, wt, created: true, disposable: true, onRelease: undefined, onRemoved: undefined, pool: undefined });
+  }
+
   async mergeLane(lane: Workspace, message: string): Promise<LaneMergeResult> {
     if (!(lane instanceof GitWorkspace) || lane === this) return { commit: null };
     return mergeIntoWorktree(this.git, this.wt, await lane.head(), message);

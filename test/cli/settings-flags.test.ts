@@ -37,7 +37,7 @@ const DOORS: Record<string, string[]> = {
 
 /** per flag: a value that is taken, and one that is refused with what is said */
 const FLAGS: Record<keyof typeof SETTINGS_FLAGS, { good: string; bad?: [string, RegExp] }> = {
-  engine: { good: 'local', bad: ['k8s', /--engine takes local or swarm, got "k8s"/] },
+  engine: { good: 'local', bad: ['k8s', /--engine takes local, swarm or podman, got "k8s"/] },
   registry: { good: 'reg.lab:5000' },
   isolation: { good: 'runc', bad: ['kata', /--isolation takes runc or gvisor, got "kata"/] },
   'egress-network': { good: 'corp' },

@@ -43,6 +43,9 @@ test('every starter is a valid pipeline', () => {
         const text = starterPipeline({ name: 'demo', agent, git, detected });
         const p = parsePipeline(text, 'runner.yaml');
         assert.equal(p.agents?.coder?.use, agent);
+        // the host's bundle is trusted by default: the starter does not send the user to name it (it once did)
+        assert.match(text, /# Steps trust this machine's CA bundle/);
+        assert.doesNotMatch(text, /--ca-file \/etc\/ssl/);
         assert.equal(p.project.workspace, git ? undefined : 'persistent_directory');
         assert.equal(p.steps.some((s) => s.verify), detected.test !== undefined || detected.install !== undefined);
         assert.equal(p.inputs?.task?.default, 'Do what TASK.md asks.', 'the task is an input, a committed TASK.md the default');

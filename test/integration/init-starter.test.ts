@@ -46,7 +46,8 @@ async function projectWith(files: Record<string, string>): Promise<Fixture> {
 
 /** `runner init` on the project; the starter it wrote, with only base_url added under the agent (as scripts/demo-agent.mjs does). */
 async function initStarter(f: Fixture, server: ModelServer): Promise<{ file: string; starter: string }> {
-  const r = await runCli(['init', f.project]);
+  // the checks are tried from the mirrors too, in a home of init's own (the runs' caches start empty)
+  const r = await runCli(['init', f.project, '--home', path.join(f.root, 'init-home'), ...mirrors.flags]);
   assert.equal(r.code, 0, r.stderr);
   const file = path.join(f.project, 'runner.yaml');
   const starter = await readFile(file, 'utf8');
@@ -94,6 +95,7 @@ test('npm: the starter runs unchanged to a green verify (npm ci, npm test) from 
   servers.push(server);
   const { file, starter } = await initStarter(f, server);
   assert.match(starter, /npm ci --no-audit --no-fund\n\s+npm test\n/);
+  assert.match(starter, /# npm test failed on the base commit \w+ \(exit 1\): .*Cannot find module '\.\/shout\.js'.*; kept: the tests are what the verify checks/, 'a failing test is the task here: it stays');
   assert.match(starter, /cache: \[npm\]/);
 
   const task = 'Make the failing test pass: add shout.js, which shouts a greeting (npm-task-7f3a).';

@@ -45,6 +45,10 @@ test('under gVisor a SIGKILL the runner did not send is the memory cap; under ru
   const { killedAtMemoryCap } = await import('../../src/run/run-step.js');
   assert.equal(killedAtMemoryCap('gvisor', { reason: 'exit', exitCode: 137, oomKilled: false }), true);
   assert.equal(killedAtMemoryCap('runc', { reason: 'exit', exitCode: 137, oomKilled: false }), false);
+  // an engine that never reports the kill (Podman on cgroup v1): a SIGKILL the runner did not send is the cap
+  assert.equal(killedAtMemoryCap('runc', { reason: 'exit', exitCode: 137, oomKilled: false, oomUnreported: true }), true);
+  assert.equal(killedAtMemoryCap('runc', { reason: 'timeout', exitCode: 137, oomKilled: false, oomUnreported: true }), false, "the runner's own kill is not");
+  assert.equal(killedAtMemoryCap('runc', { reason: 'exit', exitCode: 1, oomKilled: false, oomUnreported: true }), false);
   assert.equal(killedAtMemoryCap(undefined, { reason: 'exit', exitCode: 137, oomKilled: false }), false);
   assert.equal(killedAtMemoryCap('gvisor', { reason: 'timeout', exitCode: 137, oomKilled: false }), false);
   assert.equal(killedAtMemoryCap('gvisor', { reason: 'canceled', exitCode: 137, oomKilled: false }), false);

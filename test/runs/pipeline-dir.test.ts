@@ -53,3 +53,25 @@ test('reload: an edited file is picked up, a broken one keeps its last good vers
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test("a project's own YAML beside its runner.yaml is not loaded as a pipeline, nor listed as a broken one", async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'runner-pdir-'));
+  try {
+    await writeFile(path.join(dir, 'runner.yaml'), good('project', 'one'));
+    await writeFile(path.join(dir, '.eslintrc.yml'), 'root: true\nextends: eslint:recommended\n');
+    await writeFile(path.join(dir, 'docker-compose.yml'), 'version: "3.8"\nservices:\n  db:\n    image: postgres\n');
+    await writeFile(path.join(dir, 'broken.yaml'), 'version: 1\nname: broken\nsteps: nope\n');
+    const pd = new PipelineDir(dir);
+    await pd.scan();
+    assert.deepEqual(pd.pipelines().map((p) => p.pipeline.name), ['project']);
+    assert.deepEqual(pd.states().map((s) => path.basename(s.file)).sort(), ['broken.yaml', 'runner.yaml'], 'the broken pipeline is listed with its errors; the others are not listed');
+    assert.ok(pd.states().find((s) => s.file.endsWith('broken.yaml'))!.errors.length > 0);
+    assert.equal(await pd.scan(), false, 'nothing changed: nothing read again');
+    // a file that becomes a pipeline is taken from then on
+    await touchLater(path.join(dir, '.eslintrc.yml'), good('lint', 'two'), 1);
+    assert.equal(await pd.scan(), true);
+    assert.deepEqual(pd.pipelines().map((p) => p.pipeline.name).sort(), ['lint', 'project']);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});

@@ -9,8 +9,10 @@ const cases: Array<[string, { engine?: string; registry?: string }, NodeJS.Proce
   ['the flag wins', { engine: 'local' }, { RUNNER_ENGINE: 'swarm' }, { name: 'local', registryFromFlag: false }],
   ['a registry from the flag', { engine: 'swarm', registry: 'reg.lab:5000' }, {}, { name: 'swarm', registry: 'reg.lab:5000', registryFromFlag: true }],
   ['a registry from the variable', {}, { RUNNER_ENGINE: 'swarm', RUNNER_REGISTRY: 'reg.lab:5000' }, { name: 'swarm', registry: 'reg.lab:5000', registryFromFlag: false }],
-  ['an engine it does not know (flag)', { engine: 'k8s' }, {}, /--engine takes local or swarm, got "k8s"/],
-  ['an engine it does not know (variable)', {}, { RUNNER_ENGINE: 'nomad' }, /RUNNER_ENGINE takes local or swarm, got "nomad"/],
+  ['podman, by the flag', { engine: 'podman' }, {}, { name: 'podman', registryFromFlag: false }],
+  ['podman, by the variable', {}, { RUNNER_ENGINE: 'podman' }, { name: 'podman', registryFromFlag: false }],
+  ['an engine it does not know (flag)', { engine: 'k8s' }, {}, /--engine takes local, swarm or podman, got "k8s"/],
+  ['an engine it does not know (variable)', {}, { RUNNER_ENGINE: 'nomad' }, /RUNNER_ENGINE takes local, swarm or podman, got "nomad"/],
 ];
 
 for (const [name, flags, env, want] of cases) {

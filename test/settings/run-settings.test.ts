@@ -77,7 +77,7 @@ test('warnings go to the one function given, errors name the flag or the variabl
   readSettings({}, { HTTPS_PROXY: 'http://127.0.0.1:3128' }, (m) => warned.push(m));
   assert.equal(warned.length, 1);
   assert.throws(() => readSettings({ isolation: 'kata' }, {}), /--isolation takes runc or gvisor/);
-  assert.throws(() => readSettings({}, { RUNNER_ENGINE: 'k8s' }), /RUNNER_ENGINE takes local or swarm/);
+  assert.throws(() => readSettings({}, { RUNNER_ENGINE: 'k8s' }), /RUNNER_ENGINE takes local, swarm or podman/);
   assert.throws(() => readSettings({}, { RUNNER_REGISTRY_AUTH: path.join(dir, 'none.json') }), /RUNNER_REGISTRY_AUTH: \S+none\.json does not exist/);
   assert.throws(() => readSettings({ 'registry-auth': ca }, {}), /--registry-auth: \S+ca\.pem is not JSON/);
   assert.throws(() => readSettings({ 'registry-auth': dir }, {}), /--registry-auth: \S+ is a directory/);

@@ -4,7 +4,7 @@
  * (the option's id made a variable name, its default from devcontainer-feature.json unless the file gives a value),
  * its containerEnv set on the image. Pure: the feature's metadata in, the Dockerfile's text out.
  */
-import { shellQuote } from './script.js';
+import { shellQuote } from '../../common/shell-word.js';
 
 export interface FeatureMetadata {
   id?: string;

@@ -110,8 +110,9 @@ export interface PrepareOptions {
   /** the gateway to run the preparing commands behind, instead of `sandbox.network` */
   openWay?: () => Promise<PreparingWay>;
   /**
-   * What the company's network gives the preparing commands as it gives a step: the CA bundle's mounts, and the
-   * variables that point the tools at it and at the mirrors (to their processes only: never kept in the image).
+   * What the company's network gives the preparing commands, as it gives a step: its CA bundle mounted (never
+   * committed into the image: a mount is not a layer) and the variables pointing the usual tools at it and the
+   * mirrors (through the prelude, so they stay out of the image's config)
    */
   company?: { mounts: Mount[]; env: Record<string, string> };
   /** each line of the preparation's progress */
@@ -308,8 +309,7 @@ async function runInWay(
   await mkdir(path.join(scratch, 'work'));
   const name = `runner-devcontainer-prepare-${p.key.slice(0, 12)}-${process.pid}`;
   // the company's variables (its CA, its mirrors) and the steps' HOME under the file's own, as a step's are under its env:
-  const ours = { ...(opts.company?.env ?? {}), HOME: opts.home };
-  const secretEnv = { ...Object.fromEntries(Object.entries(ours).filter(([k]) => !(k in p.env))), ...(way?.env ?? {}) };
+  const secretEnv = { ...without({ ...(opts.company?.env ?? {}), HOME: opts.home }, p.env), ...(way?.env ?? {}) };
   const c = await runtime.create({
     name,
     image: p.from,
@@ -364,6 +364,11 @@ async function runInWay(
     await c.remove().catch(() => undefined);
     await rm(scratch, { recursive: true, force: true }).catch(() => undefined);
   }
+}
+
+/** `env` less the names `over` sets. Pure. */
+function without(env: Record<string, string>, over: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter(([k]) => !(k in over)));
 }
 
 /** No preparing command: the last image made is named as prepared, by a commit of a container that never ran. */

@@ -3,12 +3,9 @@
  * spec's order, the named commands of one key one after another) as one /bin/sh script, each said as it starts and
  * stopping at the first that fails. Pure.
  */
+import { shellQuote } from '../../common/shell-word.js';
 import { PREPARING_COMMANDS, type DevcontainerConfig, type LifecycleCommand } from './config.js';
 
-/** Single-quoted for /bin/sh: nothing in it is expanded. */
-export function shellQuote(s: string): string {
-  return `'${s.replace(/'/g, `'\\''`)}'`;
-}
 
 function commandLine(c: LifecycleCommand): string {
   return c.kind === 'shell' ? `/bin/sh -c ${shellQuote(c.script)}` : c.argv.map(shellQuote).join(' ');

@@ -13,6 +13,8 @@ import { isOwnImage, ownImageMissing } from '../own-images.js';
 import { engineReason, isAuthRefusal, pullRefused } from '../registry-auth.js';
 import { RegistryCredentials } from '../registry-credentials.js';
 import { encodeSecretEnv, preludeArgv } from '../secret-env.js';
+import { checkIsolationRule } from './podman-firewall.js';
+import { isolatedNetworkOptions, isPodmanVersion, PODMAN_OWN_IMAGES, ownProcessLimit, podmanNetworkBody, podmanOverlayBind, podmanHint, podmanHost, podmanOomUnreported, podmanRefusal } from './podman.js';
 import type { Isolation } from '../../pipeline/schema.js';
 import { LABELS, type ContainerHandle, type ContainerRuntime, type ContainerSpec, type ExitState, type ImageBuild, type ImageConfig, type Mount, type NetworkSpec, type OutputHandler, type PullProgress } from '../runtime.js';
 
@@ -50,9 +52,38 @@ export class DockerRuntime implements ContainerRuntime {
     private readonly networks: 'bridge' | 'overlay' = 'bridge',
     /** the credentials images are pulled with (the docker client's, or --registry-auth's): the engine's alone, never a step's */
     readonly credentials: RegistryCredentials = new RegistryCredentials(),
+    /** --engine podman: an engine that is not Podman is refused at ping */
+    private readonly expectPodman = false,
   ) {
     this.docker = docker ?? new Docker();
     this.gvisor = new DockerGvisor(this.docker, describeEndpoint());
+  }
+
+  private podman: Promise<boolean> | undefined;
+  /** the engine does not report a kill at the memory cap (Podman on cgroup v1): its containers say so in their exit */
+  private oomUnreported = false;
+  /** Whether the engine is Podman (its Docker-compatible API): asked once, its differences in podman.ts. */
+  private isPodman(): Promise<boolean> {
+    return (this.podman ??= this.docker.version().then(isPodmanVersion, () => false));
+  }
+
+  /** Refuses a Podman that cannot hold a step's limits (rootless where its cgroups are not delegated), or Docker where Podman was asked for. */
+  private async checkPodman(): Promise<void> {
+    const podman = await this.isPodman();
+    if (!podman) {
+      if (this.expectPodman) throw new ContainerError('engine_unfit', `--engine podman, but the engine at ${describeEndpoint()} is not Podman: point DOCKER_HOST at Podman's socket (root: unix:///run/podman/podman.sock, started by scripts/ensure-podman.sh), or use --engine local`);
+      return;
+    }
+    const info = await new Promise<unknown>((resolve, reject) =>
+      this.docker.modem.dial({ path: '/v4.0.0/libpod/info', method: 'GET', statusCodes: { 200: true }, options: {} }, (err: unknown, data: unknown) => (err ? reject(err) : resolve(data))),
+    ).catch((err: unknown) => {
+      throw engineError("asking Podman how it runs (/libpod/info)", err);
+    });
+    const host = podmanHost(info as Parameters<typeof podmanHost>[0]);
+    this.oomUnreported = podmanOomUnreported(host);
+    // rootless, a step's networks are in the user's own network namespace: the host has no address on them
+    const refusal = podmanRefusal(host, describeEndpoint()) ?? (host.rootless ? undefined : await checkIsolationRule());
+    if (refusal) throw new ContainerError('engine_unfit', refusal);
   }
 
   async checkIsolation(steps: ReadonlyArray<{ id: string; isolation: Isolation; image: string }>): Promise<string[]> {
@@ -72,6 +103,7 @@ export class DockerRuntime implements ContainerRuntime {
           : 'start the engine (make docker) or set DOCKER_HOST';
       throw new ContainerError('docker_unreachable', `docker is not reachable at ${describeEndpoint()} (${code}): ${fix}`, { cause: err });
     }
+    await this.checkPodman();
   }
 
   async hasImage(image: string): Promise<boolean> {
@@ -101,7 +133,7 @@ export class DockerRuntime implements ContainerRuntime {
       if (status(err) !== 404) throw engineError(`inspecting image ${image}`, err);
     }
     // One of the runner's own: built here from its recipes, never asked of a registry.
-    if (isOwnImage(image)) throw new ContainerError('image_missing', ownImageMissing(image, recipesDir()));
+    if (isOwnImage(image)) throw new ContainerError('image_missing', `${ownImageMissing(image, recipesDir())}${(await this.isPodman()) ? PODMAN_OWN_IMAGES : ''}`);
     onProgress({ status: 'not on this engine, asking its registry' });
     const auth = await this.credentials.authFor(image);
     if (auth.problem) onProgress({ status: `no credentials for ${auth.registry}: ${auth.problem}; asking without` });
@@ -249,6 +281,9 @@ export class DockerRuntime implements ContainerRuntime {
     if ((secrets || spec.holdUntil) && spec.stdin !== undefined) throw new ContainerError('docker_failed', `a container cannot be given both stdin and ${secrets ? 'secrets' : 'a held start'} (${spec.name}): a bug in the runner`);
     // the runtime is asked once a container (docker info, under gVisor), even one made twice
     const settings = await this.sandboxSettings(spec);
+    // Podman sets a process limit of its own when none is given, higher than an engine may raise to: the host's, as Docker's
+    const nproc = settings.nproc === undefined && (await this.isPodman()) ? ownProcessLimit() : undefined;
+    if (nproc !== undefined) settings.nproc = nproc;
     const c = await this.createContainer(spec, settings, secrets, spec.holdUntil !== undefined);
     const hold = spec.holdUntil;
     if ((secrets || hold) && !(await hasShell(c))) {
@@ -263,11 +298,11 @@ export class DockerRuntime implements ContainerRuntime {
         // held without a prelude: made again as it is, and its start waits for the hold
         await c.remove({ force: true }).catch(() => undefined);
         const plain = await this.createContainer(spec, settings, undefined, false);
-        return new DockerContainer(plain, this.docker, undefined, this.sandboxOf(plain, spec), { start: hold });
+        return new DockerContainer(plain, this.docker, undefined, this.sandboxOf(plain, spec), { start: hold }, this.oomUnreported);
       }
     }
     const stdin = secrets || hold ? encodeSecretEnv(secrets ?? {}) : spec.stdin;
-    return new DockerContainer(c, this.docker, stdin, this.sandboxOf(c, spec), hold ? { stdin: hold } : undefined);
+    return new DockerContainer(c, this.docker, stdin, this.sandboxOf(c, spec), hold ? { stdin: hold } : undefined, this.oomUnreported);
   }
 
   private sandboxOf(c: Docker.Container, spec: ContainerSpec): ConstructorParameters<typeof DockerContainer>[3] {
@@ -281,6 +316,7 @@ export class DockerRuntime implements ContainerRuntime {
     // secrets go on its standard input, to the prelude that exports them and execs the command
     const command = viaPrelude ? await this.throughPrelude(spec) : { Cmd: spec.cmd };
     const stdin = viaPrelude ? '' : spec.stdin;
+    const podman = await this.isPodman();
     let c: Docker.Container;
     try {
       c = await this.docker.createContainer({
@@ -300,8 +336,8 @@ export class DockerRuntime implements ContainerRuntime {
         AttachStdin: stdin !== undefined,
         NetworkDisabled: spec.network === 'none',
         HostConfig: {
-          Binds: spec.mounts.filter((m) => !m.overlay).map((m) => `${m.source}:${m.target}:${m.readOnly ? 'ro' : 'rw'}`),
-          ...(spec.mounts.some((m) => m.overlay) ? { Mounts: spec.mounts.filter((m) => m.overlay).map(overlayMount) } : {}),
+          Binds: [...spec.mounts.filter((m) => !m.overlay).map((m) => `${m.source}:${m.target}:${m.readOnly ? 'ro' : 'rw'}`), ...(podman ? spec.mounts.filter((m) => m.overlay).map(podmanOverlayBind) : [])],
+          ...(!podman && spec.mounts.some((m) => m.overlay) ? { Mounts: spec.mounts.filter((m) => m.overlay).map(overlayMount) } : {}),
           Memory: spec.memoryBytes,
           MemorySwap: spec.memoryBytes,
           NanoCpus: Math.round(spec.cpus * 1e9),
@@ -373,13 +409,15 @@ export class DockerRuntime implements ContainerRuntime {
   async createNetwork(spec: NetworkSpec): Promise<{ subnet: string }> {
     let id: string;
     try {
-      id = (await this.docker.createNetwork({
+      const podman = this.networks === 'bridge' && (await this.isPodman());
+      if (podman) id = await this.podmanNetwork(spec);
+      else id = (await this.docker.createNetwork({
         Name: spec.name,
         Driver: this.networks,
         Internal: spec.internal,
         CheckDuplicate: true,
         Labels: spec.labels,
-        ...(this.networks === 'overlay' ? { Attachable: true } : spec.isolated ? { Options: { 'com.docker.network.bridge.inhibit_ipv4': 'true' } } : {}),
+        ...(this.networks === 'overlay' ? { Attachable: true } : spec.isolated ? { Options: isolatedNetworkOptions(await this.isPodman()) } : {}),
       })).id;
     } catch (err) {
       throw engineError(`creating network ${spec.name}`, err);
@@ -399,6 +437,18 @@ export class DockerRuntime implements ContainerRuntime {
       throw new ContainerError('docker_failed', `docker gave network ${spec.name} no IPv4 subnet: check the engine's default-address-pools`);
     }
     return { subnet };
+  }
+
+  /** On Podman, through its own API: a step's network needs its name server off (podmanNetworkBody), which Docker's API cannot say. */
+  private async podmanNetwork(spec: NetworkSpec): Promise<string> {
+    const made = await new Promise<{ id?: string }>((resolve, reject) =>
+      this.docker.modem.dial(
+        { path: '/v4.0.0/libpod/networks/create', method: 'POST', options: { _body: podmanNetworkBody(spec) }, statusCodes: { 200: true, 409: 'network already exists', 500: 'server error' } },
+        (err: unknown, data: unknown) => (err ? reject(err) : resolve(data as { id?: string })),
+      ),
+    );
+    if (!made.id) throw new Error(`Podman made network ${spec.name} without saying its id`);
+    return made.id;
   }
 
   async removeNetwork(name: string): Promise<void> {
@@ -441,6 +491,8 @@ class DockerContainer implements ContainerHandle {
     private readonly sandbox?: { nproc: number; tasks: (sandboxPid: number) => Promise<number | undefined> },
     /** what its command waits for (ContainerSpec.holdUntil): its standard input is written then, or its start waits */
     private readonly hold?: { stdin?: Promise<void>; start?: Promise<void> },
+    /** the engine never reports a kill at the memory cap (ExitState.oomUnreported) */
+    private readonly oomUnreported = false,
   ) {}
 
   get id(): string {
@@ -449,7 +501,7 @@ class DockerContainer implements ContainerHandle {
 
   async attach(onStdout: OutputHandler, onStderr: OutputHandler): Promise<{ ended: Promise<void>; close: () => void }> {
     const withStdin = this.stdin !== undefined;
-    const stream = (await this.c.attach({ stream: true, stdout: true, stderr: true, ...(withStdin ? { stdin: true, hijack: true } : {}) })) as NodeJS.ReadableStream;
+    const stream = withStdin ? await attachWithInput(this.c) : ((await this.c.attach({ stream: true, stdout: true, stderr: true })) as NodeJS.ReadableStream);
     if (withStdin) {
       const input = stream as unknown as NodeJS.WritableStream;
       const write = () => {
@@ -510,7 +562,7 @@ class DockerContainer implements ContainerHandle {
 
   async inspect(): Promise<ExitState> {
     const info = await this.c.inspect();
-    return { exitCode: info.State.ExitCode, oomKilled: info.State.OOMKilled };
+    return { exitCode: info.State.ExitCode, oomKilled: info.State.OOMKilled, ...(this.oomUnreported ? { oomUnreported: true } : {}) };
   }
 
   private initPid?: Promise<number | undefined>;
@@ -589,6 +641,30 @@ class DockerContainer implements ContainerHandle {
   }
 }
 
+/**
+ * Attaches to the container's output and its input (the connection taken over). The request has an empty body:
+ * dockerode's sends its options as one, which Docker reads as the request's and Podman hands to the container as
+ * the first bytes of its input (the secrets prelude then read `{"stream":true,...` for a secret's name).
+ */
+function attachWithInput(c: Docker.Container): Promise<NodeJS.ReadableStream> {
+  return new Promise((resolve, reject) =>
+    c.modem.dial(
+      {
+        path: `/containers/${c.id}/attach?`,
+        method: 'POST',
+        options: { stream: true, stdout: true, stderr: true, stdin: true },
+        file: Buffer.alloc(0),
+        headers: { ...(c.modem as { headers?: Record<string, string> }).headers, 'Content-Type': 'application/json' },
+        isStream: true,
+        hijack: true,
+        openStdin: true,
+        statusCodes: { 101: true, 200: true, 404: 'no such container', 500: 'server error' },
+      },
+      (err: unknown, stream: NodeJS.ReadableStream) => (err ? reject(err) : resolve(stream)),
+    ),
+  );
+}
+
 /** Whether the container has /bin/sh (a link to one counts), asked before it starts. */
 async function hasShell(c: Docker.Container): Promise<boolean> {
   try {
@@ -625,7 +701,8 @@ export function recipesDir(): string | undefined {
 }
 
 function engineError(what: string, err: unknown): ContainerError {
-  return new ContainerError('docker_failed', `docker failed ${what}: ${firstLine(errorMessage(err))}`, { cause: err });
+  const hint = podmanHint(errorMessage(err));
+  return new ContainerError('docker_failed', `docker failed ${what}: ${firstLine(errorMessage(err))}${hint ? `: ${hint}` : ''}`, { cause: err });
 }
 
 function firstLine(s: string): string {

@@ -91,6 +91,7 @@ export function stepRows(r, live, o = {}) {
       const after = duration(s.retryInMs);
       notes.push(el('span', { class: 'note retry' }, again ? `retried after ${after}` : live ? `runs again after ${after}` : `was to run again after ${after}`));
     }
+    if (s.base) notes.push(baseNote(s.base));
     if (s.lane) notes.push(laneNote(s.lane));
     if (together.length) notes.push(el('span', { class: 'note together' }, `ran with: ${together.join(', ')}`));
     if (s.node) notes.push(el('span', { class: 'note node' }, `on node ${s.node}`));
@@ -149,6 +150,18 @@ export function stepRows(r, live, o = {}) {
 function stepName(name, showLog) {
   if (!showLog) return el('span', { class: 'step-name' }, name);
   return el('button', { type: 'button', class: 'link step-name', title: `show the log of ${name} alone`, onclick: () => showLog(name) }, name);
+}
+
+/**
+ * A failed verify step's word on the run's base (src/run/base-check.ts): the same command failed there too, or passed.
+ * @param {{ commit: string, verdict: string, exitCode: number | null, runId: string, remembered?: boolean }} b
+ */
+function baseNote(b) {
+  const short = b.commit.slice(0, 10);
+  const seen = b.remembered ? `, as run ${b.runId} found` : '';
+  return b.verdict === 'pre_existing'
+    ? el('span', { class: 'note base-old', title: `the same step failed on the run's base ${b.commit} too${seen}: not this run's doing` }, `pre-existing (failed on the base ${short} too)`)
+    : el('span', { class: 'note bad base-new', title: `the same step passed on the run's base ${b.commit}${seen}: this run broke it` }, `introduced by this run (passed on the base ${short})`);
 }
 
 /**

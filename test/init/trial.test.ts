@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { detect } from '../../src/init/detect.js';
+import { starterPipeline } from '../../src/init/starter.js';
+import { checksOf, judgeTrial, readTrial, tellingLine, TRIAL_STEP, trialPipeline, trialScript } from '../../src/init/trial.js';
+import { parseOutputs } from '../../src/run/outputs.js';
+import { parsePipeline } from '../../src/pipeline/parse.js';
+
+const node = detect({ names: ['package.json', 'package-lock.json'], packageJson: JSON.stringify({ scripts: { test: 'node t.js', lint: 'eslint .' } }) });
+
+test('the trial is one step as the starter\'s verify runs: its image, egress, cache and timeout, pushed nowhere, declaring its outputs', () => {
+  const p = parsePipeline(JSON.stringify(trialPipeline(node)), 'trial');
+  assert.equal(p.project.push, 'never');
+  assert.equal(p.steps.length, 1);
+  const s = p.steps[0]!;
+  assert.equal(s.id, TRIAL_STEP);
+  assert.equal(s.image, 'runner/toolchain:latest');
+  assert.deepEqual(s.egress, ['registry.npmjs.org']);
+  assert.deepEqual(s.outputs, ['install_exit', 'install_output', 'test_exit', 'test_output', 'lint_exit', 'lint_output']);
+  assert.equal(p.steps[0]!.verify, undefined, 'the trial is no verify step');
+  assert.deepEqual(checksOf(node).map((c) => c.command), ['npm test', 'npm run lint']);
+  assert.equal(parsePipeline(JSON.stringify(trialPipeline(node, { devcontainer: true })), 'trial').steps[0]!.image, 'devcontainer', 'tried in the dev container the starter proposes');
+});
+
+test('the trial script, run by sh -e as a step runs it: each exit and output reach $RUNNER_OUTPUT; a failed install stops it', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'runner-trial-'));
+  try {
+    const run = (d: Parameters<typeof trialScript>[0]) => {
+      const out = path.join(dir, `out-${Math.random()}`);
+      const printed = execFileSync('sh', ['-e', '-c', trialScript(d)], { cwd: dir, env: { ...process.env, RUNNER_OUTPUT: out }, encoding: 'utf8' });
+      return { printed, outputs: parseOutputs(readFileSync(out, 'utf8')) };
+    };
+    const made = { ecosystem: 'make' as const, evidence: 'x', install: "echo 'installed it'", test: 'echo all good', lint: 'echo "lint: cannot find module x" >&2; exit 2' };
+    const r = run(made);
+    assert.deepEqual(r.outputs.problems, []);
+    assert.equal(r.outputs.values.install_exit, '0');
+    assert.equal(r.outputs.values.test_exit, '0');
+    assert.equal(r.outputs.values.lint_exit, '2');
+    assert.match(r.printed, /runner init: trying the lint: echo/);
+    assert.match(r.printed, /lint: cannot find module x/, 'the output is shown as it comes');
+    const t = readTrial(made, { commit: 'c0ffee1234567', runId: 'R', outputs: r.outputs.values });
+    assert.deepEqual(t.checks.lint, { command: made.lint, exitCode: 2, line: 'lint: cannot find module x' });
+    const failedInstall = run({ ...made, install: 'echo "npm error SELF_SIGNED_CERT_IN_CHAIN"; false' });
+    assert.equal(failedInstall.outputs.values.install_exit, '1');
+    assert.equal(failedInstall.outputs.values.test_exit, undefined, 'the checks are not tried after a failed install');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the telling line: the first that reads as an error, else the last; one line, cut', () => {
+  assert.equal(tellingLine('\n> p@1.0.0 lint\n> eslint .\n\nsh: 1: eslint: not found\n'), 'sh: 1: eslint: not found');
+  assert.equal(tellingLine('npm error Missing script: "lint"\nnpm error\nnpm error To see a list of scripts, run:\n'), 'npm error Missing script: "lint"');
+  assert.equal(tellingLine('1 passing\n2 pending\n...\nexit now\n'), 'exit now');
+  assert.equal(tellingLine('\x1b[31mError: boom\x1b[0m\r\n'), 'Error: boom');
+  assert.equal(tellingLine(''), '(no output)');
+  assert.equal(tellingLine(`Error ${'x'.repeat(300)}`).length, 160);
+});
+
+test('judged: a failing lint is left out with why; a failing test stays, noted; a failed install judges nothing', () => {
+  const outcome = (o: Record<string, string>) => readTrial(node, { commit: 'abc1234567890', runId: '20261127-000000-aaaaaa', outputs: o });
+  const lintBroken = judgeTrial(node, outcome({ install_exit: '0', install_output: 'added 3', test_exit: '0', test_output: 'ok', lint_exit: '127', lint_output: 'sh: 1: eslint: not found' }));
+  assert.deepEqual(lintBroken.leftOut.map((l) => l.check.command), ['npm run lint']);
+  assert.equal(lintBroken.leftOut[0]!.comment, 'npm run lint failed on the base commit abc1234567 (exit 127): sh: 1: eslint: not found; left out (runner logs 20261127-000000-aaaaaa --step try)');
+  // init's home named by --home: the command to read the trial's log names it too
+  const elsewhere = judgeTrial(node, outcome({ install_exit: '0', test_exit: '0', lint_exit: '2', lint_output: 'SyntaxError' }), { home: "/tmp/a home's" });
+  assert.match(elsewhere.leftOut[0]!.comment, / \(runner logs 20261127-000000-aaaaaa --step try --home '\/tmp\/a home'\\''s'\)$/);
+  assert.deepEqual(lintBroken.notes, []);
+  const testRed = judgeTrial(node, outcome({ install_exit: '0', test_exit: '1', test_output: 'AssertionError: 1 == 2', lint_exit: '0' }));
+  assert.deepEqual(testRed.leftOut, []);
+  assert.match(testRed.notes[0]!, /^npm test failed on the base commit abc1234567 \(exit 1\): AssertionError: 1 == 2; kept/);
+  const noInstall = judgeTrial(node, outcome({ install_exit: '1', install_output: 'npm error code SELF_SIGNED_CERT_IN_CHAIN' }));
+  assert.deepEqual(noInstall.leftOut, []);
+  assert.match(noInstall.notes[0]!, /the install failed on the base commit abc1234567, so the checks could not be tried; all kept .*SELF_SIGNED_CERT_IN_CHAIN/);
+  assert.deepEqual(judgeTrial(node, outcome({ install_exit: '0', test_exit: '0', lint_exit: '0' })), { leftOut: [], notes: [] });
+});
+
+test('the starter leaves a broken lint out of its verify, with the reason where the line was; every variant validates', () => {
+  const verdict = judgeTrial(node, readTrial(node, { commit: 'abc1234567890', runId: 'R1', outputs: { install_exit: '0', test_exit: '0', lint_exit: '127', lint_output: 'sh: 1: eslint: not found\n"quoted": {x}' } }));
+  const text = starterPipeline({ name: 'demo', agent: 'claude-code', git: true, detected: node, trial: verdict });
+  const p = parsePipeline(text, 'runner.yaml');
+  const verify = p.steps.find((s) => s.verify)!;
+  assert.equal(verify.run, 'npm ci --no-audit --no-fund\nnpm test\n# npm run lint failed on the base commit abc1234567 (exit 127): sh: 1: eslint: not found; left out (runner logs R1 --step try)\n# npm run lint\n');
+  const untried = starterPipeline({ name: 'demo', agent: 'claude-code', git: true, detected: node, trial: { notTried: 'the trial could not run: no engine\nsecond line' } });
+  assert.match(untried, /# The checks were not tried on the project \(the trial could not run: no engine second line\)\.\n {2}- id: verify/);
+  assert.match(parsePipeline(untried, 'r.yaml').steps[1]!.run!, /npm test\nnpm run lint\n$/, 'untried: all kept');
+});
+
+test('a dev container is detected; image: devcontainer is proposed only where the schema takes it', () => {
+  const withDc = detect({ names: ['package.json', '.devcontainer'], packageJson: '{"scripts":{"test":"node t.js"}}', devcontainerFiles: ['.devcontainer/devcontainer.json'] });
+  assert.equal(withDc.devcontainer, '.devcontainer/devcontainer.json');
+  assert.equal(detect({ names: ['.devcontainer.json'], devcontainerFiles: ['.devcontainer.json'] }).devcontainer, '.devcontainer.json');
+  assert.equal(detect({ names: ['.devcontainer.json'], devcontainerFiles: ['.devcontainer.json', '.devcontainer/devcontainer.json'] }).devcontainer, '.devcontainer/devcontainer.json', 'the spec\'s order');
+  assert.equal(detect({ names: ['package.json'], packageJson: '{}' }).devcontainer, undefined);
+  const proposed = starterPipeline({ name: 'demo', agent: 'claude-code', git: true, detected: withDc, devcontainerImage: true });
+  const p = parsePipeline(proposed, 'runner.yaml');
+  assert.equal(p.defaults?.image, 'devcontainer');
+  assert.equal(p.steps.find((s) => s.verify)!.image, undefined, 'the verify step runs in the dev container too');
+  const notYet = starterPipeline({ name: 'demo', agent: 'claude-code', git: true, detected: withDc, devcontainerImage: false });
+  assert.match(notYet, /# Found \.devcontainer\/devcontainer\.json: this runner does not run steps in a dev container yet/);
+  assert.equal(parsePipeline(notYet, 'runner.yaml').defaults?.image, undefined);
+});
