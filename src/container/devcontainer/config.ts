@@ -117,6 +117,12 @@ export function isLocalFeature(id: string): boolean {
   return id.startsWith('./') || id.startsWith('../');
 }
 
+/** Where the source of a feature of the devcontainers collection is (its install.sh and devcontainer-feature.json), to copy. */
+function featureSource(id: string): string {
+  const m = /^ghcr\.io\/devcontainers\/features\/([a-z0-9-]+)(?::[^/]*)?$/.exec(id);
+  return m ? ` (its source: https://github.com/devcontainers/features/tree/main/src/${m[1]}; what it downloads when it installs, it downloads in the engine's build)` : '';
+}
+
 export function readDevcontainerConfig(text: string): ConfigReading {
   const errors: ConfigIssue[] = [];
   const warnings: ConfigIssue[] = [];
@@ -197,7 +203,7 @@ export function readDevcontainerConfig(text: string): ConfigReading {
     if (!k || !v) continue;
     const id = String(k.value);
     if (!isLocalFeature(id)) {
-      errors.push(at(k, `features.${id}`, `refused: feature ${id} is not a folder of the project: a feature from a registry is code the runner would fetch and run as root in the image, from a name someone else may own; copy it into .devcontainer (e.g. ./features/${id.split('/').pop()?.split(':')[0] ?? 'name'}) and name it ./features/...`));
+      errors.push(at(k, `features.${id}`, `refused: feature ${id} is not a folder of the project: a feature from a registry is code the runner would fetch and run as root in the image, from a name someone else may own; copy it into .devcontainer (e.g. ./features/${id.split('/').pop()?.split(':')[0] ?? 'name'}) and name it ./features/...${featureSource(id)}`));
       continue;
     }
     const options: Record<string, string | boolean> = {};

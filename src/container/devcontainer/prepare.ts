@@ -141,9 +141,12 @@ export async function prepareDevcontainer(runtime: ContainerRuntime, opts: Prepa
   const image = `${PREPARED_REPOSITORY}:${key.slice(0, 24)}`;
   const unknown = new Set<string>();
   const ctx: VariableContext = { workspace: opts.workspace, projectName: path.basename(opts.project), containerEnv: config.containerEnv, devcontainerId: key.slice(0, 24) };
-  const containerEnv = resolveEnv(config.containerEnv, ctx, (v) => unknown.add(v));
-  const env = { ...containerEnv, ...resolveEnv(config.remoteEnv, { ...ctx, containerEnv }, (v) => unknown.add(v)) };
+  const emptied = new Set<string>();
+  const containerEnv = resolveEnv(config.containerEnv, ctx, (v) => unknown.add(v), (v) => emptied.add(v));
+  const env = { ...containerEnv, ...resolveEnv(config.remoteEnv, { ...ctx, containerEnv }, (v) => unknown.add(v), (v) => emptied.add(v)) };
   if (unknown.size) warnings.push(`variables the runner does not know are left as written: ${[...unknown].join(', ')}`);
+  // typescript-action's GITHUB_TOKEN: an editor's user has it in their shell, a step never has the runner's
+  if (emptied.size) warnings.push(`${[...emptied].join(', ')} ${emptied.size === 1 ? 'is' : 'are'} empty in the dev container: the runner's own environment never reaches a step; a value a step needs is given by the pipeline (its secrets: or env:)`);
   if (config.workspaceFolder !== undefined) warnings.push(`workspaceFolder ${config.workspaceFolder} is not where the workspace is: a step's workspace is ${opts.workspace} (\${containerWorkspaceFolder} points there)`);
   for (const w of warnings) opts.warn?.(w);
 

@@ -87,6 +87,10 @@ describe('readDevcontainerConfig', () => {
     assert.equal(r.errors.length, 1);
     assert.equal(r.errors[0]!.key, 'features.ghcr.io/devcontainers/features/node:1');
     assert.match(r.errors[0]!.message, /ghcr\.io\/devcontainers\/features\/node:1 is not a folder of the project/);
+    // a feature of the devcontainers collection: where its source is, to copy
+    assert.match(r.errors[0]!.message, /its source: https:\/\/github\.com\/devcontainers\/features\/tree\/main\/src\/node;/);
+    const other = readDevcontainerConfig('{ "image": "x", "features": { "ghcr.io/devcontainers-community/npm-features/prettier:1": {} } }');
+    assert.doesNotMatch(other.errors[0]!.message, /its source/);
     const ok = readDevcontainerConfig('{ "image": "x", "features": { "./features/tool": { "version": "2", "flag": true } } }');
     assert.deepEqual(ok.config?.features, [{ id: './features/tool', options: { version: '2', flag: true } }]);
   });
