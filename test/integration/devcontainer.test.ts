@@ -173,6 +173,10 @@ test('a preparation that fails says what the file asked that was ignored, and ke
   assert.notEqual(r.code, 0);
   assert.match(r.stderr, /warning: dev container: .*devcontainer\.json:3:3 forwardPorts: ignored: a step publishes no port/);
   assert.match(r.stderr, /preparing commands exited 1: nothing was kept[\s\S]*preparing-fails/);
+  const image = /preparing image (runner-devcontainer:[0-9a-f]{24})/.exec(r.stderr)?.[1];
+  assert.ok(image, r.stderr);
+  const left = execFileSync('docker', ['images', '--format', '{{.Repository}}:{{.Tag}}', 'runner-devcontainer'], { encoding: 'utf8' }).split('\n').filter((n) => n.startsWith(image));
+  assert.deepEqual(left, [], 'nor an intermediate name');
 });
 
 test('a base image neither on the engine nor pulled is said with where the file names it and what to do, before anything is prepared', async () => {

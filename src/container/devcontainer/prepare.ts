@@ -160,48 +160,51 @@ export async function prepareDevcontainer(runtime: ContainerRuntime, opts: Prepa
   const left = await removeLeftovers(runtime);
   if (left) opts.say(`dev container: removed ${left} container(s) an interrupted preparation left`);
   opts.say(`dev container: preparing image ${image} from ${path.relative(opts.project, found.file)}`);
-  const labels = { [DEVCONTAINER_LABEL]: key };
-  let current: string;
-  if (config.image !== undefined) {
-    // pulled as any image is: with the user's registry credentials (ensureImage), the runner's own never
-    await ensureBase(runtime, config.image, `"image" in ${path.relative(opts.project, found.file)}`, opts.say);
-    current = config.image;
-  } else {
-    const b = inputs.build!;
-    current = `${image}-build`;
-    opts.say(`dev container: building ${path.relative(opts.project, b.dockerfileAbs)} (context ${path.relative(opts.project, b.contextDir) || '.'})`);
-    // its base images pulled first, as any image is (with the user's registry credentials): the build finds them here
-    for (const from of dockerfileBases(b.dockerfileText)) {
-      await ensureBase(runtime, from, `FROM in ${path.relative(opts.project, b.dockerfileAbs)}`, opts.say);
+  // the intermediate names go, the preparation failed or not; their layers stay, under the prepared image
+  try {
+    const labels = { [DEVCONTAINER_LABEL]: key };
+    let current: string;
+    if (config.image !== undefined) {
+      // pulled as any image is: with the user's registry credentials (ensureImage), the runner's own never
+      await ensureBase(runtime, config.image, `"image" in ${path.relative(opts.project, found.file)}`, opts.say);
+      current = config.image;
+    } else {
+      const b = inputs.build!;
+      current = `${image}-build`;
+      opts.say(`dev container: building ${path.relative(opts.project, b.dockerfileAbs)} (context ${path.relative(opts.project, b.contextDir) || '.'})`);
+      // its base images pulled first, as any image is (with the user's registry credentials): the build finds them here
+      for (const from of dockerfileBases(b.dockerfileText)) {
+        await ensureBase(runtime, from, `FROM in ${path.relative(opts.project, b.dockerfileAbs)}`, opts.say);
+      }
+      const extra = b.dockerfileInContext ? [] : [{ name: '.runner-devcontainer.Dockerfile', content: b.dockerfileText }];
+      await runtime.buildImage(
+        { context: packContext(b.contextDir, b.entries, extra), dockerfile: b.dockerfileInContext ?? '.runner-devcontainer.Dockerfile', tag: current, args: config.build!.args, ...(config.build!.target ? { target: config.build!.target } : {}), labels },
+        (line) => opts.say(`dev container build: ${line}`),
+      );
     }
-    const extra = b.dockerfileInContext ? [] : [{ name: '.runner-devcontainer.Dockerfile', content: b.dockerfileText }];
-    await runtime.buildImage(
-      { context: packContext(b.contextDir, b.entries, extra), dockerfile: b.dockerfileInContext ?? '.runner-devcontainer.Dockerfile', tag: current, args: config.build!.args, ...(config.build!.target ? { target: config.build!.target } : {}), labels },
-      (line) => opts.say(`dev container build: ${line}`),
-    );
+    const base = await runtime.imageConfig(current);
+    if (!base) throw new ContainerError('devcontainer_failed', `image ${current} is not on the engine after it was prepared`);
+    const remoteUser = config.remoteUser ?? config.containerUser ?? base.user ?? '';
+    {
+      // the local features, and the steps' HOME (a real dev container image has no /home/agent: a step could not write its HOME)
+      const next = `${image}-features`;
+      if (inputs.features.length) opts.say(`dev container: installing features ${inputs.features.map((f) => f.id).join(', ')}`);
+      const dockerfile = featuresDockerfile(current, inputs.features, base.user, { remote: remoteUser || 'root', container: config.containerUser ?? (base.user || 'root') }, opts.home);
+      const extra = [{ name: 'Dockerfile', content: dockerfile }, ...inputs.features.map((f) => ({ name: `${f.dir}/devcontainer-features.env`, content: envFile(f.env) }))];
+      await runtime.buildImage({ context: packContext(found.folder, inputs.featureEntries, extra), dockerfile: 'Dockerfile', tag: next, args: {}, labels }, (line) => {
+        if (inputs.features.length) opts.say(`dev container features: ${line}`);
+      });
+      current = next;
+    }
+    const script = preparationScript(config, (t) => resolveVariables(t, { ...ctx, containerEnv }));
+    if (script) await runPreparingCommands(runtime, opts, { from: current, to: image, script, user: remoteUser, env, key, base });
+    else {
+      // nothing to run: the image is the last one made, under the prepared name
+      await runTagOnly(runtime, opts, current, image, base, key);
+    }
+  } finally {
+    for (const step of [`${image}-build`, `${image}-features`]) await runtime.untagImage?.(step).catch(() => undefined);
   }
-  const base = await runtime.imageConfig(current);
-  if (!base) throw new ContainerError('devcontainer_failed', `image ${current} is not on the engine after it was prepared`);
-  const remoteUser = config.remoteUser ?? config.containerUser ?? base.user ?? '';
-  {
-    // the local features, and the steps' HOME (a real dev container image has no /home/agent: a step could not write its HOME)
-    const next = `${image}-features`;
-    if (inputs.features.length) opts.say(`dev container: installing features ${inputs.features.map((f) => f.id).join(', ')}`);
-    const dockerfile = featuresDockerfile(current, inputs.features, base.user, { remote: remoteUser || 'root', container: config.containerUser ?? (base.user || 'root') }, opts.home);
-    const extra = [{ name: 'Dockerfile', content: dockerfile }, ...inputs.features.map((f) => ({ name: `${f.dir}/devcontainer-features.env`, content: envFile(f.env) }))];
-    await runtime.buildImage({ context: packContext(found.folder, inputs.featureEntries, extra), dockerfile: 'Dockerfile', tag: next, args: {}, labels }, (line) => {
-      if (inputs.features.length) opts.say(`dev container features: ${line}`);
-    });
-    current = next;
-  }
-  const script = preparationScript(config, (t) => resolveVariables(t, { ...ctx, containerEnv }));
-  if (script) await runPreparingCommands(runtime, opts, { from: current, to: image, script, user: remoteUser, env, key, base });
-  else {
-    // nothing to run: the image is the last one made, under the prepared name
-    await runTagOnly(runtime, opts, current, image, base, key);
-  }
-  // the intermediate names go; their layers stay, under the prepared image
-  for (const step of [`${image}-build`, `${image}-features`]) await runtime.untagImage?.(step).catch(() => undefined);
   opts.say(`dev container: image ${image} is ready`);
   return { image, env, prepared: true, key, warnings };
 }
