@@ -2,7 +2,9 @@
  * The `cache:` setting of a step, an agent or `defaults`: which of the
  * project's caches a step gets (src/cache/), and how. Pure.
  *
- *   cache: [npm, pip]                          read-write, where each tool looks
+ *   cache: [npm, pip]                          where each tool looks: written by steps before any agent step,
+ *                                              read by the others (src/cache/write-trust.ts)
+ *   cache: { npm: rw }                         the file trusts this step to write it, wherever it runs
  *   cache: { npm: ro }                         the step reads it; what it writes is thrown away
  *   cache: { npm: { max: 1g } }                pruned back once it passes 1 GiB
  *   cache: { maven: { path: /home/agent/.m2/repository } }   a cache the runner does not know, mounted there
@@ -13,6 +15,8 @@ import { parseSize } from '../common/durations.js';
 
 export interface CacheEntry {
   readOnly: boolean;
+  /** `rw` (or `read_only: false`) said outright: the file trusts the step to write it, even after an agent step */
+  writeAlways?: boolean;
   /** where it is mounted, for a cache the runner does not know (or to move one it does) */
   path?: string;
   /** bytes it is pruned back to; absent: the default bound */
@@ -47,7 +51,8 @@ export function cachePathProblem(p: string): string | undefined {
 const NAMES_HINT = `a cache the runner knows (${ECOSYSTEM_NAMES.join(', ')}) or a name of your own with a path:`;
 
 function entry(name: string, v: unknown, add: (message: string, at?: string) => void): CacheEntry | undefined {
-  if (v === true || v === 'rw') return { readOnly: false };
+  if (v === true) return { readOnly: false };
+  if (v === 'rw') return { readOnly: false, writeAlways: true };
   if (v === 'ro') return { readOnly: true };
   if (v === null || typeof v !== 'object' || Array.isArray(v)) {
     add(`expected rw, ro or { path:, max:, read_only: }, got ${JSON.stringify(v)}`);
@@ -58,7 +63,10 @@ function entry(name: string, v: unknown, add: (message: string, at?: string) => 
   for (const [k, x] of Object.entries(o)) {
     if (k === 'read_only') {
       if (typeof x !== 'boolean') add('expected true or false', k);
-      else out.readOnly = x;
+      else {
+        out.readOnly = x;
+        if (!x) out.writeAlways = true;
+      }
     } else if (k === 'max') {
       const bytes = typeof x === 'number' ? (x > 0 ? x : undefined) : typeof x === 'string' ? parseSize(x) : undefined;
       if (bytes === undefined) add(`expected a size like 512m or 2g, got ${JSON.stringify(x)}`, k);

@@ -14,6 +14,8 @@ export interface CachePlan {
   env: Record<string, string>;
   /** the step reads it; what it writes goes to a layer thrown away after the step */
   readOnly: boolean;
+  /** the file said `rw`: the step writes it even where the run's trust would not let it (src/cache/write-trust.ts) */
+  writeAlways?: boolean;
   /** pruned back (oldest entries first) once it is bigger than this */
   maxBytes: number;
 }
@@ -24,7 +26,7 @@ export function planCaches(...levels: Array<CacheSetting | undefined>): CachePla
   return Object.entries(setting)
     .map(([name, e]) => {
       const target = e.path ?? `${CACHE_MOUNT_ROOT}/${name}`;
-      return { name, target, env: ECOSYSTEMS[name]?.env(target) ?? {}, readOnly: e.readOnly, maxBytes: e.max ?? DEFAULT_CACHE_MAX_BYTES };
+      return { name, target, env: ECOSYSTEMS[name]?.env(target) ?? {}, readOnly: e.readOnly, ...(e.writeAlways ? { writeAlways: true } : {}), maxBytes: e.max ?? DEFAULT_CACHE_MAX_BYTES };
     })
     .sort((a, b) => a.name.localeCompare(b.name));
 }

@@ -14,6 +14,7 @@ import { PRESETS } from '../agents/presets.js';
 import { RunSpend } from '../gateway/host/run-spend.js';
 import { CA_PATH } from '../plan/company-network.js';
 import { inspectsTls } from '../plan/gateway-inspection.js';
+import { untrustedLine } from '../plan/untrusted-upstream.js';
 import { CONTAINER_PATHS } from '../plan/render.js';
 import { GATEWAY_NETWORK, PROXY_ENV, type StepPlan } from '../plan/step-plan.js';
 import type { RunSettings } from '../settings/run-settings.js';
@@ -29,6 +30,8 @@ export interface DevcontainerUse {
   settings: RunSettings;
   masker: Masker;
   say: (line: string) => void;
+  /** what the file asks that the runner ignores, said before the preparation */
+  warn: (line: string) => void;
 }
 
 /** Prepares the dev container when a step runs in it, and points those steps' plans at it; undefined when none does. */
@@ -43,10 +46,12 @@ export async function useDevcontainer(u: DevcontainerUse, plans: StepPlan[]): Pr
   const prepared = await prepareDevcontainer(u.runtime, {
     project: u.project,
     workspace: CONTAINER_PATHS.workspace,
+    home: CONTAINER_PATHS.home,
     sandbox: { memoryBytes: first.memoryBytes, cpus: first.cpus, pids: first.pids, openFiles: first.openFiles, fileSizeBytes: first.fileSizeBytes, network: gated ? 'none' : first.network, timeoutMs: first.timeoutMs },
     ...(gated && !inspected ? { openWay: () => preparingWay(u, first) } : {}),
     ...(await preparingCompany(u)),
     say: u.say,
+    warn: u.warn,
   });
   // an agent preset's step: the project's image with the preset's CLI added (once per image, kept)
   const withAgent = new Map<string, Promise<string>>();
@@ -95,6 +100,7 @@ async function preparingWay(u: DevcontainerUse, plan: StepPlan): Promise<Prepari
     timeoutMs: plan.timeoutMs,
     onEvent: (e) => {
       if (e.event === 'refused') u.say(`dev container gateway: refused ${e.host}: ${e.reason} (not in step ${plan.id}'s egress:)`);
+      else if (e.event === 'untrusted') u.say(`dev container ${untrustedLine(e, u.settings.company).replace(/^runner /, '')}`);
       else if (e.event === 'error') u.say(`dev container gateway: ${e.message}`);
     },
     onOverBudget: () => undefined,

@@ -124,8 +124,7 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
         // what the engine's transport cannot do for these steps, or lacks to run any: said before any pull
         await (deps.transport ?? mountTransport(deps.runtime)).checkRun(containers);
         // image: devcontainer: the project's dev container, prepared once per content, becomes those steps' image
-        const devcontainer = await useDevcontainer({ runtime: deps.runtime, home: opts.home, project: path.resolve(opts.loaded.dir, pipeline.project.path), settings, masker, say: (line) => deps.reporter.info(masker.mask(line)) }, containers);
-        for (const w of devcontainer?.warnings ?? []) deps.reporter.warn(`dev container: ${w}`);
+        const devcontainer = await useDevcontainer({ runtime: deps.runtime, home: opts.home, project: path.resolve(opts.loaded.dir, pipeline.project.path), settings, masker, say: (line) => deps.reporter.info(masker.mask(line)), warn: (w) => deps.reporter.warn(`dev container: ${w}`) }, containers);
         // The runner's own images first: one that is missing refuses the run before any pull begins.
         const images = [...new Set(containers.map((s) => s.image))].sort((a, b) => Number(isOwnImage(b)) - Number(isOwnImage(a)));
         for (const image of images) {

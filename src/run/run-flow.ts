@@ -153,6 +153,7 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
         secrets: c.secrets,
         inputs: record.inputs ?? {},
         spending: c.spending,
+        ...agentBefore(record.steps),
       });
       const ran = await runStep(stepIn(where, u));
       result = ran.result;
@@ -453,3 +454,8 @@ class Wakeup {
   }
 }
 
+/** The first agent step the run's record holds (this start's, an earlier start's, a fork's carried one), for the caches' trust. Pure. */
+export function agentBefore(steps: ReadonlyArray<Pick<StepResult, 'id' | 'agent'>>): { agentBefore?: string } {
+  const seen = steps.find((s) => s.agent !== undefined);
+  return seen ? { agentBefore: seen.id } : {};
+}

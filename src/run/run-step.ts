@@ -49,6 +49,8 @@ export interface StepContext {
   inputs: Record<string, string>;
   /** budgets, prices and the way out, for a step behind a gateway */
   spending: RunSpending;
+  /** an agent step of the run (this start, an earlier one, or carried by a fork) that ran before this step: it may not write caches (src/cache/write-trust.ts) */
+  agentBefore?: string;
 }
 
 /** What a step's run ended with: its record entry, and its outputs as later steps see them (unmasked). */

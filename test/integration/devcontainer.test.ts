@@ -51,6 +51,8 @@ steps:
       echo "feature=$(cat /etc/dc-feature) stamp=$STAMP_HOME"
       echo "mode=$DC_MODE ws=$DC_WS remote=$DC_REMOTE pwd=$(pwd)"
       test ! -e left-by-postcreate && echo "workspace clean"
+      echo "home=$HOME cache=$(cat "$HOME/.cache/dc/state")"
+      echo again >> "$HOME/.cache/dc/state" && touch "$HOME/.step-wrote" && echo "home writable by $(id -u)"
 `;
 
 async function devcontainerProject(): Promise<{ f: Fixture; nonce: string }> {
@@ -93,6 +95,9 @@ test("a step runs in the project's dev container: its tool, its build args, its 
   assert.match(out, /feature=featured by root stamp=\/opt\/stamp/);
   assert.match(out, /mode=fixture ws=\/home\/agent\/run-workspace remote=fixture-remote pwd=\/home\/agent\/run-workspace/);
   assert.match(out, /workspace clean/, 'what the preparing commands wrote in the workspace stays out of the run');
+  // the base image has no /home/agent, and the preparing commands ran as root: the step (uid 1000) has its HOME, and what they left there
+  assert.match(out, /home=\/home\/agent cache=warmed/);
+  assert.match(out, /home writable by 1000/);
   assert.match(out, /warning: dev container: .*postStartCommand: ignored/);
   assert.match(out, /warning: dev container: .*workspaceFolder \/workspaces\/fixture is not where the workspace is/);
   assert.equal(await treeHash(f.project), before, 'the project is not written');
@@ -149,7 +154,7 @@ test('runner validate refuses what the dev container may not have, each with its
   const r = await runCli(['validate', file]);
   assert.equal(r.code, 2, r.stdout + r.stderr);
   assert.match(r.stderr, /devcontainer\.json:3:3 runArgs: refused: /);
-  assert.match(r.stderr, /devcontainer\.json:4:3 mounts: refused: /);
+  assert.doesNotMatch(r.stderr, /mounts: refused/, 'a host mount is ignored with a warning, never honoured');
   assert.match(r.stderr, /devcontainer\.json:5:3 initializeCommand: refused: initializeCommand runs on the host/);
   assert.match(r.stderr, /devcontainer\.json:6:17 features\.ghcr\.io\/devcontainers\/features\/node:1: refused: feature ghcr\.io\/devcontainers\/features\/node:1 is not a folder of the project/);
 
@@ -158,6 +163,31 @@ test('runner validate refuses what the dev container may not have, each with its
   assert.notEqual(run.code, 0);
   assert.match(run.stderr, /runArgs: refused/);
   assert.deepEqual(await readdir(path.join(f.home, 'runs')).catch(() => []), []);
+});
+
+test('a preparation that fails says what the file asked that was ignored, and keeps nothing', async () => {
+  const { f } = await devcontainerProject();
+  const dc = path.join(f.project, '.devcontainer/devcontainer.json');
+  await writeFile(dc, ['{', '  "image": "runner/base:latest",', '  "forwardPorts": [3000],', '  "containerEnv": { "DC_NONCE": "' + randomBytes(6).toString('hex') + '" },', '  "postCreateCommand": "echo preparing-fails; exit 7"', '}'].join('\n'));
+  const r = await execPipeline(f, await writePipeline(f, PIPELINE));
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /warning: dev container: .*devcontainer\.json:3:3 forwardPorts: ignored: a step publishes no port/);
+  assert.match(r.stderr, /preparing commands exited 1: nothing was kept[\s\S]*preparing-fails/);
+  const image = /preparing image (runner-devcontainer:[0-9a-f]{24})/.exec(r.stderr)?.[1];
+  assert.ok(image, r.stderr);
+  const left = execFileSync('docker', ['images', '--format', '{{.Repository}}:{{.Tag}}', 'runner-devcontainer'], { encoding: 'utf8' }).split('\n').filter((n) => n.startsWith(image));
+  assert.deepEqual(left, [], 'nor an intermediate name');
+});
+
+test('a base image neither on the engine nor pulled is said with where the file names it and what to do, before anything is prepared', async () => {
+  const { f } = await devcontainerProject();
+  const dc = path.join(f.project, '.devcontainer/devcontainer.json');
+  // a registry on this machine's loopback that nothing listens on: the pull is refused at once, and goes nowhere else
+  await writeFile(dc, '{ "image": "127.0.0.1:9/runner-test/none-such:1" }');
+  const r = await execPipeline(f, await writePipeline(f, PIPELINE));
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /the dev container's base image 127\.0\.0\.1:9\/runner-test\/none-such:1 \("image" in \.devcontainer\/devcontainer\.json\): image .* could not be pulled .*; or name there a copy of it in a registry this machine reaches/);
+  assert.doesNotMatch(r.stderr, /preparing commands|    at /, 'no preparation, no stack');
 });
 
 test("the preparing commands reach the hosts the step's egress: allows, through a gateway of their own, and no other; the proxy is not kept in the image", { timeout: 240_000 }, async () => {

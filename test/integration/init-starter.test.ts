@@ -4,8 +4,9 @@
  * base_url is added, to reach the scripted model) to a green verify, with
  * the packages coming from mirrors on a fake internet of the test's own
  * (--npm-registry, --pip-index). The task given with --input reaches the
- * agent; the real Claude Code CLI runs; a second run installs from the
- * project's cache (nothing downloaded from the mirror again).
+ * agent; the real Claude Code CLI runs; init's trial fills the project's
+ * cache, and both runs install from it (nothing downloaded from the mirror
+ * again), while their steps, all at or after the agent, never write it.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -46,8 +47,9 @@ async function projectWith(files: Record<string, string>): Promise<Fixture> {
 
 /** `runner init` on the project; the starter it wrote, with only base_url added under the agent (as scripts/demo-agent.mjs does). */
 async function initStarter(f: Fixture, server: ModelServer): Promise<{ file: string; starter: string }> {
-  // the checks are tried from the mirrors too, in a home of init's own (the runs' caches start empty)
-  const r = await runCli(['init', f.project, '--home', path.join(f.root, 'init-home'), ...mirrors.flags]);
+  // the checks are tried from the mirrors too, in the runs' home: the trial (a step before any agent, the one the
+  // starter has) fills the project's cache, which the runs' steps, all at or after the agent, read and never write
+  const r = await runCli(['init', f.project, '--home', f.home, ...mirrors.flags]);
   assert.equal(r.code, 0, r.stderr);
   const file = path.join(f.project, 'runner.yaml');
   const starter = await readFile(file, 'utf8');
@@ -64,7 +66,7 @@ function exec(f: Fixture, file: string, task: string) {
 /** What the model was sent by the agent loop, as text: the prompt is in it. */
 const sentToModel = (server: ModelServer) => JSON.stringify(server.agentRequests().map((r) => r.body.messages));
 
-test('npm: the starter runs unchanged to a green verify (npm ci, npm test) from the mirror, the task reaches the agent, and a second run installs from the cache', { timeout: 240_000 }, async () => {
+test("npm: the starter runs unchanged to a green verify (npm ci, npm test) from the mirror, the task reaches the agent, and both runs install from the cache that init's trial filled", { timeout: 240_000 }, async () => {
   const f = await projectWith({
     'package.json': JSON.stringify({ name: 'greeter', version: '1.0.0', private: true, scripts: { test: 'node test.js' }, dependencies: { [TINY_NPM.name]: `^${TINY_NPM.version}` } }, null, 2),
     'package-lock.json': JSON.stringify(
@@ -93,7 +95,10 @@ test('npm: the starter runs unchanged to a green verify (npm ci, npm test) from 
   ];
   const server = await ModelServer.start({ turns: [...turns, ...turns], usage: { input: 1000, output: 20 } });
   servers.push(server);
+  const before0 = requests('npm.example').length;
   const { file, starter } = await initStarter(f, server);
+  const initRequests = requests('npm.example').slice(before0);
+  assert.ok(initRequests.some((l) => l.startsWith(`GET ${TINY_NPM.tarballPath} `) && l.endsWith(' 200')), `init's trial downloaded the tarball from the mirror:\n${initRequests.join('\n')}`);
   assert.match(starter, /npm ci --no-audit --no-fund\n\s+npm test\n/);
   assert.match(starter, /# npm test failed on the base commit \w+ \(exit 1\): .*Cannot find module '\.\/shout\.js'.*; kept: the tests are what the verify checks/, 'a failing test is the task here: it stays');
   assert.match(starter, /cache: \[npm\]/);
@@ -117,7 +122,8 @@ test('npm: the starter runs unchanged to a green verify (npm ci, npm test) from 
   assert.match(verify1, /^tests passed$/m);
   assert.equal(git(f.project, 'diff', '--name-only', first.json.baseSha, first.json.headSha), 'shout.js', 'the run changed what the agent wrote, and the verify step committed nothing (node_modules is ignored)');
   const firstRequests = requests('npm.example').slice(before1);
-  assert.ok(firstRequests.some((l) => l.startsWith(`GET ${TINY_NPM.tarballPath} `) && l.endsWith(' 200')), `the first run downloaded the tarball from the mirror:\n${firstRequests.join('\n')}`);
+  assert.deepEqual(firstRequests.filter((l) => l.includes('.tgz')), [], "the first run took the tarball from the cache init's trial filled");
+  assert.match(verify1, /cache npm: read, not written \(it runs after agent step implement/, 'the verify after the agent does not write the cache');
 
   const before2 = requests('npm.example').length;
   const t2 = Date.now();
@@ -140,7 +146,7 @@ test('npm: the starter runs unchanged to a green verify (npm ci, npm test) from 
   );
 });
 
-test('Python: the starter runs unchanged to a green verify (a venv outside the worktree, pip install -r requirements.txt, unittest) from the index, and a second run installs from the cache', { timeout: 240_000 }, async () => {
+test("Python: the starter runs unchanged to a green verify (a venv outside the worktree, pip install -r requirements.txt, unittest) from the index, and both runs install from the cache that init's trial filled", { timeout: 240_000 }, async () => {
   const f = await projectWith({
     'requirements.txt': 'runner-tiny==0.1.0\n',
     // fails until greeting.py exists: the task is to add it
@@ -155,7 +161,10 @@ test('Python: the starter runs unchanged to a green verify (a venv outside the w
   ];
   const server = await ModelServer.start({ turns: [...turns, ...turns], usage: { input: 1000, output: 20 } });
   servers.push(server);
+  const before0 = requests('pypi.example').length;
   const { file, starter } = await initStarter(f, server);
+  const initRequests = requests('pypi.example').slice(before0);
+  assert.ok(initRequests.some((l) => /^GET \/simple\/runner-tiny\/runner_tiny-0\.1\.0-py3-none-any\.whl HTTP\/1\.\d 200$/.test(l)), `init's trial downloaded the wheel from the index:\n${initRequests.join('\n')}`);
   assert.match(starter, /python3 -m venv \/tmp\/venv && \/tmp\/venv\/bin\/pip install --quiet -r requirements\.txt\n\s+\/tmp\/venv\/bin\/python -m unittest discover\n/);
   assert.match(starter, /cache: \[pip\]/);
 
@@ -164,7 +173,7 @@ test('Python: the starter runs unchanged to a green verify (a venv outside the w
   const t1 = Date.now();
   const first = await exec(f, file, task);
   const firstMs = Date.now() - t1;
-  assert.equal(first.code, 0, `${first.stderr}\n${first.json?.runId ? stepLog(f, first.json.runId, "verify") : JSON.stringify(first.json)}`);
+  assert.equal(first.code, 0, `${first.stderr}\n${first.json?.runId ? stepLog(f, first.json.runId, "verify") : JSON.stringify(first.json)}\nthe index was asked:\n${requests('pypi.example').slice(before0).join('\n')}`);
   assert.equal(first.json.status, 'succeeded');
   assert.equal(first.json.steps.verify.status, 'completed');
   assert.ok(sentToModel(server).includes('py-task-91c2'), 'the task given with --input reached the agent');
@@ -176,7 +185,7 @@ test('Python: the starter runs unchanged to a green verify (a venv outside the w
   assert.match(verify1, /^OK$/m);
   assert.equal(git(f.project, 'diff', '--name-only', first.json.baseSha, first.json.headSha), 'greeting.py', 'the run changed what the agent wrote; the virtualenv, outside the worktree, was never committed');
   const firstRequests = requests('pypi.example').slice(before1);
-  assert.ok(firstRequests.some((l) => /^GET \/simple\/runner-tiny\/runner_tiny-0\.1\.0-py3-none-any\.whl HTTP\/1\.\d 200$/.test(l)), `the first run downloaded the wheel from the index:\n${firstRequests.join('\n')}`);
+  assert.deepEqual(firstRequests.filter((l) => l.includes('.whl')), [], "the first run took the wheel from the cache init's trial filled");
 
   const before2 = requests('pypi.example').length;
   const t2 = Date.now();

@@ -60,7 +60,7 @@ test('init leaves a lint that fails before any change out of the starter, saying
   assert.match(init.stdout, /verified by npm test \(left out, failing before any change: npm run lint; the file says why\)/);
   const file = path.join(f.project, 'runner.yaml');
   const starter = await readFile(file, 'utf8');
-  const comment = new RegExp(`\\n {6}# npm run lint failed on the base commit ${base.slice(0, 10)} \\(exit 127\\): sh: 1: eslint: not found; left out \\(runner logs (\\S+) --step try --home ${f.home.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}\\)\\n {6}# npm run lint\\n`);
+  const comment = new RegExp(`\\n {6}# npm run lint failed on the base commit ${base.slice(0, 10)} \\(exit 127\\): sh: 1: eslint: not found; left out \\(runner logs (\\S+) --step try --home ${f.home.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\)\\n {6}# npm run lint\\n`);
   assert.match(starter, comment, starter);
   assert.match(starter, /run: \|\n {6}npm ci --no-audit --no-fund\n {6}npm test\n {6}#/, 'the install and the test stay');
   // the trial is a run of the home's, its log the evidence; its branch, which held nothing, is gone; the checkout is untouched

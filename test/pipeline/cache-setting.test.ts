@@ -26,7 +26,9 @@ test('the forms a cache: setting takes', () => {
   const cases: Array<[string, unknown]> = [
     ['[npm, pip]', { npm: { readOnly: false }, pip: { readOnly: false } }],
     ['{ npm: ro }', { npm: { readOnly: true } }],
-    ['{ npm: rw, yarn: true }', { npm: { readOnly: false }, yarn: { readOnly: false } }],
+    // rw said outright: the file trusts the step to write, even after an agent step (src/cache/write-trust.ts)
+    ['{ npm: rw, yarn: true }', { npm: { readOnly: false, writeAlways: true }, yarn: { readOnly: false } }],
+    ['{ npm: { read_only: false } }', { npm: { readOnly: false, writeAlways: true } }],
     ['{ npm: { max: 1g } }', { npm: { readOnly: false, max: 1024 ** 3 } }],
     ['{ npm: { read_only: true, max: 512m } }', { npm: { readOnly: true, max: 512 * 1024 ** 2 } }],
     ['{ maven: { path: /home/agent/.m2/repository/ } }', { maven: { readOnly: false, path: '/home/agent/.m2/repository' } }],

@@ -74,10 +74,6 @@ export interface ConfigReading {
 
 /** Keys refused: each would give the step what the sandbox promises it never has (docs/sandbox.md). */
 export const REFUSED_KEYS: Readonly<Record<string, string>> = {
-  forwardPorts: 'a step publishes no port on the host: remove forwardPorts (a step serves nothing outside its own network)',
-  appPort: 'a step publishes no port on the host: remove appPort',
-  mounts: "a step mounts nothing of the host's but its workspace and the caches its pipeline names: remove mounts (use cache: in the pipeline for a tool's cache)",
-  workspaceMount: 'the runner mounts the workspace itself (a git worktree of the run): remove workspaceMount',
   runArgs: 'docker run arguments would bypass the sandbox (capabilities, devices, networks, the host): remove runArgs and say what you need in the pipeline (resources:, cap_add:, network:)',
   privileged: 'a step never runs privileged: remove privileged',
   capAdd: "capabilities are added by the pipeline's cap_add:, under its rules, never by the dev container: remove capAdd",
@@ -89,6 +85,12 @@ export const REFUSED_KEYS: Readonly<Record<string, string>> = {
 
 /** Keys ignored, with what the runner does instead (said as a warning at load). */
 export const IGNORED_KEYS: Readonly<Record<string, string>> = {
+  // never honoured, and common in real projects' files (the templates forward ports; editors mount credentials):
+  // refusing them would make a team edit the file its editors use, for nothing the step would get either way
+  forwardPorts: 'ignored: a step publishes no port on the host (a step serves nothing outside its own network)',
+  appPort: 'ignored: a step publishes no port on the host',
+  mounts: "ignored: a step mounts nothing of the host's but its workspace and the caches its pipeline names (use cache: in the pipeline for a tool's cache; a credential is a secret of the pipeline)",
+  workspaceMount: 'ignored: the runner mounts the workspace itself (a git worktree of the run)',
   postStartCommand: 'ignored: a step is not a long-lived container that starts; put what every step needs in onCreateCommand or postCreateCommand (kept in the image), or in the step',
   postAttachCommand: 'ignored: nothing attaches to a step; put it in postCreateCommand or in the step',
   waitFor: 'ignored: every preparing command has finished before any step starts',
@@ -113,6 +115,12 @@ const TAKEN_KEYS = new Set(['image', 'build', 'containerEnv', 'remoteEnv', 'cont
 /** A feature from a registry (ghcr.io/..., mcr.microsoft.com/...) or a URL: only a folder of the project is taken. */
 export function isLocalFeature(id: string): boolean {
   return id.startsWith('./') || id.startsWith('../');
+}
+
+/** Where the source of a feature of the devcontainers collection is (its install.sh and devcontainer-feature.json), to copy. */
+function featureSource(id: string): string {
+  const m = /^ghcr\.io\/devcontainers\/features\/([a-z0-9-]+)(?::[^/]*)?$/.exec(id);
+  return m ? ` (its source: https://github.com/devcontainers/features/tree/main/src/${m[1]}; what it downloads when it installs, it downloads in the engine's build)` : '';
 }
 
 export function readDevcontainerConfig(text: string): ConfigReading {
@@ -195,7 +203,7 @@ export function readDevcontainerConfig(text: string): ConfigReading {
     if (!k || !v) continue;
     const id = String(k.value);
     if (!isLocalFeature(id)) {
-      errors.push(at(k, `features.${id}`, `refused: feature ${id} is not a folder of the project: a feature from a registry is code the runner would fetch and run as root in the image, from a name someone else may own; copy it into .devcontainer (e.g. ./features/${id.split('/').pop()?.split(':')[0] ?? 'name'}) and name it ./features/...`));
+      errors.push(at(k, `features.${id}`, `refused: feature ${id} is not a folder of the project: a feature from a registry is code the runner would fetch and run as root in the image, from a name someone else may own; copy it into .devcontainer (e.g. ./features/${id.split('/').pop()?.split(':')[0] ?? 'name'}) and name it ./features/...${featureSource(id)}`));
       continue;
     }
     const options: Record<string, string | boolean> = {};

@@ -22,11 +22,16 @@ export async function insideProject(root: string, rel: string, what: string): Pr
   if (up.startsWith('..') || path.isAbsolute(up)) throw new ContainerError('devcontainer_invalid', `${what} ${rel} is outside the project (${root}): a dev container reads only the project's own files`);
   // no directory on the way may be a link elsewhere
   const realRoot = await realpath(root);
+  // the project itself (a build context of ".." from .devcontainer): its parent is no directory on the way
+  if (up === '') return realRoot;
   const realDir = await realpath(path.dirname(abs)).catch(() => undefined);
   if (realDir === undefined) throw new ContainerError('devcontainer_invalid', `${what} ${rel} does not exist in the project (${root})`);
   const rest = path.relative(realRoot, realDir);
   if (rest.startsWith('..') || path.isAbsolute(rest)) throw new ContainerError('devcontainer_invalid', `${what} ${rel} is reached through a symbolic link that leaves the project: refused`);
-  return path.join(realDir, path.basename(abs));
+  const out = path.join(realDir, path.basename(abs));
+  // nor the last: a build context or a feature's folder that is a link would be read (and sent to the engine) where it points
+  if ((await lstat(out).catch(() => undefined))?.isSymbolicLink()) throw new ContainerError('devcontainer_invalid', `${what} ${rel} is a symbolic link, which is never followed: refused`);
+  return out;
 }
 
 /** A small file of the project, never through a symlink. */

@@ -41,10 +41,11 @@ export function envFile(env: Readonly<Record<string, string>>): string {
 }
 
 /**
- * The Dockerfile that installs `features` on `base`, in order, as root, then gives the image its user back.
+ * The Dockerfile that installs `features` on `base`, in order, as root, makes the steps' HOME (`home`: every step has
+ * it, whatever its uid, as on the runner's images: writable by all, like /tmp), then gives the image its user back.
  * `users`: the spec's builtin variables (_REMOTE_USER, _CONTAINER_USER) for install.sh.
  */
-export function featuresDockerfile(base: string, features: readonly PreparedFeature[], baseUser: string, users: { remote: string; container: string }): string {
+export function featuresDockerfile(base: string, features: readonly PreparedFeature[], baseUser: string, users: { remote: string; container: string }, home: string): string {
   const lines = [`FROM ${base}`, 'USER root'];
   features.forEach((f, i) => {
     const dest = `/tmp/runner-features/${i}`;
@@ -54,7 +55,8 @@ export function featuresDockerfile(base: string, features: readonly PreparedFeat
     );
     for (const [k, v] of Object.entries(f.containerEnv)) if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) lines.push(`ENV ${k}=${JSON.stringify(v)}`);
   });
-  lines.push('RUN rm -rf /tmp/runner-features');
+  if (features.length) lines.push('RUN rm -rf /tmp/runner-features');
+  lines.push(`RUN mkdir -p ${shellQuote(home)} && chmod 1777 ${shellQuote(home)}`);
   if (baseUser) lines.push(`USER ${baseUser}`);
   return `${lines.join('\n')}\n`;
 }

@@ -16,14 +16,14 @@ import { readDevcontainerConfig, type ConfigReading, type DevcontainerConfig } f
 import { hashEntries, insideProject, listContext, matchesSources, packContext, readProjectFile, type ContextEntry } from './context.js';
 import { dockerfileBases, dockerfileSources } from './dockerfile-sources.js';
 import { envFile, featureEnv, featuresDockerfile, type FeatureMetadata, type PreparedFeature } from './features.js';
-import { preparationScript } from './script.js';
+import { homeHandOver, preparationScript } from './script.js';
 import { resolveEnv, resolveVariables, type VariableContext } from './variables.js';
 
 export { DEVCONTAINER_IMAGE } from './config.js';
 /** The repository the prepared images are tagged in (never runner/: those are the runner's own). */
 export const PREPARED_REPOSITORY = 'runner-devcontainer';
 /** Changed when what the preparation does changes: every image is prepared again. */
-const RECIPE = 'runner-devcontainer/1';
+const RECIPE = 'runner-devcontainer/2';
 export const DEVCONTAINER_LABEL = 'dev.runner.devcontainer';
 /** On what a preparation runs (its container, its gateway and network): the runner process that made them. */
 export const PREPARER_PID_LABEL = 'dev.runner.devcontainer-pid';
@@ -103,6 +103,8 @@ export interface PrepareOptions {
   project: string;
   /** where a step's workspace is in its container: the spec's workspace variables point there */
   workspace: string;
+  /** a step's HOME: made in the image, writable by all; the preparing commands' HOME too, so what they leave there a step finds */
+  home: string;
   /** limits and the network for the preparing commands (a step's: the first step that runs in the dev container) */
   sandbox: Pick<ContainerSpec, 'memoryBytes' | 'cpus' | 'pids' | 'openFiles' | 'fileSizeBytes' | 'network'> & { timeoutMs: number };
   /** the gateway to run the preparing commands behind, instead of `sandbox.network` */
@@ -115,6 +117,8 @@ export interface PrepareOptions {
   company?: { mounts: Mount[]; env: Record<string, string> };
   /** each line of the preparation's progress */
   say: (line: string) => void;
+  /** each thing the file asks that the runner ignores, said before anything is prepared (a failed preparation says them too) */
+  warn?: (line: string) => void;
 }
 
 export interface PreparedDevcontainer {
@@ -137,10 +141,14 @@ export async function prepareDevcontainer(runtime: ContainerRuntime, opts: Prepa
   const image = `${PREPARED_REPOSITORY}:${key.slice(0, 24)}`;
   const unknown = new Set<string>();
   const ctx: VariableContext = { workspace: opts.workspace, projectName: path.basename(opts.project), containerEnv: config.containerEnv, devcontainerId: key.slice(0, 24) };
-  const containerEnv = resolveEnv(config.containerEnv, ctx, (v) => unknown.add(v));
-  const env = { ...containerEnv, ...resolveEnv(config.remoteEnv, { ...ctx, containerEnv }, (v) => unknown.add(v)) };
+  const emptied = new Set<string>();
+  const containerEnv = resolveEnv(config.containerEnv, ctx, (v) => unknown.add(v), (v) => emptied.add(v));
+  const env = { ...containerEnv, ...resolveEnv(config.remoteEnv, { ...ctx, containerEnv }, (v) => unknown.add(v), (v) => emptied.add(v)) };
   if (unknown.size) warnings.push(`variables the runner does not know are left as written: ${[...unknown].join(', ')}`);
+  // typescript-action's GITHUB_TOKEN: an editor's user has it in their shell, a step never has the runner's
+  if (emptied.size) warnings.push(`${[...emptied].join(', ')} ${emptied.size === 1 ? 'is' : 'are'} empty in the dev container: the runner's own environment never reaches a step; a value a step needs is given by the pipeline (its secrets: or env:)`);
   if (config.workspaceFolder !== undefined) warnings.push(`workspaceFolder ${config.workspaceFolder} is not where the workspace is: a step's workspace is ${opts.workspace} (\${containerWorkspaceFolder} points there)`);
+  for (const w of warnings) opts.warn?.(w);
 
   if (await runtime.hasImage(image)) {
     opts.say(`dev container: image ${image} was prepared before for this configuration: nothing to prepare`);
@@ -152,47 +160,63 @@ export async function prepareDevcontainer(runtime: ContainerRuntime, opts: Prepa
   const left = await removeLeftovers(runtime);
   if (left) opts.say(`dev container: removed ${left} container(s) an interrupted preparation left`);
   opts.say(`dev container: preparing image ${image} from ${path.relative(opts.project, found.file)}`);
-  const labels = { [DEVCONTAINER_LABEL]: key };
-  let current: string;
-  if (config.image !== undefined) {
-    // pulled as any image is: with the user's registry credentials (ensureImage), the runner's own never
-    await runtime.ensureImage(config.image, (p) => opts.say(`dev container: pulling ${config.image}: ${p.status}${p.fraction !== undefined ? ` ${Math.round(p.fraction * 100)}%` : ''}`));
-    current = config.image;
-  } else {
-    const b = inputs.build!;
-    current = `${image}-build`;
-    opts.say(`dev container: building ${path.relative(opts.project, b.dockerfileAbs)} (context ${path.relative(opts.project, b.contextDir) || '.'})`);
-    // its base images pulled first, as any image is (with the user's registry credentials): the build finds them here
-    for (const from of dockerfileBases(b.dockerfileText)) {
-      await runtime.ensureImage(from, (p) => opts.say(`dev container: pulling ${from}: ${p.status}${p.fraction !== undefined ? ` ${Math.round(p.fraction * 100)}%` : ''}`));
+  // the intermediate names go, the preparation failed or not; their layers stay, under the prepared image
+  try {
+    const labels = { [DEVCONTAINER_LABEL]: key };
+    let current: string;
+    if (config.image !== undefined) {
+      // pulled as any image is: with the user's registry credentials (ensureImage), the runner's own never
+      await ensureBase(runtime, config.image, `"image" in ${path.relative(opts.project, found.file)}`, opts.say);
+      current = config.image;
+    } else {
+      const b = inputs.build!;
+      current = `${image}-build`;
+      opts.say(`dev container: building ${path.relative(opts.project, b.dockerfileAbs)} (context ${path.relative(opts.project, b.contextDir) || '.'})`);
+      // its base images pulled first, as any image is (with the user's registry credentials): the build finds them here
+      for (const from of dockerfileBases(b.dockerfileText)) {
+        await ensureBase(runtime, from, `FROM in ${path.relative(opts.project, b.dockerfileAbs)}`, opts.say);
+      }
+      const extra = b.dockerfileInContext ? [] : [{ name: '.runner-devcontainer.Dockerfile', content: b.dockerfileText }];
+      await runtime.buildImage(
+        { context: packContext(b.contextDir, b.entries, extra), dockerfile: b.dockerfileInContext ?? '.runner-devcontainer.Dockerfile', tag: current, args: config.build!.args, ...(config.build!.target ? { target: config.build!.target } : {}), labels },
+        (line) => opts.say(`dev container build: ${line}`),
+      );
     }
-    const extra = b.dockerfileInContext ? [] : [{ name: '.runner-devcontainer.Dockerfile', content: b.dockerfileText }];
-    await runtime.buildImage(
-      { context: packContext(b.contextDir, b.entries, extra), dockerfile: b.dockerfileInContext ?? '.runner-devcontainer.Dockerfile', tag: current, args: config.build!.args, ...(config.build!.target ? { target: config.build!.target } : {}), labels },
-      (line) => opts.say(`dev container build: ${line}`),
-    );
+    const base = await runtime.imageConfig(current);
+    if (!base) throw new ContainerError('devcontainer_failed', `image ${current} is not on the engine after it was prepared`);
+    const remoteUser = config.remoteUser ?? config.containerUser ?? base.user ?? '';
+    {
+      // the local features, and the steps' HOME (a real dev container image has no /home/agent: a step could not write its HOME)
+      const next = `${image}-features`;
+      if (inputs.features.length) opts.say(`dev container: installing features ${inputs.features.map((f) => f.id).join(', ')}`);
+      const dockerfile = featuresDockerfile(current, inputs.features, base.user, { remote: remoteUser || 'root', container: config.containerUser ?? (base.user || 'root') }, opts.home);
+      const extra = [{ name: 'Dockerfile', content: dockerfile }, ...inputs.features.map((f) => ({ name: `${f.dir}/devcontainer-features.env`, content: envFile(f.env) }))];
+      await runtime.buildImage({ context: packContext(found.folder, inputs.featureEntries, extra), dockerfile: 'Dockerfile', tag: next, args: {}, labels }, (line) => {
+        if (inputs.features.length) opts.say(`dev container features: ${line}`);
+      });
+      current = next;
+    }
+    const script = preparationScript(config, (t) => resolveVariables(t, { ...ctx, containerEnv }));
+    if (script) await runPreparingCommands(runtime, opts, { from: current, to: image, script, user: remoteUser, env, key, base });
+    else {
+      // nothing to run: the image is the last one made, under the prepared name
+      await runTagOnly(runtime, opts, current, image, base, key);
+    }
+  } finally {
+    for (const step of [`${image}-build`, `${image}-features`]) await runtime.untagImage?.(step).catch(() => undefined);
   }
-  const base = await runtime.imageConfig(current);
-  if (!base) throw new ContainerError('devcontainer_failed', `image ${current} is not on the engine after it was prepared`);
-  const remoteUser = config.remoteUser ?? config.containerUser ?? base.user ?? '';
-  if (inputs.features.length) {
-    const next = `${image}-features`;
-    opts.say(`dev container: installing features ${inputs.features.map((f) => f.id).join(', ')}`);
-    const dockerfile = featuresDockerfile(current, inputs.features, base.user, { remote: remoteUser || 'root', container: config.containerUser ?? (base.user || 'root') });
-    const extra = [{ name: 'Dockerfile', content: dockerfile }, ...inputs.features.map((f) => ({ name: `${f.dir}/devcontainer-features.env`, content: envFile(f.env) }))];
-    await runtime.buildImage({ context: packContext(found.folder, inputs.featureEntries, extra), dockerfile: 'Dockerfile', tag: next, args: {}, labels }, (line) => opts.say(`dev container features: ${line}`));
-    current = next;
-  }
-  const script = preparationScript(config, (t) => resolveVariables(t, { ...ctx, containerEnv }));
-  if (script) await runPreparingCommands(runtime, opts, { from: current, to: image, script, user: remoteUser, env, key, base });
-  else {
-    // nothing to run: the image is the last one made, under the prepared name
-    await runTagOnly(runtime, opts, current, image, base, key);
-  }
-  // the intermediate names go; their layers stay, under the prepared image
-  for (const step of [`${image}-build`, `${image}-features`]) await runtime.untagImage?.(step).catch(() => undefined);
   opts.say(`dev container: image ${image} is ready`);
   return { image, env, prepared: true, key, warnings };
+}
+
+/** A base image the dev container names, on the engine or pulled; one that is neither is said with where the file names it. */
+async function ensureBase(runtime: ContainerRuntime, image: string, where: string, say: (line: string) => void): Promise<void> {
+  try {
+    await runtime.ensureImage(image, (p) => say(`dev container: pulling ${image}: ${p.status}${p.fraction !== undefined ? ` ${Math.round(p.fraction * 100)}%` : ''}`));
+  } catch (err) {
+    if (!(err instanceof ContainerError) || err.code !== 'image_missing') throw err;
+    throw new ContainerError('image_missing', `the dev container's base image ${image} (${where}): ${err.message}; or name there a copy of it in a registry this machine reaches (your company's mirror: pulled with your Docker credentials, or --registry-auth FILE)`, { cause: err });
+  }
 }
 
 interface Inputs {
@@ -290,10 +314,12 @@ async function runInWay(
   await mkdir(path.join(scratch, 'upper'));
   await mkdir(path.join(scratch, 'work'));
   const name = `runner-devcontainer-prepare-${p.key.slice(0, 12)}-${process.pid}`;
+  // the company's variables (its CA, its mirrors) and the steps' HOME under the file's own, as a step's are under its env:
+  const secretEnv = { ...without({ ...(opts.company?.env ?? {}), HOME: opts.home }, p.env), ...(way?.env ?? {}) };
   const c = await runtime.create({
     name,
     image: p.from,
-    cmd: ['/bin/sh', '-c', p.script],
+    cmd: ['/bin/sh', '-c', `${p.script}\n${homeHandOver(opts.home, opts.workspace)}`],
     env: p.env,
     workingDir: opts.workspace,
     user: p.user,
@@ -308,8 +334,7 @@ async function runInWay(
     network,
     ...(way?.dns ? { dns: way.dns } : {}),
     ...(way?.hosts ? { hosts: way.hosts } : {}),
-    // the dev container's own env wins over the company's (it may name its own registry or bundle), as a step's does
-    ...(way || opts.company ? { secretEnv: { ...without(opts.company?.env ?? {}, p.env), ...way?.env } } : {}),
+    ...(Object.keys(secretEnv).length ? { secretEnv } : {}),
     ...(way?.up ? { holdUntil: way.up } : {}),
     labels: preparingLabels(),
   });

@@ -23,3 +23,12 @@ export function preparationScript(config: DevcontainerConfig, resolve: (text: st
   }
   return parts.length ? ['set -e', ...parts].join('\n') : undefined;
 }
+
+/**
+ * What the preparing commands left in the steps' HOME (`home`: a cache, a tool's settings), given to every user: a
+ * step runs as another uid than they did (the project's owner, never root), and must read and write there. Only what
+ * the preparing user owns, never through a symbolic link, never the workspace (thrown away with the container). Pure.
+ */
+export function homeHandOver(home: string, workspace: string): string {
+  return `find ${shellQuote(home)} -mindepth 1 -path ${shellQuote(workspace)} -prune -o ! -type l -user "$(id -u)" -exec chmod a+rwX {} + 2>/dev/null || true`;
+}

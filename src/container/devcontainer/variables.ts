@@ -17,8 +17,11 @@ export interface VariableContext {
   devcontainerId: string;
 }
 
-/** Replaces the variables in `text`; `unknown` gets each variable the runner leaves as it is (to say so once). */
-export function resolveVariables(text: string, ctx: VariableContext, unknown?: (name: string) => void): string {
+/**
+ * Replaces the variables in `text`; `unknown` gets each variable the runner leaves as it is, `emptied` each
+ * `${localEnv:X}` with no default, made empty (to say so once each).
+ */
+export function resolveVariables(text: string, ctx: VariableContext, unknown?: (name: string) => void, emptied?: (name: string) => void): string {
   return text.replace(/\$\{([^}]+)\}/g, (whole, body: string) => {
     const [kind, name, ...rest] = body.split(':');
     const fallback = rest.length ? rest.join(':') : '';
@@ -34,7 +37,9 @@ export function resolveVariables(text: string, ctx: VariableContext, unknown?: (
         return ctx.devcontainerId;
       case 'localEnv':
       case 'env':
-        return name !== undefined ? fallback : whole;
+        if (name === undefined) return whole;
+        if (!rest.length) emptied?.(whole);
+        return fallback;
       case 'containerEnv':
         return name !== undefined ? (ctx.containerEnv[name] ?? fallback) : whole;
       default:
@@ -45,6 +50,6 @@ export function resolveVariables(text: string, ctx: VariableContext, unknown?: (
 }
 
 /** Each value of `env` resolved. */
-export function resolveEnv(env: Readonly<Record<string, string>>, ctx: VariableContext, unknown?: (name: string) => void): Record<string, string> {
-  return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, resolveVariables(v, ctx, unknown)]));
+export function resolveEnv(env: Readonly<Record<string, string>>, ctx: VariableContext, unknown?: (name: string) => void, emptied?: (name: string) => void): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, resolveVariables(v, ctx, unknown, emptied)]));
 }

@@ -6,6 +6,7 @@
  * and no setting points its tools at a directory that is not there.
  */
 import { openStepCaches } from '../../cache/step-caches.js';
+import { cacheWriteRefusal, trustedCaches } from '../../cache/write-trust.js';
 import { errorMessage } from '../../common/errors.js';
 import type { StepTransport } from '../../container/runtime.js';
 import type { CachePlan } from '../../plan/cache-plan.js';
@@ -18,12 +19,14 @@ export function cachesAddon(transport: Pick<StepTransport, 'noHostMounts'>): Ste
     open: async ({ c, user }) => {
       if (!c.plan.caches.length) return NOTHING;
       if (transport.noHostMounts) return { notes: [cachesNotUsed(c.plan.caches, transport.noHostMounts)], close: async () => undefined };
+      // an agent step, or a step after one, reads the caches and writes a throw-away layer unless the file said rw
+      const trust = trustedCaches(c.plan.caches, cacheWriteRefusal({ agent: c.plan.agent !== undefined }, c.agentBefore));
       let caches;
       try {
         caches = await openStepCaches({
           home: c.home,
           project: c.ws.project,
-          caches: c.plan.caches,
+          caches: trust.caches,
           runId: c.identity.runId,
           user,
           alive: (runId) => ownerAlive(c.home, runId),
@@ -37,7 +40,7 @@ export function cachesAddon(transport: Pick<StepTransport, 'noHostMounts'>): Ste
         mounts: caches.mounts,
         // a cache's setting wins over the step's own env: the step asked for the cache
         env: caches.env,
-        notes: caches.notes,
+        notes: trust.note ? [trust.note, ...caches.notes] : caches.notes,
         // the container is gone: the step's caches are free again, and one it wrote is pruned back under its bound
         close: async () => ({ logLines: (await caches.close()).map((note) => `runner: ${note}`) }),
       };

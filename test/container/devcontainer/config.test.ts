@@ -45,7 +45,7 @@ describe('readDevcontainerConfig', () => {
     const r = readDevcontainerConfig(['{', '  "image": "x",', '  "runArgs": ["--privileged"],', '  "forwardPorts": [3000],', '  "mounts": [],', '  "privileged": true,', '  "capAdd": ["SYS_ADMIN"],', '  "securityOpt": [],', '  "initializeCommand": "rm -rf ~"', '}'].join('\n'));
     assert.equal(r.config, undefined);
     const byKey = Object.fromEntries(r.errors.map((e) => [e.key, e]));
-    assert.deepEqual(Object.keys(byKey).sort(), ['capAdd', 'forwardPorts', 'initializeCommand', 'mounts', 'privileged', 'runArgs', 'securityOpt']);
+    assert.deepEqual(Object.keys(byKey).sort(), ['capAdd', 'initializeCommand', 'privileged', 'runArgs', 'securityOpt']);
     assert.equal(byKey.runArgs!.line, 3);
     assert.equal(byKey.runArgs!.col, 3);
     assert.match(byKey.runArgs!.message, /^refused: /);
@@ -53,11 +53,44 @@ describe('readDevcontainerConfig', () => {
     assert.match(byKey.initializeCommand!.message, /on the host/);
   });
 
+  it("takes a file as real projects write it: host mounts, a workspace mount and forwarded ports ignored with a warning each, never refused", () => {
+    // the shape of a real project's file (comments, a build context above .devcontainer, editor state mounted from the host)
+    const text = [
+      '{',
+      '  // where the editor puts the repository',
+      '  "build": { "dockerfile": "Dockerfile", "context": ".." },',
+      '  "workspaceMount": "source=${localWorkspaceFolder},target=/src/${localWorkspaceFolderBasename},type=bind",',
+      '  "workspaceFolder": "/src/${localWorkspaceFolderBasename}",',
+      '  "mounts": [',
+      '    // a credential from the host',
+      '    "source=${localEnv:HOME}/.config/tool/auth.json,target=/home/dev/.config/tool/auth.json,type=bind,readonly",',
+      '  ],',
+      '  "forwardPorts": [3000, 9229],',
+      '  "appPort": 8080,',
+      '  "postCreateCommand": "npm install",',
+      '  "customizations": { "vscode": { "extensions": ["x.y"] } },',
+      '}',
+    ].join('\n');
+    const r = readDevcontainerConfig(text);
+    assert.deepEqual(r.errors, []);
+    assert.deepEqual(r.config?.build, { dockerfile: 'Dockerfile', context: '..', args: {} });
+    const byKey = Object.fromEntries(r.warnings.map((w) => [w.key, w]));
+    assert.deepEqual(Object.keys(byKey).sort(), ['appPort', 'forwardPorts', 'mounts', 'workspaceMount']);
+    assert.equal(byKey.mounts!.line, 6);
+    assert.match(byKey.mounts!.message, /^ignored: a step mounts nothing of the host's/);
+    assert.match(byKey.workspaceMount!.message, /^ignored: the runner mounts the workspace itself/);
+    assert.match(byKey.forwardPorts!.message, /^ignored: a step publishes no port/);
+  });
+
   it('refuses a feature from a registry, naming it, and takes a local one with its options', () => {
     const r = readDevcontainerConfig('{ "image": "x", "features": { "ghcr.io/devcontainers/features/node:1": {}, "./features/tool": { "version": "2", "flag": true } } }');
     assert.equal(r.errors.length, 1);
     assert.equal(r.errors[0]!.key, 'features.ghcr.io/devcontainers/features/node:1');
     assert.match(r.errors[0]!.message, /ghcr\.io\/devcontainers\/features\/node:1 is not a folder of the project/);
+    // a feature of the devcontainers collection: where its source is, to copy
+    assert.match(r.errors[0]!.message, /its source: https:\/\/github\.com\/devcontainers\/features\/tree\/main\/src\/node;/);
+    const other = readDevcontainerConfig('{ "image": "x", "features": { "ghcr.io/devcontainers-community/npm-features/prettier:1": {} } }');
+    assert.doesNotMatch(other.errors[0]!.message, /its source/);
     const ok = readDevcontainerConfig('{ "image": "x", "features": { "./features/tool": { "version": "2", "flag": true } } }');
     assert.deepEqual(ok.config?.features, [{ id: './features/tool', options: { version: '2', flag: true } }]);
   });

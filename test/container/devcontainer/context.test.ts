@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -32,6 +32,14 @@ describe('the project files a dev container reads, read as hostile', () => {
     await assert.rejects(insideProject(p, '../..', 'the build context'), /outside the project/);
     await symlink('/etc', path.join(p, '.devcontainer/etc'));
     await assert.rejects(insideProject(p, '.devcontainer/etc/passwd', 'the Dockerfile'), /symbolic link that leaves the project/);
+    // a build context (or a feature's folder) that is itself a link: its files would be the host's
+    await assert.rejects(insideProject(p, '.devcontainer/etc', 'the build context'), /the build context \.devcontainer\/etc is a symbolic link, which is never followed/);
+  });
+
+  it('takes the project itself as a build context (".." from .devcontainer, as real projects write it)', async () => {
+    const p = await project();
+    assert.equal(await insideProject(p, path.join('.devcontainer', '..'), 'the build context'), await realpath(p));
+    assert.equal(await insideProject(p, '.devcontainer', 'the build context'), path.join(await realpath(p), '.devcontainer'));
   });
 
   it('lists a context without .git and what .dockerignore leaves out, its links as links', async () => {

@@ -18,6 +18,10 @@ describe('resolveVariables', () => {
     try {
       assert.equal(resolveVariables('${localEnv:RUNNER_TEST_SECRET_VAR}', ctx), '');
       assert.equal(resolveVariables('${localEnv:RUNNER_TEST_SECRET_VAR:dflt}', ctx), 'dflt');
+      // each one made empty is told, to be said: a default written is not
+      const emptied: string[] = [];
+      resolveVariables('${localEnv:RUNNER_TEST_SECRET_VAR}/${env:B}/${localEnv:C:c}', ctx, undefined, (v) => emptied.push(v));
+      assert.deepEqual(emptied, ['${localEnv:RUNNER_TEST_SECRET_VAR}', '${env:B}']);
     } finally {
       delete process.env.RUNNER_TEST_SECRET_VAR;
     }
