@@ -53,6 +53,8 @@ export interface TrialVerdict {
 
 /** How much of a command's output the step keeps, from its start and from its end. */
 const KEPT_LINES = 40;
+/** How much of each kept line: what the starter takes of it is 160 characters (tellingLine); three commands' worth stays far under the outputs file's bound. */
+const KEPT_LINE_BYTES = 2000;
 
 /**
  * The trial step's script: `set +e`, the install, then each check, each one's
@@ -75,7 +77,9 @@ export function trialScript(d: Detected): string {
       `n=0; while kill -0 $teeing 2>/dev/null && [ $n -lt 20 ]; do sleep 0.1 2>/dev/null || sleep 1; n=$((n+1)); done`,
       `code=$(cat ${exit} 2>/dev/null || echo 255)`,
       `echo "${key}_exit=$code" >> "$RUNNER_OUTPUT"`,
-      `{ echo '${key}_output<<RUNNER_INIT_EOF'; head -n ${KEPT_LINES} ${out}; echo '...'; tail -n ${KEPT_LINES} ${out}; echo RUNNER_INIT_EOF; } >> "$RUNNER_OUTPUT"`,
+      // each kept line cut: one line of megabytes (a minified bundle in a stack trace) filled the outputs file past its
+      // bound, and the checks after it were not judged
+      `{ echo '${key}_output<<RUNNER_INIT_EOF'; head -n ${KEPT_LINES} ${out} | cut -c1-${KEPT_LINE_BYTES}; echo '...'; tail -n ${KEPT_LINES} ${out} | cut -c1-${KEPT_LINE_BYTES}; echo RUNNER_INIT_EOF; } >> "$RUNNER_OUTPUT"`,
     ];
   };
   const lines = ['set +e'];

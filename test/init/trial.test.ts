@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { detect } from '../../src/init/detect.js';
 import { starterPipeline } from '../../src/init/starter.js';
 import { checksOf, judgeTrial, readTrial, tellingLine, TRIAL_STEP, trialPipeline, trialScript } from '../../src/init/trial.js';
-import { parseOutputs } from '../../src/run/outputs.js';
+import { MAX_OUTPUT_FILE, parseOutputs } from '../../src/run/outputs.js';
 import { parsePipeline } from '../../src/pipeline/parse.js';
 
 const node = detect({ names: ['package.json', 'package-lock.json'], packageJson: JSON.stringify({ scripts: { test: 'node t.js', lint: 'eslint .' } }) });
@@ -156,4 +156,23 @@ test('attack: a telling line with what starts a line to other readers (NEL, U+20
     assert.deepEqual(verify.run!.split('\n').filter((l) => l && !l.startsWith('# ')), ['npm ci --no-audit --no-fund', 'npm test'], 'the script runs only the checks');
   }
   assert.equal(tellingLine('error\u2028next'), 'error\\u2028next');
+});
+
+test('attack: a check that prints one line of megabytes does not push the next check out of the trial\'s outputs', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'runner-trial-'));
+  try {
+    const out = path.join(dir, 'outputs');
+    const d = { ecosystem: 'make' as const, evidence: 'x', install: "node -e \"process.stdout.write('i'.repeat(3e6) + '\\\\n')\"", test: "node -e \"console.log('x'.repeat(3e6)); console.log('Error: boom')\"; exit 1", lint: 'echo "lint: broken" >&2; exit 3' };
+    execFileSync('sh', ['-e', '-c', trialScript(d)], { cwd: dir, env: { ...process.env, RUNNER_OUTPUT: out }, stdio: 'ignore' });
+    const text = readFileSync(out, 'utf8');
+    assert.ok(text.length < MAX_OUTPUT_FILE / 4, `the outputs file holds ${text.length} bytes`);
+    const o = parseOutputs(text);
+    assert.deepEqual(o.problems, []);
+    const t = readTrial(d, { commit: 'c0ffee1234567', runId: 'R', outputs: o.values });
+    assert.equal(t.install?.exitCode, 0);
+    assert.deepEqual(t.checks.test, { command: d.test, exitCode: 1, line: 'Error: boom' });
+    assert.deepEqual(t.checks.lint, { command: d.lint, exitCode: 3, line: 'lint: broken' }, 'the lint after it is judged');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
