@@ -101,7 +101,11 @@ export function starterPipeline(f: StarterFacts): string {
 
 /** A text as one comment line: what a command printed may hold anything. */
 function oneLine(s: string): string {
-  return visible(s.replace(/[\x00-\x1f\x7f]+/g, ' ')).trim();
+  // C0 and C1 controls and the Unicode line and paragraph separators (line breaks to some YAML readers), and a bound:
+  // an engine's or a registry's whole answer does not become one comment line of 2 KB; bidi controls and a lone
+  // surrogate made visible (visible.ts)
+  const line = visible(s.replace(/[\x00-\x1f\x7f-\x9f\u2028\u2029]+/g, ' ')).trim();
+  return line.length > 300 ? `${line.slice(0, 297)}...` : line;
 }
 
 /** A name as YAML reads it back as that text: a folder called `true`, `null` or `123` is quoted (else the starter does not load). */

@@ -88,6 +88,12 @@ test('the starter leaves a broken lint out of its verify, with the reason where 
   const untried = starterPipeline({ name: 'demo', agent: 'claude-code', git: true, detected: node, trial: { notTried: 'the trial could not run: no engine\nsecond line' } });
   assert.match(untried, /# The checks were not tried on the project \(the trial could not run: no engine second line\)\.\n {2}- id: verify/);
   assert.match(parsePipeline(untried, 'r.yaml').steps[1]!.run!, /npm test\nnpm run lint\n$/, 'untried: all kept');
+  // an engine's whole answer, with the separators some YAML readers take for line breaks: one bounded comment line
+  const long = starterPipeline({ name: 'demo', agent: 'claude-code', git: true, detected: node, trial: { notTried: `npm error\u2028steps: []\u2029\u0085x${'e'.repeat(2000)}` } });
+  const line = long.split('\n').find((l) => l.includes('were not tried'))!;
+  assert.ok(line.length < 400, `${line.length} characters`);
+  assert.doesNotMatch(line, /[\u2028\u2029\u0085]/);
+  assert.equal(parsePipeline(long, 'r.yaml').steps.length, 2);
 });
 
 test('a dev container is detected; image: devcontainer is proposed only where the schema takes it', () => {
