@@ -159,6 +159,8 @@ export type GatewayEvent =
   | CallStartEvent
   | CallEvent
   | { event: 'refused'; host: string; reason: string }
+  /** an allowed host the gateway could not reach (its name, its connection): once per host and port */
+  | { event: 'unreachable'; host: string; port: number; reason: string }
   | UntrustedEvent
   /** when it stops: refused hosts with their counts, refusals past the bound on hosts, model calls refused for the budget */
   | { event: 'refusals'; hosts: Record<string, number>; others: number; budget: number; paths?: number }

@@ -41,9 +41,29 @@ export class Refusals {
   }
 }
 
+/**
+ * Allowed hosts the gateway could not reach (a name that does not resolve, a connection refused or timed out): said
+ * once per host and port, at the first failure, so a step whose tools retry in silence (npm, pip) is told why in
+ * its log at once, not minutes later. Bounded like the refusals.
+ */
+export class Unreachable {
+  private readonly said = new Set<string>();
+
+  constructor(private readonly onFirst: (host: string, port: number, reason: string) => void) {}
+
+  note(host: string, port: number, err: NodeJS.ErrnoException): void {
+    const key = `${host.slice(0, 255)}:${port}`;
+    if (this.said.has(key) || this.said.size >= MAX_HOSTS) return;
+    this.said.add(key);
+    this.onFirst(host.slice(0, 255), port, String(err.code ?? err.message).slice(0, 200));
+  }
+}
+
 export interface Egress {
   allow: string[];
   refusals: Refusals;
+  /** allowed hosts that did not answer, each said once */
+  unreachable?: Unreachable | undefined;
   /** where an allowed name may lead: never this machine, a private range only when allowed */
   policy: AddressPolicy;
   /** the company's proxy the gateway reaches out through (NO_PROXY's names go direct) */
@@ -140,8 +160,11 @@ function refusalText(host: string, reason: string): string {
 }
 
 /** The answer when the way to an allowed host failed: refused (it leads to this machine, a private address) or unreachable. */
-function upstreamFailure(e: Egress, host: string, err: NodeJS.ErrnoException): string {
-  if (err.code !== 'EFORBIDDEN') return `runner gateway: ${host} did not answer (${err.message})\n`;
+function upstreamFailure(e: Egress, host: string, port: number, err: NodeJS.ErrnoException): string {
+  if (err.code !== 'EFORBIDDEN') {
+    e.unreachable?.note(host, port, err);
+    return `runner gateway: ${host} did not answer (${err.message})\n`;
+  }
   const reason = err.message.replace(/^\S+ /, '');
   e.refusals.note(host, reason);
   return `runner gateway: ${host} refused (${reason})\n`;
@@ -173,7 +196,7 @@ export function forwardHttp(e: Egress, req: http.IncomingMessage, res: http.Serv
   const checked = proxy ? checkBeforeProxy(e.policy, host) : Promise.resolve();
   checked.then(
     () => {
-      if (!e.inspector) return sendHttp(e, req, res, host, { ...where, method: req.method, headers });
+      if (!e.inspector) return sendHttp(e, req, res, host, port, { ...where, method: req.method, headers });
       // read as an inspected request: the rule (if the host has one), secret checks, the credential
       e.inspector.plain(req, res, url, (o, onAnswer) => {
         const h = proxy?.authorization ? { ...o.headers, 'proxy-authorization': proxy.authorization } : o.headers;
@@ -183,13 +206,13 @@ export function forwardHttp(e: Egress, req: http.IncomingMessage, res: http.Serv
     },
     (err: NodeJS.ErrnoException) => {
       res.writeHead(403, { 'content-type': 'text/plain' });
-      res.end(upstreamFailure(e, host, err));
+      res.end(upstreamFailure(e, host, port, err));
       req.resume();
     },
   );
 }
 
-function sendHttp(e: Egress, req: http.IncomingMessage, res: http.ServerResponse, host: string, options: http.RequestOptions): void {
+function sendHttp(e: Egress, req: http.IncomingMessage, res: http.ServerResponse, host: string, port: number, options: http.RequestOptions): void {
   // the step hung up while its name was looked up
   if (res.destroyed || res.writableEnded) return void req.resume();
   const up = http.request(options, (answer) => {
@@ -199,7 +222,7 @@ function sendHttp(e: Egress, req: http.IncomingMessage, res: http.ServerResponse
   up.on('error', (err: NodeJS.ErrnoException) => {
     if (!res.headersSent) {
       res.writeHead(err.code === 'EFORBIDDEN' ? 403 : 502, { 'content-type': 'text/plain' });
-      res.end(upstreamFailure(e, host, err));
+      res.end(upstreamFailure(e, host, port, err));
     } else res.destroy();
   });
   res.on('close', () => up.destroy());
@@ -265,7 +288,7 @@ export function tunnel(e: Egress, req: http.IncomingMessage, client: Duplex, hea
     },
     (err: NodeJS.ErrnoException) => {
       // before the tunnel opened the client hears why
-      if (client.writable) refuse(e, client, host, upstreamFailure(e, host, err).trim(), err.code === 'EFORBIDDEN' ? 403 : 502, false);
+      if (client.writable) refuse(e, client, host, upstreamFailure(e, host, port, err).trim(), err.code === 'EFORBIDDEN' ? 403 : 502, false);
       else client.destroy();
     },
   );

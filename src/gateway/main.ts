@@ -10,7 +10,7 @@
 import { GATEWAY_PORT, parseConfig, type GatewayEvent } from './config.js';
 import { addressIn } from './address.js';
 import { startDns } from './dns.js';
-import { Refusals, type Egress } from './egress.js';
+import { Refusals, Unreachable, type Egress } from './egress.js';
 import { Ledger } from './ledger.js';
 import { ModelCalls } from './model-calls.js';
 import { withRoots } from './outgoing.js';
@@ -63,7 +63,7 @@ async function main(): Promise<void> {
   const outgoing = { ...(ca ? { ca } : {}), ...(config.proxy ? { proxy: config.proxy } : {}) };
   const calls = config.model ? new ModelCalls(config.model, new Ledger(config.allowance), config.prices, emit, budgetRefusals, outgoing) : undefined;
   const policy = { hostAddresses: config.hostAddresses ?? [], privateAllowed: config.privateAllowed ?? [], hostNetworks: config.hostNetworks ?? [] };
-  const egress: Egress = { allow: config.allow, refusals, policy, proxy: config.proxy };
+  const egress: Egress = { allow: config.allow, refusals, policy, proxy: config.proxy, unreachable: new Unreachable((host, port, reason) => emit({ event: 'unreachable', host, port, reason })) };
   // a certificate the step will refuse is said at once, with whether the host's own bundle would trust it
   egress.probe = new TrustProbe({ roots: ca ?? tls.rootCertificates, hostCa: config.hostCa, emit });
   if (config.model) probeModel(egress.probe, config.model.upstream, config.proxy);

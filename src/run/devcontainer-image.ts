@@ -20,6 +20,7 @@ import { GATEWAY_NETWORK, PROXY_ENV, type StepPlan } from '../plan/step-plan.js'
 import type { RunSettings } from '../settings/run-settings.js';
 import { companyNetworkOnDisk } from './ca-copy.js';
 import { companyPart } from './step-addons/company-network.js';
+import { unreachableLine } from './step-addons/gateway.js';
 import { openStepWay } from './step-network.js';
 
 export interface DevcontainerUse {
@@ -101,6 +102,7 @@ async function preparingWay(u: DevcontainerUse, plan: StepPlan): Promise<Prepari
     onEvent: (e) => {
       if (e.event === 'refused') u.say(`dev container gateway: refused ${e.host}: ${e.reason} (not in step ${plan.id}'s egress:)`);
       else if (e.event === 'untrusted') u.say(`dev container ${untrustedLine(e, u.settings.company).replace(/^runner /, '')}`);
+      else if (e.event === 'unreachable') u.say(`dev container ${unreachableLine(e).replace(/^runner /, '')}`);
       else if (e.event === 'error') u.say(`dev container gateway: ${e.message}`);
     },
     onOverBudget: () => undefined,

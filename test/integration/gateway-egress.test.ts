@@ -103,6 +103,34 @@ steps:
   assert.equal(execFileSync('docker', ['network', 'ls', '-q', '--filter', `label=dev.runner.run-id=${r.json.runId}`], { encoding: 'utf8' }).trim(), '');
 });
 
+test('an allowed host that does not answer is said in the step\'s log at once, once, with what to do (tools retry it in silence)', { timeout: 180_000 }, async () => {
+  const f = await fixture();
+  const file = await writePipeline(
+    f,
+    `version: 1
+name: unreachable
+project: { path: project }
+steps:
+  - id: probe
+    image: runner/toolchain:latest
+    egress: [allowed.example:9]
+    timeout: 2m
+    run: |
+      for i in 1 2 3; do curl -s -m 5 -o /dev/null -w '%{http_code}\\n' http://allowed.example:9/; done
+`,
+  );
+  const r = await execPipeline(f, file, fakeInternetArgs(), { env: fakeInternetEnv() });
+  assert.equal(r.code, 0, r.stderr);
+  const runDir = path.join(f.home, 'runs', r.json.runId);
+  const log = readFileSync(path.join(runDir, 'steps', 'probe.log'), 'utf8');
+  assert.match(log, /^502$/m, log);
+  const said = log.split('\n').filter((l) => l.includes('is allowed but did not answer'));
+  assert.equal(said.length, 1, `said once for three tries:\n${log}`);
+  assert.match(said[0]!, /runner gateway: allowed\.example:9 is allowed but did not answer \(ECONNREFUSED: no connection\); tools like npm and pip retry such a host in silence.*--egress-proxy/);
+  const events = readFileSync(path.join(runDir, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(events.filter((e) => e.message === 'egress_unreachable').map((e) => [e.host, e.port, e.reason]), [['allowed.example', 9, 'ECONNREFUSED']]);
+});
+
 test('a plain step with no egress: keeps network none and gets no gateway', { timeout: 60_000 }, async () => {
   const f = await fixture();
   const file = await writePipeline(f, `version: 1

@@ -187,6 +187,10 @@ function gatewayEvent(store: RunStore, name: string, e: GatewayEvent, say: (line
     // the secret by its name, never its value
     if (first(`secret ${e.secret}`)) say(`runner gateway: stopped a request to ${e.host} that carried secret ${e.secret} (${e.form}, in its ${e.where})`);
     store.event('secret_refused', { step: name, host: e.host, secret: e.secret, where: e.where, form: e.form }, 'warn');
+  } else if (e.event === 'unreachable') {
+    // an allowed host that did not answer: said at once, where a tool retrying in silence would say nothing for minutes
+    say(unreachableLine(e));
+    store.event('egress_unreachable', { step: name, host: String(e.host).slice(0, 255), port: e.port, reason: String(e.reason).slice(0, 200) }, 'warn');
   } else if (e.event === 'untrusted') {
     // said once per host and port by the gateway; its words name the flag that fixes it
     say(untrustedLine(e, company));
@@ -195,6 +199,15 @@ function gatewayEvent(store: RunStore, name: string, e: GatewayEvent, say: (line
     say(`runner gateway: ${e.message}`);
     store.event('gateway_error', { step: name, message: e.message }, 'warn');
   }
+}
+
+/** What the step's log says of an allowed host its gateway could not reach. Pure. */
+export function unreachableLine(e: { host: string; port: number; reason: string }): string {
+  const host = String(e.host).replace(/[\x00-\x1f\x7f-\x9f]/g, '?').slice(0, 255);
+  const where = e.port === 443 || e.port === 80 ? host : `${host}:${e.port}`;
+  const why = String(e.reason).replace(/[\x00-\x1f\x7f-\x9f]/g, '?').slice(0, 200);
+  const hint = /ENOTFOUND|EAI_AGAIN/.test(why) ? 'its name does not resolve from the gateway' : 'no connection';
+  return `runner gateway: ${where} is allowed but did not answer (${why}: ${hint}); tools like npm and pip retry such a host in silence for minutes. This machine may not reach it: a firewall, or a proxy to name with --egress-proxy (docs/company-networks.md)`;
 }
 
 /** The step's last word on the certificates it was told it will refuse. Pure. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { wayReport } from '../../../src/run/step-addons/gateway.js';
+import { unreachableLine, wayReport } from '../../../src/run/step-addons/gateway.js';
 import type { StepWayReport } from '../../../src/run/step-network.js';
 
 const quiet: StepWayReport = { budgetExhausted: false, refused: [], refusedOthers: 0, pathsRefused: 0 };
@@ -77,4 +77,11 @@ test("the step's last word on certificates it was told it will refuse names the 
   const { untrustedReminder } = await import('../../../src/run/step-addons/gateway.js');
   const line = untrustedReminder(['registry.npmjs.org', 'files.example:8443', 'bad\nhost']);
   assert.equal(line, 'runner gateway: this step does not trust the certificate of registry.npmjs.org, files.example:8443, bad?host (said above when first asked, with what fixes it: --ca-file, docs/company-networks.md)');
+});
+
+test('an allowed host that did not answer: said with its port when not the usual one, why, and what to do; step-made text made safe', () => {
+  assert.match(unreachableLine({ host: 'registry.npmjs.org', port: 443, reason: 'ETIMEDOUT' }), /^runner gateway: registry\.npmjs\.org is allowed but did not answer \(ETIMEDOUT: no connection\); .*--egress-proxy/);
+  assert.match(unreachableLine({ host: 'github.com', port: 443, reason: 'ENOTFOUND' }), /\(ENOTFOUND: its name does not resolve from the gateway\)/);
+  assert.match(unreachableLine({ host: 'x.example', port: 8443, reason: 'ECONNREFUSED' }), /x\.example:8443 is allowed/);
+  assert.doesNotMatch(unreachableLine({ host: 'a\x1b[2Jb', port: 1, reason: 'E\rX' }), /[\x00-\x1f]/);
 });
