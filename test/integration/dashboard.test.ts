@@ -619,7 +619,8 @@ steps:
   assert.equal(await s.exited, 0, s.out());
 });
 
-test('a run waiting at an approval gate shows the gate: its prompt, since when, where its decision goes', { timeout: 60_000 }, async () => {
+// 180 s: a loaded clean-clone CI run took past 60 s to start serve and Chromium's page here
+test('a run waiting at an approval gate shows the gate: its prompt, since when, where its decision goes', { timeout: 180_000 }, async () => {
   const f = await fixture();
   const s = await serveFolder(f, { 'talk.yaml': `version: 1\nname: talk\nproject: { path: ${f.project}, push: never }\ndefaults: { image: ${IMAGE} }\nsteps:\n  - id: talk\n    run: echo hi\n` }, '127.0.0.1:0');
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
