@@ -8,6 +8,7 @@
  *   caches/<project key>/<name>/cache.json   last use, bound, size when last measured
  *   caches/<project key>/<name>/users/       one file per step using it now (cache-use.ts)
  *   caches/<project key>/<name>/scratch/     a read-only use's throw-away layer, while it runs
+ *   caches/<project key>/npm/trees/<key>/    installed trees (npm-tree/): mounted read-only, written by the runner alone
  */
 import { lstat, mkdir, readdir, readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
@@ -34,6 +35,8 @@ export interface CachePaths {
   meta: string;
   users: string;
   scratch: string;
+  /** the installed trees kept for this project (npm: npm-tree/keep.ts) */
+  trees: string;
 }
 
 export function cachesRoot(home: string): string {
@@ -42,7 +45,7 @@ export function cachesRoot(home: string): string {
 
 export function cachePaths(projectDir: string, name: string): CachePaths {
   const dir = path.join(projectDir, name);
-  return { dir, data: path.join(dir, 'data'), meta: path.join(dir, 'cache.json'), users: path.join(dir, 'users'), scratch: path.join(dir, 'scratch') };
+  return { dir, data: path.join(dir, 'data'), meta: path.join(dir, 'cache.json'), users: path.join(dir, 'users'), scratch: path.join(dir, 'scratch'), trees: path.join(dir, 'trees') };
 }
 
 /** A directory of the runner's own: made when missing, and refused when something else (a symlink) stands there. */

@@ -53,7 +53,12 @@ async function matching(home: string, f: CacheFilter, now: Date): Promise<CacheL
 export async function listCaches(home: string, f: CacheFilter, alive: RunAlive, now = new Date()): Promise<CacheRow[]> {
   const rows: CacheRow[] = [];
   for (const c of await matching(home, f, now)) {
-    const measured = await whileUnused(c.paths, alive, () => diskUsage(c.paths.data));
+    // the installed trees kept beside npm's tarballs (npm-tree/) count too: they are on the same disk
+    const measured = await whileUnused(c.paths, alive, async () => {
+      const data = await diskUsage(c.paths.data);
+      const trees = await lstat(c.paths.trees).then((st) => (st.isDirectory() ? diskUsage(c.paths.trees) : undefined)).catch(() => undefined);
+      return { bytes: data.bytes + (trees?.bytes ?? 0) };
+    });
     rows.push({
       project: c.project,
       name: c.name,

@@ -3,6 +3,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
+import { TREE_BIN_DIR, TREE_TOOL_DIR, TREES_DIR } from '../../../src/cache/npm-tree/files.js';
 import { cacheEnv, planCaches } from '../../../src/plan/cache-plan.js';
 import { StepRefused, type AddonStep } from '../../../src/run/step-addons/addon.js';
 import { cachesAddon, cachesNotUsed } from '../../../src/run/step-addons/caches.js';
@@ -11,11 +12,20 @@ const roots: string[] = [];
 after(() => Promise.all(roots.map((r) => rm(r, { recursive: true, force: true }))));
 
 /** The part of a step the caches add-on reads: its plan's caches, the run, the project, the step's user. */
-function stepWith(caches: ReturnType<typeof planCaches>, home: string, project: string): AddonStep {
+function stepWith(caches: ReturnType<typeof planCaches>, home: string, project: string, o: { imagePath?: string; ownPath?: string } = {}): AddonStep {
   const uid = process.getuid?.() ?? 0;
+  const runtime = o.imagePath !== undefined ? { imageConfig: async () => ({ id: 'sha256:feed', user: '', workingDir: '', env: { PATH: o.imagePath }, cmd: undefined, entrypoint: undefined }) } : {};
   return {
-    c: { plan: { caches }, home, ws: { project }, identity: { runId: '20260101-000000-abcd' }, deps: { signal: new AbortController().signal, clock: () => new Date() } },
+    c: {
+      plan: { caches, image: 'runner/toolchain:latest', env: o.ownPath !== undefined ? { PATH: o.ownPath } : {} },
+      home,
+      ws: { project, path: project },
+      unit: { name: 'verify' },
+      identity: { runId: '20260101-000000-abcd' },
+      deps: { signal: new AbortController().signal, clock: () => new Date(), runtime },
+    },
     user: { uid, gid: uid },
+    ioDir: path.join(home, 'io'),
   } as unknown as AddonStep;
 }
 
@@ -56,9 +66,33 @@ test("caches opened: mounted, their settings over the step's env, and their use 
   roots.push(r);
   await mkdir(path.join(r, 'project'));
   const caches = planCaches({ npm: { readOnly: false } });
-  const open = await cachesAddon({}).open(stepWith(caches, path.join(r, 'home'), path.join(r, 'project')));
-  assert.deepEqual(open.mounts!.map((m) => m.target), [caches[0]!.target]);
-  assert.deepEqual(open.env, cacheEnv(caches));
+  const open = await cachesAddon({}).open(stepWith(caches, path.join(r, 'home'), path.join(r, 'project'), { imagePath: '/opt/node/bin:/usr/bin' }));
+  // npm's cache brings its installed trees (read-only) and the runner's npm (first on the image's PATH)
+  assert.deepEqual(open.mounts!.map((m) => [m.target, m.readOnly]), [[caches[0]!.target, false], [TREE_TOOL_DIR, true], [TREES_DIR, true]]);
+  assert.deepEqual(open.env, {
+    ...cacheEnv(caches),
+    PATH: `${TREE_BIN_DIR}:/opt/node/bin:/usr/bin`,
+    RUNNER_NPM_TREE_BIN: TREE_BIN_DIR,
+    RUNNER_NPM_TREES: TREES_DIR,
+    RUNNER_NPM_TREE_IMAGE: 'sha256:feed',
+    RUNNER_NPM_TREE_MARK: '/home/agent/.runner/npm-tree.json',
+  });
   assert.equal(open.envDefaults, undefined);
+  // no install ran (no mark): nothing kept, nothing said
   assert.deepEqual(await open.close({ reason: 'exit' }), { logLines: [] });
+});
+
+test("the installed trees: a step that may not write npm's cache leaves no mark; the step's own PATH is kept behind the runner's npm; pip alone brings none", async () => {
+  const r = await mkdtemp(path.join(os.tmpdir(), 'runner-caches-addon-'));
+  roots.push(r);
+  await mkdir(path.join(r, 'project'));
+  const ro = await cachesAddon({}).open(stepWith(planCaches({ npm: { readOnly: true } }), path.join(r, 'home'), path.join(r, 'project'), { ownPath: '/mine/bin' }));
+  assert.equal(ro.env!.RUNNER_NPM_TREE_MARK, undefined);
+  assert.equal(ro.env!.PATH, `${TREE_BIN_DIR}:/mine/bin`);
+  assert.equal(ro.env!.RUNNER_NPM_TREE_IMAGE, 'runner/toolchain:latest', 'an engine that does not say the image ID: its name');
+  await ro.close({ reason: 'exit' });
+  const pip = await cachesAddon({}).open(stepWith(planCaches({ pip: { readOnly: false } }), path.join(r, 'home'), path.join(r, 'project')));
+  assert.equal(pip.env!.PATH, undefined);
+  assert.equal(pip.mounts!.length, 1);
+  await pip.close({ reason: 'exit' });
 });

@@ -1,0 +1,135 @@
+/**
+ * After a step the runner trusts to write caches (write-trust.ts): the installed tree npm made in it is kept for
+ * the project, under the key the shim computed, when the step's mark says npm installed and the lockfile,
+ * package.json and .npmrc in the workspace are still the ones it installed from. The copy is the runner's, made on
+ * the host into a directory no step can write (steps get it read-only), and only the newest few are kept.
+ */
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { lstat, mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { writeFileAtomic } from '../../common/atomic-write.js';
+import { formatSize } from '../../common/durations.js';
+import { errorMessage } from '../../common/errors.js';
+import { MARK_FILE } from './files.js';
+
+/** installed trees a project keeps (the newest; a tree of 700 packages is about 150 MB) */
+export const TREES_KEPT = 3;
+
+export interface TreeMark {
+  key: string;
+  mode: 'lockfile' | 'manifest';
+  lockfile: string | null;
+  lockSha: string | null;
+  pkgSha: string;
+  npmrcSha: string | null;
+}
+
+const HEX = /^[0-9a-f]{64}$/;
+
+/** The shim's mark, when it is one (a step's file: read bounded, every field checked). Pure. */
+export function parseMark(text: string): TreeMark | undefined {
+  let m: Partial<TreeMark>;
+  try {
+    m = JSON.parse(text) as Partial<TreeMark>;
+  } catch {
+    return undefined;
+  }
+  if (typeof m !== 'object' || m === null) return undefined;
+  if (typeof m.key !== 'string' || !HEX.test(m.key)) return undefined;
+  if (m.mode !== 'lockfile' && m.mode !== 'manifest') return undefined;
+  if (m.lockfile !== null && m.lockfile !== 'package-lock.json' && m.lockfile !== 'npm-shrinkwrap.json') return undefined;
+  if ((m.mode === 'lockfile') !== (m.lockfile !== null)) return undefined;
+  for (const s of [m.lockSha, m.npmrcSha]) if (s !== null && (typeof s !== 'string' || !HEX.test(s))) return undefined;
+  if (typeof m.pkgSha !== 'string' || !HEX.test(m.pkgSha)) return undefined;
+  return m as TreeMark;
+}
+
+async function fileSha(file: string): Promise<string | null> {
+  try {
+    const st = await lstat(file);
+    if (!st.isFile()) return null;
+    return createHash('sha256').update(await readFile(file)).digest('hex');
+  } catch {
+    return null;
+  }
+}
+
+async function sizeOf(dir: string): Promise<number> {
+  const { stdout } = await promisify(execFile)('du', ['-sb', dir]);
+  return Number(stdout.split('\t')[0]) || 0;
+}
+
+export interface KeepInput {
+  ioDir: string;
+  workspace: string;
+  trees: string;
+  runId: string;
+  step: string;
+  now: () => Date;
+}
+
+/** Keeps the step's installed tree when its mark says so; returns what the step's log says (nothing when there was no install). */
+export async function keepTree(o: KeepInput): Promise<string | undefined> {
+  const text = await readFile(path.join(o.ioDir, MARK_FILE), 'utf8').catch(() => undefined);
+  if (text === undefined || text.length > 4096) return undefined;
+  const mark = parseMark(text);
+  if (!mark) return 'cache npm: the install left a mark the runner cannot read: its tree is not kept';
+  const ws = o.workspace;
+  const now = {
+    lockSha: mark.lockfile ? await fileSha(path.join(ws, mark.lockfile)) : null,
+    pkgSha: await fileSha(path.join(ws, 'package.json')),
+    npmrcSha: await fileSha(path.join(ws, '.npmrc')),
+  };
+  if (now.lockSha !== mark.lockSha || now.pkgSha !== mark.pkgSha || now.npmrcSha !== mark.npmrcSha) {
+    return `cache npm: ${mark.lockfile ?? 'package.json'} changed after npm installed: the installed tree is not kept`;
+  }
+  const from = path.join(ws, 'node_modules');
+  const st = await lstat(from).catch(() => undefined);
+  if (!st?.isDirectory()) return 'cache npm: npm installed, but the step left no node_modules: nothing to keep';
+  const dest = path.join(o.trees, mark.key);
+  if (await stat(dest).catch(() => undefined)) return undefined;
+  await mkdir(o.trees, { recursive: true, mode: 0o755 });
+  const tmp = path.join(o.trees, `.new-${mark.key.slice(0, 16)}-${process.pid}-${Date.now()}`);
+  try {
+    await mkdir(tmp, { mode: 0o755 });
+    // cp -a: symlinks as symlinks (.bin's, a file: dependency's), modes and times as npm left them
+    await promisify(execFile)('cp', ['-a', from, path.join(tmp, 'node_modules')], { maxBuffer: 1024 * 1024 });
+    const bytes = await sizeOf(tmp);
+    await writeFileAtomic(path.join(tmp, 'meta.json'), `${JSON.stringify({ createdAt: o.now().toISOString(), run: o.runId, step: o.step, mode: mark.mode, lockfile: mark.lockfile, sizeBytes: bytes })}\n`);
+    try {
+      await rename(tmp, dest);
+    } catch {
+      // another run kept the same tree first
+      await rm(tmp, { recursive: true, force: true });
+      return undefined;
+    }
+    const dropped = await pruneTrees(o.trees, TREES_KEPT);
+    return `cache npm: kept the installed tree of this ${mark.lockfile ?? 'package.json (no lockfile: used for 24 h)'} (${formatSize(bytes)}): the next npm ${mark.mode === 'lockfile' ? 'ci' : 'install'} of it restores it${dropped ? `; ${dropped} older tree${dropped === 1 ? '' : 's'} removed (a project keeps ${TREES_KEPT})` : ''}`;
+  } catch (err) {
+    await rm(tmp, { recursive: true, force: true }).catch(() => undefined);
+    return `cache npm: could not keep the installed tree: ${errorMessage(err)}`;
+  }
+}
+
+/** Removes all but the newest `keep` trees (and copies left half made); returns how many trees went. */
+export async function pruneTrees(trees: string, keep: number): Promise<number> {
+  const names = await readdir(trees).catch(() => [] as string[]);
+  const kept: Array<{ name: string; at: number }> = [];
+  for (const name of names) {
+    if (name.startsWith('.new-')) {
+      const st = await stat(path.join(trees, name)).catch(() => undefined);
+      // another run's copy in progress is young; one a crash left is removed an hour on
+      if (st && Date.now() - st.mtimeMs > 3600_000) await rm(path.join(trees, name), { recursive: true, force: true });
+      continue;
+    }
+    if (!HEX.test(name)) continue;
+    const meta = await readFile(path.join(trees, name, 'meta.json'), 'utf8').then((t) => JSON.parse(t) as { createdAt?: string }).catch(() => undefined);
+    kept.push({ name, at: Date.parse(meta?.createdAt ?? '') || 0 });
+  }
+  kept.sort((a, b) => b.at - a.at);
+  const gone = kept.slice(keep);
+  for (const g of gone) await rm(path.join(trees, g.name), { recursive: true, force: true });
+  return gone.length;
+}

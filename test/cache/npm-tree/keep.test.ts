@@ -1,0 +1,70 @@
+/** The runner's side of the installed trees: what it keeps after a step, against the workspace as the step left it. */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { keepTree, pruneTrees } from '../../../src/cache/npm-tree/keep.js';
+
+const roots: string[] = [];
+after(() => Promise.all(roots.map((r) => rm(r, { recursive: true, force: true }))));
+const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+
+async function setup() {
+  const r = await mkdtemp(path.join(os.tmpdir(), 'runner-keep-'));
+  roots.push(r);
+  const ws = path.join(r, 'ws');
+  const io = path.join(r, 'io');
+  await mkdir(path.join(ws, 'node_modules', 'dep'), { recursive: true });
+  await mkdir(path.join(ws, 'node_modules', '.bin'), { recursive: true });
+  await mkdir(io);
+  await writeFile(path.join(ws, 'package.json'), '{"name":"p"}');
+  await writeFile(path.join(ws, 'package-lock.json'), '{"lockfileVersion":3}');
+  await writeFile(path.join(ws, 'node_modules', 'dep', 'index.js'), 'module.exports = 1;\n');
+  await symlink('../dep/index.js', path.join(ws, 'node_modules', '.bin', 'dep'));
+  const mark = { key: 'e'.repeat(64), mode: 'lockfile', lockfile: 'package-lock.json', lockSha: sha('{"lockfileVersion":3}'), pkgSha: sha('{"name":"p"}'), npmrcSha: null };
+  const o = { ioDir: io, workspace: ws, trees: path.join(r, 'trees'), runId: 'run-1', step: 'verify', now: () => new Date('2026-11-27T12:00:00Z') };
+  return { r, ws, io, mark, o };
+}
+
+test('a tree is kept under its key when the mark holds and the lockfile is the one installed from; symlinks stay links', async () => {
+  const { io, mark, o } = await setup();
+  assert.equal(await keepTree(o), undefined, 'no mark: no install, nothing said');
+  await writeFile(path.join(io, 'npm-tree.json'), JSON.stringify(mark));
+  assert.match((await keepTree(o))!, /^cache npm: kept the installed tree of this package-lock\.json \(.*\): the next npm ci of it restores it$/);
+  const tree = path.join(o.trees, mark.key);
+  assert.equal(await readFile(path.join(tree, 'node_modules', 'dep', 'index.js'), 'utf8'), 'module.exports = 1;\n');
+  assert.equal(await readlink(path.join(tree, 'node_modules', '.bin', 'dep')), '../dep/index.js');
+  const meta = JSON.parse(await readFile(path.join(tree, 'meta.json'), 'utf8'));
+  assert.equal(meta.run, 'run-1');
+  assert.equal(meta.createdAt, '2026-11-27T12:00:00.000Z');
+  assert.equal(await keepTree(o), undefined, 'kept already: nothing again');
+});
+
+test('nothing is kept when the lockfile changed after the install, when no node_modules was left, or when the mark is not one', async () => {
+  const { ws, io, mark, o } = await setup();
+  await writeFile(path.join(io, 'npm-tree.json'), JSON.stringify(mark));
+  await writeFile(path.join(ws, 'package-lock.json'), '{"lockfileVersion":3,"edited":true}');
+  assert.match((await keepTree(o))!, /package-lock\.json changed after npm installed: the installed tree is not kept/);
+  await writeFile(path.join(ws, 'package-lock.json'), '{"lockfileVersion":3}');
+  await rm(path.join(ws, 'node_modules'), { recursive: true });
+  await symlink('/etc', path.join(ws, 'node_modules'));
+  assert.match((await keepTree(o))!, /left no node_modules: nothing to keep/, 'a symlink in its place is not followed');
+  await writeFile(path.join(io, 'npm-tree.json'), JSON.stringify({ ...mark, key: '../../x' }));
+  assert.match((await keepTree(o))!, /a mark the runner cannot read/);
+  assert.deepEqual(await readdir(o.trees).catch(() => []), []);
+});
+
+test('a project keeps its newest trees; copies a crash left half made go once old', async () => {
+  const r = await mkdtemp(path.join(os.tmpdir(), 'runner-keep-'));
+  roots.push(r);
+  for (let i = 0; i < 5; i++) {
+    const dir = path.join(r, String(i).repeat(64));
+    await mkdir(dir);
+    await writeFile(path.join(dir, 'meta.json'), JSON.stringify({ createdAt: `2026-11-2${i}T00:00:00Z` }));
+  }
+  await mkdir(path.join(r, '.new-young'));
+  assert.equal(await pruneTrees(r, 3), 2);
+  assert.deepEqual((await readdir(r)).sort(), ['.new-young', '2'.repeat(64), '3'.repeat(64), '4'.repeat(64)]);
+});
