@@ -7,7 +7,7 @@ SHELL := /bin/bash
 RUNNER := node dist/runner/main.js
 DEMO_HOME := .demo/home
 
-.PHONY: all deps build docker images runner-image compose browser podman demo demo-agent test test-unit bench clean
+.PHONY: pip-wheel all deps build docker images runner-image compose browser podman demo demo-agent test test-unit bench clean
 
 all: build
 
@@ -47,6 +47,10 @@ PODMAN_IMAGES ?= base toolchain gateway claude-code codex opencode runner
 podman: images
 	@IMAGES="$(PODMAN_IMAGES)" bash scripts/ensure-podman.sh
 
+# pip 25 from Debian's trixie package, for the pip cache poisoning test (Debian 12's pip is older than the attack).
+pip-wheel:
+	@bash scripts/ensure-pip-wheel.sh
+
 # Debian's Chromium, for the dashboard tests (driven by playwright-core).
 browser:
 	@bash scripts/ensure-chromium.sh
@@ -72,7 +76,7 @@ demo-agent: build images
 # core integration files again on root Podman (scripts/test-suite.sh says what runs side by side and why). The gVisor pass has no skip: with no working runsc the runner refuses
 # every step (no_gvisor) and the tests fail; test/safety/container.test.ts checks the step saw gVisor's kernel,
 # and the fixture that each run's record says gvisor. TEST_JOBS=1 runs one file at a time in each lane.
-test: build images runner-image compose browser
+test: build images runner-image compose browser pip-wheel
 	@$(MAKE) --no-print-directory podman PODMAN_IMAGES="base toolchain gateway"
 	bash scripts/test-suite.sh
 
