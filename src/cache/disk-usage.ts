@@ -46,6 +46,9 @@ export async function diskUsage(dir: string): Promise<Usage> {
   return u;
 }
 
+/** how far ahead of the clock an entry's time may be (clocks of containers and the host agree; a filesystem's times are coarse) */
+const FUTURE_SLACK_S = 60;
+
 export interface PruneReport {
   before: number;
   after: number;
@@ -54,10 +57,19 @@ export interface PruneReport {
 }
 
 /** Brings `dir` under `max` bytes, oldest-written entries first (prune-plan.ts); empty directories go with them. */
-export async function pruneToBound(dir: string, max: number): Promise<PruneReport> {
-  const u = await diskUsage(dir);
-  const free = bytesToFree(u.bytes, max);
-  if (free === 0) return { before: u.bytes, after: u.bytes };
+export async function pruneToBound(dir: string, max: number, now = Date.now()): Promise<PruneReport> {
+  let u = await diskUsage(dir);
+  const before = u.bytes;
+  let free = bytesToFree(u.bytes, max);
+  if (free === 0) return { before, after: u.bytes };
+  // Entries dated ahead of now (a step set their times: a tool writes an entry when it fetches it) go first, or
+  // they would outlive every honest entry, prune after prune.
+  if (u.newest > now / 1000 + FUTURE_SLACK_S) {
+    await find(dir, ['-mindepth', '1', '!', '-type', 'd', '-newermt', `@${Math.floor(now / 1000 + FUTURE_SLACK_S)}`, '-delete']);
+    u = await diskUsage(dir);
+    free = bytesToFree(u.bytes, max);
+    if (free === 0) return { before, after: u.bytes };
+  }
   const ages = new AgeHistogram(u.oldest, u.newest);
   // only what is not a directory is pruned by age: a directory's time changes whenever an entry in it comes or goes
   await find(dir, ['-mindepth', '1', '!', '-type', 'd', '-printf', '%T@ %b\\n'], (line) => {
@@ -71,5 +83,5 @@ export async function pruneToBound(dir: string, max: number): Promise<PruneRepor
   await find(dir, ['-mindepth', '1', '!', '-type', 'd', ...age, '-delete']);
   await find(dir, ['-mindepth', '1', '-depth', '-type', 'd', '-empty', '-delete']);
   const after = await diskUsage(dir);
-  return { before: u.bytes, after: after.bytes, cutoff };
+  return { before, after: after.bytes, cutoff };
 }

@@ -69,3 +69,17 @@ test('a missing directory measures as empty', async () => {
   const u = await diskUsage(path.join(await tmp(), 'nothing'));
   assert.equal(u.bytes, 0);
 });
+
+test('entries a step dated in the future go first at a prune, and do not outlive the honest ones', async () => {
+  const data = path.join(await tmp(), 'data');
+  await aged(data, 8);
+  const now = Date.now() / 1000;
+  const planted = path.join(data, 'planted');
+  await writeFile(planted, Buffer.alloc(64 * 1024, 2));
+  await utimes(planted, now + 365 * 86400, now + 365 * 86400);
+  // the bound takes all but about two files: the planted one goes, though it looks the newest
+  const r = await pruneToBound(data, 7 * 64 * 1024 + 16 * 1024);
+  assert.ok(r.after < r.before);
+  assert.ok(!existsSync(planted), 'the future-dated entry went');
+  assert.ok(existsSync(path.join(data, 'd0', 'deep', 'f0')), 'the newest honest entry stays');
+});
