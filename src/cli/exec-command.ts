@@ -1,4 +1,4 @@
-/** `runner exec FILE [--json] [--home DIR] [--keep-workspace] [--input NAME=VALUE]... [--task ID [--title T]] [--no-wait] [--no-wait-at-gate]` and the run settings (src/settings/flags.ts); the run itself: foreground.ts */
+/** `runner exec FILE [--json] [--home DIR] [--keep-workspace] [--input NAME=VALUE]... [--task ID [--title T]] [--no-wait] [--no-wait-at-gate] [--warm N]` and the run settings (src/settings/flags.ts); the run itself: foreground.ts */
 import { UsageError } from '../common/errors.js';
 import { parseInputFlags, resolveInputs } from '../pipeline/inputs.js';
 import { loadPipeline } from '../pipeline/load.js';
@@ -7,6 +7,7 @@ import { useEngine } from '../container/engine.js';
 import { readSettings } from '../settings/run-settings.js';
 import { checkTaskId } from '../workspace/task-worktree.js';
 import { parseFlags } from './args.js';
+import { parseWarm } from './warm-flag.js';
 import { openHome } from './context.js';
 import { orJsonError, runForeground } from './foreground.js';
 import { cliActor } from './os-user.js';
@@ -24,6 +25,7 @@ export async function execCommand(args: string[]): Promise<number> {
       title: { type: 'string' },
       'no-wait': { type: 'boolean', default: false },
       'no-wait-at-gate': { type: 'boolean', default: false },
+      warm: { type: 'string' },
       ...SETTINGS_FLAGS,
     },
     ['FILE'],
@@ -39,9 +41,10 @@ export async function execCommand(args: string[]): Promise<number> {
   const settings = await orJsonError(json, async () => readSettings(values, process.env, (m) => early.push(m)));
   // --engine podman: every engine client of this command talks to Podman, its recovery of earlier runs too
   useEngine(settings.engine.name);
+  const warm = await orJsonError(json, async () => parseWarm('exec', values.warm ?? process.env.RUNNER_WARM, settings.engine.name));
   // Runs a crashed runner left behind are recovered first (a home that does not exist yet is left alone).
   const home = (await openHome(values.home, { create: false })).root;
-  return runForeground({ home, settings, json, early, waitAtGate: values['no-wait-at-gate'] !== true }, loaded, {
+  return runForeground({ home, settings, json, early, waitAtGate: values['no-wait-at-gate'] !== true, ...(warm ? { warm } : {}) }, loaded, {
     keepWorkspace: values['keep-workspace'] === true,
     noWait: values['no-wait'] === true,
     inputs,

@@ -5,6 +5,7 @@
  * decide, holds nothing but a lock that says it waits, and goes on when
  * someone approves (from any door), or ends when someone rejects.
  */
+import { GatewayPool } from '../gateway/host/gateway-pool.js';
 import { errorMessage, RunnerError } from '../common/errors.js';
 import { formatDuration } from '../common/durations.js';
 import { openEngine } from '../container/engine.js';
@@ -34,6 +35,8 @@ export interface Foreground {
   early?: string[];
   /** wait at a gate (the default) or leave the run waiting there and exit */
   waitAtGate?: boolean;
+  /** step gateways to make ahead, from the start (--warm N): the run's steps behind a gateway take them */
+  warm?: number;
 }
 
 /** How often a waiting exec reads the run's record. */
@@ -61,9 +64,13 @@ export async function runForeground(f: Foreground, loaded: LoadedPipeline, opts:
   for (const sig of signals) process.on(sig, onSignal);
   // its output closed (runner exec p.yaml | head -1): the run is canceled as on SIGPIPE, its work committed
   const offClosedPipe = onClosedPipe(() => onSignal('SIGPIPE'));
+  let pool: GatewayPool | undefined;
   try {
     const engine = openEngine(f.settings.engine.name, f.settings.engine);
-    const deps = { ...engine, makeGit: (who: ConstructorParameters<typeof Git>[0]) => new Git(who), clock: () => new Date(), reporter, signal: cancel.signal, killSignal: kill.signal };
+    // made while the run gets ready (its worktree, its checks), so that its first step's gateway is up sooner
+    pool = f.warm ? new GatewayPool(engine.runtime, { size: f.warm, home: f.home, egressNetwork: f.settings.egress.network, egressDns: f.settings.egress.dns, onProblem: (m) => reporter.warn(m) }) : undefined;
+    void pool?.start();
+    const deps = { ...engine, ...(pool ? { warmGateways: pool } : {}), makeGit: (who: ConstructorParameters<typeof Git>[0]) => new Git(who), clock: () => new Date(), reporter, signal: cancel.signal, killSignal: kill.signal };
     const base = { home: f.home, settings: f.settings, keepWorkspace: false, secretSource: { ...process.env, ...fromFile } };
     let record = await orJsonError(f.json, () => executeRun(deps, { ...base, ...opts, loaded }));
     // At a gate: wait for a decision from any door, then go on (there may be more gates).
@@ -81,6 +88,7 @@ export async function runForeground(f: Foreground, loaded: LoadedPipeline, opts:
     if (record.status === 'awaiting_approval') return 0; // left waiting (--no-wait-at-gate, or Ctrl-C at the gate): it holds nothing
     return exitCodeForRun(record.status, record.error?.code);
   } finally {
+    await pool?.close();
     reporter.close();
     for (const sig of signals) process.off(sig, onSignal);
     offClosedPipe();

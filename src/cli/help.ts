@@ -5,7 +5,7 @@ export const HELP = `runner: run a pipeline of steps, each in its own container,
 Usage:
   runner exec FILE [--json] [--home DIR] [--keep-workspace] [--secrets-file F]
                    [--input NAME=VALUE]... [--task ID [--title TEXT]] [--no-wait]
-                   [--no-wait-at-gate]
+                   [--no-wait-at-gate] [--warm N]
                    [--egress-network NET] [--egress-private CIDR[,CIDR]]
                    [--egress-proxy URL] [--ca-file F] [--npm-registry URL]
                    [--pip-index URL] [--isolation runc|gvisor]
@@ -30,6 +30,9 @@ Usage:
         --no-wait          fail rather than wait when the workspace is in use
         --no-wait-at-gate  at an approval gate, leave the run waiting (it holds
                            nothing) and exit 0, rather than wait for a decision
+        --warm N           make N step gateways ahead, from the start, for the
+                           run's steps behind one (agents): each is given to one
+                           step alone (docs/gateway.md#warm-gateways)
         --egress-network NET  the docker network steps' gateways reach out on
                            (default: $RUNNER_EGRESS_NETWORK, else bridge);
                            see docs/gateway.md
@@ -138,14 +141,16 @@ Usage:
                [--egress-private CIDR[,CIDR]] [--egress-proxy URL] [--ca-file F]
                [--npm-registry URL] [--pip-index URL] [--isolation runc|gvisor]
                [--engine local|swarm|podman] [--registry HOST:PORT] [--registry-auth F] [--max-log-streams 256] [--max-log-streams-per-client 32]
-               [--log-stall 60s] [--project DIR]...
+               [--log-stall 60s] [--project DIR]... [--warm N]
       Run the pipelines in DIR on their schedule: entries (cron, timezone,
       overlap, catchup), reloading DIR when it changes, with a JSON API on
       --listen (a non-loopback address needs RUNNER_TOKEN). SIGTERM: no new
       runs, running ones get --grace to finish, then are canceled. Live logs
       streamed at once: at most --max-log-streams in all (503 past it) and
       --max-log-streams-per-client to one address (429); a follower that
-      has not taken what waits for it within --log-stall is cut.
+      has not taken what waits for it within --log-stall is cut. --warm N
+      keeps N step gateways made ahead (given back after 10 minutes without a
+      run; GET /metrics says how many are warm).
   runner mcp [--home DIR] [--pipelines DIR]... [--project DIR]... [--secrets-file F]
              [--agent-base-url URL] [--egress-network NET] [--egress-private CIDR[,CIDR]]
              [--egress-proxy URL] [--ca-file F] [--npm-registry URL] [--pip-index URL]

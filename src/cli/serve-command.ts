@@ -1,5 +1,5 @@
 /**
- * `runner serve --pipelines DIR [--home DIR] [--max-concurrent N] [--grace 30s] [--listen H:P]
+ * `runner serve --pipelines DIR [--home DIR] [--max-concurrent N] [--grace 30s] [--listen H:P] [--warm N]
  *  [--max-log-streams N] [--max-log-streams-per-client N] [--log-stall 60s] [--project DIR]...` and the run settings
  * (src/settings/flags.ts).
  * --project: the projects /mcp's agent tasks may work on.
@@ -19,6 +19,7 @@ import { serve } from '../serve/serve.js';
 import { DEFAULT_STREAM_CAPS } from '../serve/stream-caps.js';
 import { canonicalHome } from '../workspace/home.js';
 import { parseFlags } from './args.js';
+import { parseWarm } from './warm-flag.js';
 import { SETTINGS_FLAGS } from '../settings/flags.js';
 import { readSettings } from '../settings/run-settings.js';
 import { onClosedPipe } from './closed-pipe.js';
@@ -39,6 +40,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       'max-log-streams-per-client': { type: 'string' },
       'log-stall': { type: 'string' },
       project: { type: 'string', multiple: true, default: [] },
+      warm: { type: 'string' },
     },
     [],
   );
@@ -49,6 +51,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   useEngine(settings.engine.name);
   const maxConcurrent = values['max-concurrent'] ? Number(values['max-concurrent']) : os.availableParallelism();
   if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) throw new UsageError('serve: --max-concurrent takes a whole number of runs, at least 1');
+  const warm = parseWarm('serve', values.warm ?? process.env.RUNNER_WARM, settings.engine.name);
   const graceMs = parseDuration(values.grace ?? '30s');
   if (graceMs === undefined) throw new UsageError(`serve: --grace takes a duration like 30s, got "${values.grace}"`);
 
@@ -100,6 +103,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       ...(token ? { token } : {}),
       projects,
       version: pkg.version,
+      ...(warm ? { warm } : {}),
       reporterFor: (name) => {
         const prefixed = { write: (s: string) => process.stderr.write(s.replace(/^(?=.)/gm, `[${name}] `)) };
         return new ConsoleReporter(prefixed, prefixed, false);

@@ -53,9 +53,10 @@ export interface ContainerSpec {
   /**
    * Written to the container's standard input as it starts, which then ends:
    * for what must not be in its environment, command or labels, where anyone
-   * who reads the engine's API sees it (the gateway's config, with its key).
+   * who reads the engine's API sees it (the gateway's config, with its key). A promise: written once it
+   * resolves (a warm gateway, its config handed over when a step claims it); rejected, the input ends empty.
    */
-  stdin?: string;
+  stdin?: string | Promise<string>;
   /**
    * Environment variables for the command's process only, never in the
    * container's config (`docker inspect`): the command starts through the

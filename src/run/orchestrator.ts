@@ -4,6 +4,7 @@
  * step, the step's work recorded after each, a push, and cleanup that always
  * happens. Dependencies are injected; nothing here is global.
  */
+import type { WarmGateways } from '../gateway/host/gateway-pool.js';
 import { shellWord } from '../common/shell-word.js';
 import type { RunSettings } from '../settings/run-settings.js';
 import { companyNetworkOnDisk } from './ca-copy.js';
@@ -59,6 +60,8 @@ export interface ExecDeps {
   signal: AbortSignal;
   /** impatient cancel (second Ctrl-C): kill the step's container at once */
   killSignal: AbortSignal;
+  /** gateways made ahead (runner serve --warm, runner exec --warm): a step behind a gateway takes one when it can */
+  warmGateways?: WarmGateways;
 }
 
 export interface ExecOptions {
@@ -264,6 +267,7 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
       company: settings.company && (await companyNetworkOnDisk(home.root, settings.company)),
       prices: pipeline.prices,
       spend: new RunSpend(pipeline.budget, opts.day),
+      ...(deps.warmGateways ? { warm: deps.warmGateways } : {}),
     };
     // a resumed run's budget counts what its earlier starts spent
     if (resuming) for (const s of record.steps) spending.spend.add(spentBy(s.usage).tokens, spentBy(s.usage).usd);

@@ -15,7 +15,8 @@ import { usageFromCalls } from '../gateway/host/metering.js';
 import type { RunSpend } from '../gateway/host/run-spend.js';
 import { openHostModelWay } from '../gateway/host/host-model-way.js';
 import type { ModelRelay } from '../gateway/host/model-relay.js';
-import { startGateway, type OpenGateway } from '../gateway/host/step-gateway.js';
+import type { WarmGateways } from '../gateway/host/gateway-pool.js';
+import { startGateway, type GatewayGift, type OpenGateway } from '../gateway/host/step-gateway.js';
 import { DEFAULT_PRICES, type Price } from '../gateway/prices.js';
 import type { StepPlan } from '../plan/step-plan.js';
 import { mirrorAllow, type CompanyNetwork } from '../plan/company-network.js';
@@ -39,6 +40,8 @@ export interface RunSpending {
   prices?: Record<string, Price> | undefined;
   /** what the run's calls spent so far, against the run's and the day's budget */
   spend: RunSpend;
+  /** gateways made ahead: a step takes one (its config written then) rather than start its own */
+  warm?: WarmGateways;
 }
 
 export interface StepWayReport {
@@ -131,12 +134,7 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
   let calls = 0;
   const day = spend.daySpent();
   const limit = allowance({ step: g.budget, run: spend.run ? { budget: spend.run, spent: spend.spent } : undefined, day: spend.day && day ? { budget: spend.day.budget, spent: day } : undefined });
-  // the step's container starts while its gateway's program does: returned once the gateway's container runs
-  const start = (name: string) => startGateway(o.place.runtime, {
-    name,
-    labels: o.labels,
-    egressNetwork: s.egressNetwork,
-    ...(s.egressDns ? { egressDns: s.egressDns } : {}),
+  const gift: GatewayGift = {
     config: {
       allow: [...g.egress, ...mirrorAllow(s.company)],
       privateAllowed: s.egressPrivate ?? [],
@@ -161,10 +159,14 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
       }
       o.onEvent(e);
     },
-  });
+  };
+  // the step's container starts while its gateway's program does: returned once the gateway's container runs
+  const start = (name: string) => startGateway(o.place.runtime, { name, labels: o.labels, egressNetwork: s.egressNetwork, ...(s.egressDns ? { egressDns: s.egressDns } : {}), ...gift });
+  // a warm gateway (made ahead, on this engine), unless the step's gateway must relay to another node
+  const held = relayTo === undefined ? await s.warm?.take(s.egressNetwork, s.egressDns) : undefined;
   let gw: OpenGateway;
   try {
-    gw = await tried(start, o.name, o.place);
+    gw = held ? held.give(gift) : await tried(start, o.name, o.place);
   } catch (err) {
     await relay?.close();
     throw err;
@@ -175,6 +177,7 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
   const notes = onHost && limit?.usd !== undefined && !Object.keys(s.prices ?? {}).length
     ? [`the model at ${onHost.shown} is on this machine, and its calls are unpriced (the file's prices: names no model): a budget in USD does not bound them, a budget in tokens does`]
     : [];
+  if (held) notes.push('gateway: a warm one, made ahead for no step in particular and given to this one alone (--warm)');
   return {
     ...(notes.length ? { notes } : {}),
     network: gw.network,

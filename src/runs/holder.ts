@@ -9,6 +9,7 @@
  * no new run is taken; the running ones get a grace period to end, then are
  * canceled, then, if still not ended after KILL_AFTER_MS, killed.
  */
+import type { WarmGateways } from '../gateway/host/gateway-pool.js';
 import { errorMessage, RunnerError } from '../common/errors.js';
 import type { ContainerRuntime } from '../container/runtime.js';
 import type { Git, GitIdentity } from '../git/git.js';
@@ -36,6 +37,8 @@ export interface HolderDeps {
   door: string;
   runtime: ContainerRuntime;
   transport?: StepTransport;
+  /** gateways made ahead (--warm): steps behind a gateway take one */
+  warmGateways?: WarmGateways;
   makeGit: (who: GitIdentity) => Git;
   reporterFor: (pipeline: string) => Reporter;
   /** read as each run starts: a changed file applies to the next run */
@@ -126,7 +129,7 @@ export class RunHolder {
       const secretSource = await this.d.secrets();
       const extra = this.d.perRun ? await this.d.perRun(loaded) : {};
       const r = await executeRun(
-        { runtime: this.d.runtime, ...(this.d.transport ? { transport: this.d.transport } : {}), makeGit: this.d.makeGit, clock: () => new Date(), reporter: this.d.reporterFor(p.pipeline), signal: entry.cancel.signal, killSignal: entry.kill.signal },
+        { runtime: this.d.runtime, ...(this.d.transport ? { transport: this.d.transport } : {}), ...(this.d.warmGateways ? { warmGateways: this.d.warmGateways } : {}), makeGit: this.d.makeGit, clock: () => new Date(), reporter: this.d.reporterFor(p.pipeline), signal: entry.cancel.signal, killSignal: entry.kill.signal },
         {
           loaded,
           home: this.home.root,

@@ -1,7 +1,8 @@
 /**
  * runner serve's HTTP API and dashboard, thin over the serve loop and the run records.
  *   GET  /healthz                      liveness (no token needed)
- *   GET  /metrics                      Prometheus text: runs by status, step durations, queue length (of the projects it serves)
+ *   GET  /metrics                      Prometheus text: runs by status, step durations, queue length (of the projects it serves),
+ *                                      step gateways kept warm (--warm)
  *   GET  /api/pipelines                pipelines with their next fire times, file errors, and today's spend against
  *                                      their day budget (today: {spentUsd, budgetPerDayUsd})
  *   POST /api/pipelines/:name/runs     trigger a run: 202 with its run id (it waits for room under --max-concurrent);
@@ -88,6 +89,8 @@ export interface ServeState extends Door {
   /** real paths: a resumed or forked run's pipeline file must lie under these */
   pipelineDirs: string[];
   queueLength(): number;
+  /** gateways kept warm now, and how many are kept (runner serve --warm N) */
+  warm?(): { gateways: number; size: number };
 }
 
 export interface ApiOptions {
@@ -468,6 +471,9 @@ async function metrics(res: http.ServerResponse, state: ServeState): Promise<voi
     '# HELP runner_queue_length Runs waiting to start.',
     '# TYPE runner_queue_length gauge',
     `runner_queue_length ${state.queueLength()}`,
+    '# HELP runner_warm_gateways Step gateways made ahead and waiting for a step (runner serve --warm).',
+    '# TYPE runner_warm_gateways gauge',
+    `runner_warm_gateways ${state.warm?.().gateways ?? 0}`,
   ];
   res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
   res.end(`${lines.join('\n')}\n`);

@@ -4,6 +4,7 @@
  * fire of each schedule (for catch-up) in `<home>/schedule.json`, and on stop
  * lets running steps finish up to a grace period, then cancels them cleanly.
  */
+import { GatewayPool } from '../gateway/host/gateway-pool.js';
 import type { RunSettings } from '../settings/run-settings.js';
 import { watch, type FSWatcher } from 'node:fs';
 import http from 'node:http';
@@ -61,6 +62,8 @@ export interface ServeOptions {
   projects?: string[];
   /** the runner's version, for /mcp */
   version?: string;
+  /** step gateways kept warm (--warm N): a step behind a gateway takes one rather than start its own */
+  warm?: number;
 }
 
 export interface ServeDeps {
@@ -98,11 +101,15 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
     });
     if (rec?.status === 'not_started') lastFailure.set(p.pipeline, rec);
   };
+  // Gateways made ahead, for steps behind one (gateway-pool.ts); given back after a while without a run.
+  const pool = o.warm ? new GatewayPool(deps.runtime, { size: o.warm, home: home.root, egressNetwork: o.settings.egress.network, egressDns: o.settings.egress.dns, onProblem: o.say }) : undefined;
+  await pool?.start();
   // The runs this server runs: held from the queue's start until they end (runs/holder.ts, runner mcp's too).
   const holder = new RunHolder(home, {
     door: 'runner serve',
     runtime: deps.runtime,
     ...(deps.transport ? { transport: deps.transport } : {}),
+    ...(pool ? { warmGateways: pool } : {}),
     makeGit: deps.makeGit,
     reporterFor: o.reporterFor,
     secrets: o.secrets ?? (async () => process.env),
@@ -244,6 +251,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
         home: home.root,
         scope,
         queueLength: () => scheduler.queueLength(),
+        warm: () => ({ gateways: pool?.warm ?? 0, size: o.warm ?? 0 }),
         // the API triggers only the folder's pipelines (an agent task's is /mcp's, for its one run)
         trigger: async (name, inputs, startedBy) => (dir.pipelines().some((p) => p.pipeline.name === name) ? trigger(name, inputs, startedBy) : undefined),
         cancel: cancelRun,
@@ -311,6 +319,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
   clearInterval(gates);
   clearTimeout(pending);
   await holder.stop(o.graceMs);
+  await pool?.close();
   await Promise.all(recorded.values());
   if (api) {
     // Live logs of the runs that just ended send their end event and close; whatever is left after 3 s is cut.

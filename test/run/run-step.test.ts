@@ -217,7 +217,7 @@ test('a step behind its gateway: its command waits for the gateway, whose networ
   assert.ok(engine.entries('begin').find((e) => e.id === gw.id)!.seq < engine.entries('begin', 'ask').find((e) => e.id === step.id)!.seq);
   // the gateway's config came on its standard input, never in its environment
   assert.deepEqual(gw.spec.env, {});
-  assert.deepEqual(JSON.parse(gw.spec.stdin!).allow, ['api.example.com']);
+  assert.deepEqual(JSON.parse(gw.spec.stdin as string).allow, ['api.example.com']);
   const calls = (await readFile(path.join(f.home, 'runs', record.runId, 'calls.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
   assert.equal(calls.length, 1);
   assert.equal(calls[0].costUsd, 0.01);
@@ -251,7 +251,7 @@ test("an agent's step budget: the gateway refuses the call past it and the step 
   assert.equal(made, 3);
   assert.equal(s.status, 'budget_exhausted');
   assert.match(s.message ?? '', /budget exhausted: the gateway refused a model call/);
-  assert.equal(JSON.parse(engine.containers.find((c) => c.spec.image === GATEWAY_IMAGE)!.spec.stdin!).allowance.usd, 0.5);
+  assert.equal(JSON.parse(engine.containers.find((c) => c.spec.image === GATEWAY_IMAGE)!.spec.stdin as string).allowance.usd, 0.5);
   assert.equal(record.status, 'failed');
   assert.deepEqual(assertLeftNothing(engine, record), []);
 });
@@ -332,7 +332,7 @@ test("the pipeline's day budget (runner serve's): what earlier runs spent today 
   const s = record.steps[0]!;
   assert.equal(s.status, 'budget_exhausted');
   // the gateway was given what the day had left, and said which budget binds
-  const allowance = JSON.parse(engine.containers.find((c) => c.spec.image === GATEWAY_IMAGE)!.spec.stdin!).allowance;
+  const allowance = JSON.parse(engine.containers.find((c) => c.spec.image === GATEWAY_IMAGE)!.spec.stdin as string).allowance;
   assert.ok(Math.abs(allowance.usd - 0.05) < 1e-9, String(allowance.usd));
   assert.match(allowance.usdBy, /the pipeline's budget of \$1 per day/);
   // one call went through (0.95 + 0.1 spends the day); none after it

@@ -41,7 +41,7 @@ const STEP = `  - id: push
 /** The inspecting gateway as its protocol goes: ready with its CA (when it inspects), then what the step's requests met. */
 function inspectingGateway(o: { caPem?: string } = {}) {
   return async (p: FakeProcess): Promise<number> => {
-    const config = JSON.parse(p.spec.stdin ?? '{}') as GatewayConfig;
+    const config = JSON.parse((p.spec.stdin as string | undefined) ?? '{}') as GatewayConfig;
     const say = (e: object) => p.stdout(`${JSON.stringify(e)}\n`);
     p.onTerm(() => {
       say({ event: 'refusals', hosts: {}, others: 0, budget: 0, paths: 0 });
@@ -74,7 +74,7 @@ test('credentials and rules: the gateway is told them (values on its stdin only)
 
   const gw = engine.containers.find((c) => c.spec.image === GATEWAY_IMAGE)!;
   const step = engine.containers.find((c) => c.spec.image !== GATEWAY_IMAGE)!;
-  const inspect = (JSON.parse(gw.spec.stdin!) as GatewayConfig).inspect!;
+  const inspect = (JSON.parse(gw.spec.stdin as string) as GatewayConfig).inspect!;
   assert.deepEqual(inspect.hosts, [
     {
       host: 'api.github.com',

@@ -487,8 +487,8 @@ class DockerContainer implements ContainerHandle {
   constructor(
     private readonly c: Docker.Container,
     private readonly docker: Docker,
-    /** handed to its standard input when attached (the engine holds it until the container starts) */
-    private readonly stdin?: string,
+    /** handed to its standard input when attached (the engine holds it until the container starts); a promise: once it resolves */
+    private readonly stdin?: string | Promise<string>,
     /** under gVisor: its process cap (RLIMIT_NPROC) and how to ask the sandbox's kernel how many tasks it holds */
     private readonly sandbox?: { nproc: number; tasks: (sandboxPid: number) => Promise<number | undefined> },
     /** what its command waits for (ContainerSpec.holdUntil): its standard input is written then, or its start waits */
@@ -506,9 +506,21 @@ class DockerContainer implements ContainerHandle {
     const stream = withStdin ? await attachWithInput(this.c) : ((await this.c.attach({ stream: true, stdout: true, stderr: true })) as NodeJS.ReadableStream);
     if (withStdin) {
       const input = stream as unknown as NodeJS.WritableStream;
+      const given = this.stdin!;
       const write = () => {
-        input.write(this.stdin!);
-        input.end();
+        if (typeof given === 'string') {
+          input.write(given);
+          input.end();
+        } else {
+          // given later (a warm gateway's config, at its claim); never given, the input ends empty
+          given.then(
+            (text) => {
+              input.write(text);
+              input.end();
+            },
+            () => input.end(),
+          );
+        }
       };
       // held: the prelude waits for its input; never given (the way did not come up), the runner stops the container
       if (this.hold?.stdin) this.hold.stdin.then(write, () => undefined);

@@ -85,17 +85,36 @@ export interface OpenGateway {
   close(): Promise<GatewayReport>;
 }
 
-export interface GatewayOptions {
-  /** unique per step run: the network and the container are named after it */
+/** What a gateway is made with before it knows its step: where it is, and where it reaches out. */
+export interface GatewayBase {
+  /** unique per step run (or warm gateway): the network and the container are named after it */
   name: string;
   labels: Record<string, string>;
   /** the network the gateway reaches out on */
   egressNetwork: string;
   /** name servers it resolves allowed names with (default: the engine's) */
   egressDns?: string[];
+}
+
+/** What a step gives its gateway: its config (rules, key, allowance) and where what it says goes. */
+export interface GatewayGift {
   config: Omit<GatewayConfig, 'listenSubnet' | 'hostAddresses' | 'hostNetworks'>;
   /** as it happens: a call, a refusal, a problem of the gateway's own */
   onEvent(e: GatewayEvent): void;
+}
+
+export interface GatewayOptions extends GatewayBase, GatewayGift {}
+
+/**
+ * A gateway made and started ahead of any step (a warm pool's: gateway-pool.ts), its program waiting for its config
+ * on standard input. `give` hands it to one step (its config written then, its listening timed from then); a held
+ * gateway that is never given is discarded.
+ */
+export interface HeldGateway {
+  /** its container ended while held: it cannot be given */
+  ended(): boolean;
+  give(gift: GatewayGift): OpenGateway;
+  discard(): Promise<void>;
 }
 
 const READY_MS = 20_000;
@@ -121,6 +140,47 @@ export async function openGateway(runtime: ContainerRuntime, o: GatewayOptions):
  * step is stopped (step-network.ts).
  */
 export async function startGateway(runtime: ContainerRuntime, o: GatewayOptions): Promise<OpenGateway> {
+  return (await makeGateway(runtime, o, { config: o.config, onEvent: o.onEvent })).gateway;
+}
+
+/** A gateway made, started and held for a step to come: its config is written when it is given (HeldGateway). */
+export async function holdGateway(runtime: ContainerRuntime, base: GatewayBase): Promise<HeldGateway> {
+  let giveTo: ((gift: GatewayGift) => void) | undefined;
+  let refuse: (() => void) | undefined;
+  const later = new Promise<GatewayGift>((resolve, reject) => {
+    giveTo = resolve;
+    refuse = () => reject(new Error('discarded'));
+  });
+  later.catch(() => undefined);
+  const made = await makeGateway(runtime, base, later);
+  let given = false;
+  return {
+    ended: made.ended,
+    give: (gift) => {
+      if (given) throw new Error('a warm gateway is given once');
+      given = true;
+      giveTo!(gift);
+      return made.gateway;
+    },
+    discard: async () => {
+      refuse!();
+      await made.gateway.close();
+    },
+  };
+}
+
+/**
+ * The gateway's network and container, made and started. `gift`: its config now (a step's own gateway), or a promise
+ * of it (a held one): the config, with this machine's addresses as they are then, is written to its standard input
+ * once given, and its listening is timed from then.
+ */
+async function makeGateway(runtime: ContainerRuntime, o: GatewayBase, gift: GatewayGift | Promise<GatewayGift>): Promise<{ gateway: OpenGateway; ended: () => boolean }> {
+  const now = !(gift instanceof Promise) ? gift : undefined;
+  const later = Promise.resolve(gift);
+  // what the gateway says before it is given goes nowhere (it says nothing before its config)
+  let onEvent: (e: GatewayEvent) => void = () => undefined;
+  if (now) onEvent = now.onEvent;
+  else void later.then((g) => (onEvent = g.onEvent), () => undefined);
   const network = `${o.name}-net`;
   const labels = { ...o.labels, [LABELS.role]: 'gateway' };
   // this machine's addresses, read while the step's network is made: the host has no address on it (isolated),
@@ -182,10 +242,10 @@ export async function startGateway(runtime: ContainerRuntime, o: GatewayOptions)
       report.budgetRefused = Math.max(report.budgetRefused, e.budget ?? 0);
       report.pathsRefused = e.paths ?? 0;
     }
-    o.onEvent(e);
+    onEvent(e);
   });
   // what the gateway's node says on stderr (a crash) is a problem of the step's gateway, in its log
-  const errLines = new LineSplitter((line) => o.onEvent({ event: 'error', message: line.slice(0, 500) }));
+  const errLines = new LineSplitter((line) => onEvent({ event: 'error', message: line.slice(0, 500) }));
   let readyTimer: NodeJS.Timeout | undefined;
   /** why the gateway never listened, once that is known */
   let failed: string | undefined;
@@ -210,15 +270,21 @@ export async function startGateway(runtime: ContainerRuntime, o: GatewayOptions)
       const { costUsd, ...tokens } = start.worst;
       const e: CallEvent = { event: 'call', id: start.id, model: start.model, ...tokens, costUsd, chargedUsd: costUsd, durationMs: 0, status: 0, worstCase: true };
       addCall(report.totals, e);
-      o.onEvent(e);
+      onEvent(e);
     }
     open.clear();
-    await runtime.removeNetwork(network).catch((err) => o.onEvent({ event: 'error', message: `removing network ${network}: ${errorMessage(err)}` }));
+    await runtime.removeNetwork(network).catch((err) => onEvent({ event: 'error', message: `removing network ${network}: ${errorMessage(err)}` }));
     if (!summary) report.refusedOthers = 0;
     return report;
   };
   let streams: Promise<void> | undefined;
   let ended = false;
+  // held: this machine's addresses as they are when it is given (networks made since are among them); never given, none
+  const heldConfig = () => {
+    const text = later.then(async (g) => configLine(g, ...(await Promise.all([thisMachineAddresses(runtime), thisMachineNetworks()])), subnet));
+    text.catch(() => undefined);
+    return text;
+  };
   try {
     handle = await runtime.create({
       name: o.name,
@@ -226,7 +292,7 @@ export async function startGateway(runtime: ContainerRuntime, o: GatewayOptions)
       cmd: [],
       env: {},
       // its key on standard input, never in its environment: `docker inspect` shows that to anyone with the engine's API
-      stdin: `${JSON.stringify({ ...o.config, hostAddresses, hostNetworks, listenSubnet: subnet } satisfies GatewayConfig)}\n`,
+      stdin: now ? configLine(now, hostAddresses, hostNetworks, subnet) : heldConfig(),
       workingDir: '/',
       user: '65532:65532',
       mounts: [],
@@ -273,7 +339,8 @@ export async function startGateway(runtime: ContainerRuntime, o: GatewayOptions)
         ready,
         attached.ended.then(() => undefined),
         starting.then(() => (startProblem !== undefined ? undefined : new Promise<never>(() => undefined))),
-        new Promise<undefined>((r) => (readyTimer = setTimeout(() => r(undefined), READY_MS))),
+        // timed from its config: a held gateway waits for its step without a limit
+        new Promise<undefined>((r) => void later.then(() => (readyTimer = setTimeout(() => r(undefined), READY_MS)), () => undefined)),
       ]).finally(() => clearTimeout(readyTimer));
       // closed before it listened: nothing failed
       if (stopping) return '';
@@ -300,9 +367,19 @@ export async function startGateway(runtime: ContainerRuntime, o: GatewayOptions)
     }
     // an engine that does not say the address: the one the gateway says, once it listens
     const address = given ?? (await listening);
-    return { network, dns: [address], listening: listening.then(() => undefined), caPem: () => caPem, egressAddress: () => started.addressOn(o.egressNetwork), close };
+    // handled here too: a held gateway that ends before any step takes it rejects with no step to hear it
+    const listened = listening.then(() => undefined);
+    listened.catch(() => undefined);
+    return {
+      gateway: { network, dns: [address], listening: listened, caPem: () => caPem, egressAddress: () => started.addressOn(o.egressNetwork), close },
+      ended: () => ended,
+    };
   } catch (err) {
     await close();
     throw err;
   }
+}
+
+function configLine(g: GatewayGift, hostAddresses: string[], hostNetworks: string[], listenSubnet: string): string {
+  return `${JSON.stringify({ ...g.config, hostAddresses, hostNetworks, listenSubnet } satisfies GatewayConfig)}\n`;
 }

@@ -6,70 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { ContainerHandle, ContainerRuntime, ContainerSpec, OutputHandler } from '../../../src/container/runtime.js';
+import { engine, ScriptedGateway } from '../../fixtures/scripted-gateway.js';
 import { startGateway, openGateway } from '../../../src/gateway/host/step-gateway.js';
-
-/** A gateway container that prints what the test says, when it says, and ends when told. */
-class ScriptedGateway {
-  stdout: OutputHandler = () => undefined;
-  private end!: () => void;
-  readonly ended = new Promise<void>((r) => (this.end = r));
-  started = false;
-  removed = false;
-  /** the engine refuses to start it */
-  refuse?: string;
-  constructor(readonly address: string) {}
-  say(line: object): void {
-    void this.stdout(Buffer.from(`${JSON.stringify(line)}\n`));
-  }
-  exit(): void {
-    this.end();
-  }
-  handle(): ContainerHandle {
-    return {
-      id: 'gw',
-      attach: async (out) => ((this.stdout = out), { ended: this.ended, close: () => undefined }),
-      start: async () => {
-        if (this.refuse) throw new Error(this.refuse);
-        this.started = true;
-      },
-      wait: () => this.ended,
-      waitNotRunning: () => this.ended,
-      inspect: async () => ({ exitCode: 1, oomKilled: false }),
-      pidsLimitHits: async () => undefined,
-      stop: async () => this.exit(),
-      kill: async () => this.exit(),
-      remove: async () => void (this.removed = true),
-      connect: async () => undefined,
-      addressOn: async () => (this.started ? this.address : undefined),
-    };
-  }
-}
-
-function engine(gw: ScriptedGateway): ContainerRuntime & { networks: Set<string>; specs: ContainerSpec[] } {
-  const networks = new Set<string>();
-  const specs: ContainerSpec[] = [];
-  const no = async (): Promise<never> => {
-    throw new Error('not used');
-  };
-  return {
-    networks,
-    specs,
-    ping: async () => undefined,
-    ensureImage: no,
-    hasImage: no,
-    imageLabels: no,
-    create: async (spec) => (specs.push(spec), gw.handle()),
-    checkIsolation: async () => [],
-    checkHostPaths: async () => undefined,
-    listByLabels: async () => [],
-    removeByLabels: async () => 0,
-    createNetwork: async (spec) => (networks.add(spec.name), { subnet: '10.99.0.0/24' }),
-    removeNetwork: async (name) => void networks.delete(name),
-    networkGateways: async () => [],
-    removeNetworksByLabels: async () => 0,
-  };
-}
 
 const options = { name: 'runner-t-go.1-gw', labels: {}, egressNetwork: 'bridge', config: { allow: [], prices: {} }, onEvent: () => undefined };
 
@@ -80,7 +18,7 @@ test('startGateway returns once the container runs, with its address, before the
   assert.deepEqual(way.dns, ['10.99.0.2']);
   assert.equal(way.network, 'runner-t-go.1-gw-net');
   // the key goes on standard input, with the step's subnet to listen on
-  assert.match(rt.specs[0]!.stdin!, /"listenSubnet":"10\.99\.0\.0\/24"/);
+  assert.match(rt.specs[0]!.stdin as string, /"listenSubnet":"10\.99\.0\.0\/24"/);
   let listened = false;
   void way.listening.then(() => (listened = true));
   await new Promise((r) => setImmediate(r));

@@ -1,0 +1,180 @@
+/**
+ * Warm gateways: a few step gateways made ahead (their network made, their container started, their program loaded
+ * and waiting for its config), so that a step behind a gateway does not wait for one to start. A step takes one
+ * whole and alone: its config (key, rules, allowance) is written to it then, it serves that step only and is
+ * removed with it, as a cold one is; the pool makes another behind it. A warm gateway has never held a key, a rule
+ * or a byte of traffic before its step: there is nothing of another run in it.
+ *
+ * Bounded (`size`), and given back when idle: after `idleMs` without a step taking one the pool removes its
+ * gateways, and makes them again at the next take (that step starts cold). Those of a runner that died (kill -9)
+ * are removed by the next pool of the same home. `runner serve --warm N` and `runner exec --warm N` keep one.
+ */
+import os from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { errorMessage } from '../../common/errors.js';
+import { LABELS, type ContainerRuntime } from '../../container/runtime.js';
+import { holdGateway, type HeldGateway } from './step-gateway.js';
+
+/** on a warm gateway and its network: who keeps it (host:pid), so that the next pool can tell a dead runner's */
+export const WARM_OWNER_LABEL = 'dev.runner.warm-owner';
+
+/** without a step taking one for this long, a pool gives its gateways back */
+export const DEFAULT_IDLE_MS = 10 * 60_000;
+
+export interface PoolOptions {
+  /** how many are kept warm */
+  size: number;
+  home: string;
+  egressNetwork: string;
+  egressDns?: string[] | undefined;
+  /** without a take for this long, the pool gives its gateways back */
+  idleMs?: number;
+  /** a warm gateway that could not be made, or removed */
+  onProblem?(message: string): void;
+}
+
+/** What a step's way asks of the pool: a gateway for its egress, if one is warm. */
+export interface WarmGateways {
+  /** a warm gateway, or one being made now (sooner than a cold one started after this); undefined: start cold */
+  take(egressNetwork: string, egressDns: string[] | undefined): Promise<HeldGateway | undefined>;
+}
+
+export class GatewayPool implements WarmGateways {
+  private readonly ready: HeldGateway[] = [];
+  /** steps waiting for a gateway being made */
+  private readonly waiters: Array<(held: HeldGateway | undefined) => void> = [];
+  private making = 0;
+  private seq = 0;
+  private closed = false;
+  private idle = false;
+  private lastTake = Date.now();
+  private readonly timer: NodeJS.Timeout;
+  private failures = 0;
+  private started: Promise<void> | undefined;
+  private readonly stopping = new AbortController();
+  /** gateways being made: the close waits for them, so none is left behind */
+  private readonly inFlight = new Set<Promise<void>>();
+  readonly owner = `${os.hostname()}:${process.pid}`;
+
+  constructor(
+    private readonly runtime: ContainerRuntime,
+    private readonly o: PoolOptions,
+  ) {
+    this.timer = setInterval(() => void this.giveBackIfIdle(), Math.min(60_000, Math.max(1000, (o.idleMs ?? DEFAULT_IDLE_MS) / 4)));
+    this.timer.unref();
+  }
+
+  /** How many are warm now (made and waiting). */
+  get warm(): number {
+    return this.ready.length;
+  }
+
+  /** Removes what a dead runner's pool of this home left, then makes the pool's gateways. */
+  start(): Promise<void> {
+    this.started ??= (async () => {
+      await this.removeStale().catch((err) => this.o.onProblem?.(`removing warm gateways a stopped runner left: ${errorMessage(err)}`));
+      this.fill();
+    })();
+    return this.started;
+  }
+
+  async take(egressNetwork: string, egressDns: string[] | undefined): Promise<HeldGateway | undefined> {
+    if (this.closed || egressNetwork !== this.o.egressNetwork || !sameList(egressDns, this.o.egressDns)) return undefined;
+    this.lastTake = Date.now();
+    if (this.idle) this.idle = false;
+    let held: HeldGateway | undefined;
+    while ((held = this.ready.shift()) && held.ended()) void held.discard();
+    this.fill();
+    if (held) return held;
+    // none ready, one being made that no step waits for yet: it started no later than a cold one would
+    return this.making > this.waiters.length ? new Promise<HeldGateway | undefined>((r) => this.waiters.push(r)) : undefined;
+  }
+
+  /** Removes every warm gateway; the pool makes no more. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.stopping.abort();
+    clearInterval(this.timer);
+    for (const w of this.waiters.splice(0)) w(undefined);
+    // what is being removed or made now ends first (a gateway made after the close discards itself)
+    await this.started?.catch(() => undefined);
+    await Promise.all([...this.inFlight]);
+    const all = this.ready.splice(0);
+    await Promise.all(all.map((h) => h.discard().catch(() => undefined)));
+  }
+
+  private fill(): void {
+    while (!this.closed && !this.idle && this.ready.length + this.making < this.o.size) {
+      this.making++;
+      const made: Promise<void> = this.makeOne().finally(() => {
+        this.making--;
+        this.inFlight.delete(made);
+        this.fill();
+      });
+      this.inFlight.add(made);
+    }
+  }
+
+  private async makeOne(): Promise<void> {
+    // a failing engine is not asked again at once: 1 s, 2 s, 4 s ... up to a minute between tries
+    if (this.failures) await sleep(Math.min(60_000, 1000 * 2 ** (this.failures - 1)), undefined, { signal: this.stopping.signal, ref: false }).catch(() => undefined);
+    if (this.closed || this.idle) return;
+    const name = `runner-warm-${process.pid.toString(36)}-${(this.seq++).toString(36)}-${Date.now().toString(36)}`;
+    try {
+      const held = await holdGateway(this.runtime, {
+        name,
+        labels: { [LABELS.home]: this.o.home, [LABELS.role]: 'gateway', [WARM_OWNER_LABEL]: this.owner },
+        egressNetwork: this.o.egressNetwork,
+        ...(this.o.egressDns ? { egressDns: this.o.egressDns } : {}),
+      });
+      this.failures = 0;
+      const waiter = this.waiters.shift();
+      if (waiter) waiter(held);
+      else if (this.closed || this.idle) await held.discard();
+      else this.ready.push(held);
+    } catch (err) {
+      this.failures++;
+      // a step waiting for it starts its own
+      this.waiters.shift()?.(undefined);
+      this.o.onProblem?.(`a warm gateway could not be made (steps start theirs cold meanwhile): ${errorMessage(err)}`);
+    }
+  }
+
+  private async giveBackIfIdle(): Promise<void> {
+    if (this.closed || this.idle || Date.now() - this.lastTake < (this.o.idleMs ?? DEFAULT_IDLE_MS)) return;
+    this.idle = true;
+    const all = this.ready.splice(0);
+    await Promise.all(all.map((h) => h.discard().catch(() => undefined)));
+  }
+
+  /** Warm gateways (and their networks) of this home whose runner is gone: on this host, a pid that is not alive. */
+  private async removeStale(): Promise<void> {
+    const list = await this.runtime.listByLabels({ [LABELS.home]: this.o.home, [LABELS.role]: 'gateway' });
+    const host = os.hostname();
+    const stale = list.filter((c) => {
+      const owner = c.labels[WARM_OWNER_LABEL];
+      if (!owner) return false;
+      const at = owner.lastIndexOf(':');
+      return owner.slice(0, at) === host && owner !== this.owner && !pidAlive(Number(owner.slice(at + 1)));
+    });
+    if (!stale.length) return;
+    for (const owner of new Set(stale.map((c) => c.labels[WARM_OWNER_LABEL]!))) {
+      await this.runtime.removeByLabels({ [LABELS.home]: this.o.home, [WARM_OWNER_LABEL]: owner });
+      await this.runtime.removeNetworksByLabels({ [LABELS.home]: this.o.home, [WARM_OWNER_LABEL]: owner });
+    }
+  }
+}
+
+function sameList(a: readonly string[] | undefined, b: readonly string[] | undefined): boolean {
+  return (a ?? []).join(',') === (b ?? []).join(',');
+}
+
+function pidAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * The warm pool's promises, on a scripted engine (test/fixtures/scripted-gateway.ts): a held gateway gets no config
+ * until it is given, and is given once; the pool keeps its size, hands a gateway to one step, makes another behind
+ * it, waits for one being made rather than start cold, serves only its own egress, gives its gateways back when
+ * idle and removes them at its close. The real engine's part: test/integration/warm-gateways.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { GatewayPool } from '../../../src/gateway/host/gateway-pool.js';
+import { holdGateway } from '../../../src/gateway/host/step-gateway.js';
+import { engine, ScriptedGateway } from '../../fixtures/scripted-gateway.js';
+
+const tick = () => new Promise((r) => setTimeout(r, 20));
+const gift = { config: { allow: ['api.example.com'], prices: {} }, onEvent: () => undefined };
+
+test('a held gateway: started with no config; given once, its config (with its subnet) goes to its standard input then', async () => {
+  const gw = new ScriptedGateway('10.99.0.2');
+  const rt = engine(gw);
+  const held = await holdGateway(rt, { name: 'runner-warm-x', labels: {}, egressNetwork: 'bridge' });
+  assert.ok(gw.started);
+  const stdin = rt.specs[0]!.stdin;
+  assert.ok(stdin instanceof Promise, 'its config is not known when it is made');
+  let written: string | undefined;
+  void (stdin as Promise<string>).then((t) => (written = t));
+  await tick();
+  assert.equal(written, undefined, 'nothing is written before a step takes it');
+  const way = held.give(gift);
+  assert.throws(() => held.give(gift), /given once/);
+  await tick();
+  assert.deepEqual(JSON.parse(written!).allow, ['api.example.com']);
+  assert.equal(JSON.parse(written!).listenSubnet, '10.99.0.0/24');
+  gw.say({ event: 'ready', address: '10.99.0.2' });
+  await way.listening;
+  assert.deepEqual(way.dns, ['10.99.0.2']);
+  await way.close();
+  assert.ok(gw.removed);
+});
+
+test('a held gateway never given is discarded: its input ends empty, it and its network are removed', async () => {
+  const gw = new ScriptedGateway('10.99.0.2');
+  const rt = engine(gw);
+  const held = await holdGateway(rt, { name: 'runner-warm-y', labels: {}, egressNetwork: 'bridge' });
+  const stdin = rt.specs[0]!.stdin as Promise<string>;
+  await held.discard();
+  await assert.rejects(stdin);
+  assert.ok(gw.removed);
+  assert.equal(rt.networks.size, 0);
+});
+
+function pool(size: number, idleMs?: number) {
+  const made: ScriptedGateway[] = [];
+  const rt = engine(() => {
+    const g = new ScriptedGateway(`10.99.0.${made.length + 2}`);
+    made.push(g);
+    return g;
+  });
+  const p = new GatewayPool(rt, { size, home: '/h', egressNetwork: 'bridge', ...(idleMs ? { idleMs } : {}) });
+  return { p, made, rt };
+}
+
+test('the pool keeps its size; a take hands one gateway to one step and the pool makes another behind it', async () => {
+  const { p, made } = pool(2);
+  await p.start();
+  await tick();
+  assert.equal(p.warm, 2);
+  const a = await p.take('bridge', undefined);
+  const b = await p.take('bridge', undefined);
+  assert.ok(a && b && a !== b);
+  await tick();
+  assert.equal(p.warm, 2, 'refilled');
+  assert.equal(made.length, 4);
+  await p.close();
+  assert.equal(p.warm, 0);
+  assert.deepEqual(made.slice(2).map((g) => g.removed), [true, true], 'those never given are removed at the close');
+  assert.equal(await p.take('bridge', undefined), undefined, 'a closed pool gives none');
+});
+
+test('a take when none is ready waits for one being made; another egress network or name servers get none', async () => {
+  const { p } = pool(1);
+  const first = p.take('bridge', undefined);
+  void p.start();
+  assert.ok(await first, 'the one being made');
+  assert.equal(await p.take('company-egress', undefined), undefined);
+  assert.equal(await p.take('bridge', ['10.0.0.53']), undefined);
+  await p.close();
+});
+
+test('idle for idleMs, the pool gives its gateways back; the next take starts it again', async () => {
+  const { p, made } = pool(1, 100);
+  await p.start();
+  await tick();
+  assert.equal(p.warm, 1);
+  await new Promise((r) => setTimeout(r, 1300));
+  assert.equal(p.warm, 0, 'given back');
+  assert.ok(made[0]!.removed);
+  assert.ok(await p.take('bridge', undefined), 'the step after an idle while waits for one made then (as soon as a cold one)');
+  await tick();
+  assert.equal(p.warm, 1, 'and the pool is warm again');
+  await p.close();
+});

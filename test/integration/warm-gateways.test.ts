@@ -1,0 +1,101 @@
+/**
+ * Warm gateways (src/gateway/host/gateway-pool.ts), with the real engine and the gateway's image: steps behind a
+ * gateway (egress:, no model needed) take one each, made ahead and given to that step alone; the pool leaves nothing
+ * behind when its runner ends, and what a runner killed with -9 left is removed by the next pool of its home;
+ * runner serve says how many are warm. gateway-keys and gateway-attacks are played again with RUNNER_WARM=2
+ * (scripts/test-suite.sh).
+ */
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { test } from 'node:test';
+import { CLI, execPipeline, projectsForThisFile, serveFolder, until, writePipeline, type Fixture } from '../fixtures/project.js';
+
+const fixture = projectsForThisFile();
+
+const step = (id: string, extra = '') => `  - id: ${id}
+    image: runner/toolchain:latest
+    egress: [allowed.example]
+    timeout: 2m
+    run: |
+      awk '$2 == "runner-gateway" { print "ns=" $1 }' /etc/hosts
+${extra}`;
+
+const pipeline = (steps: string, name = 'warm', project = 'project') => `version: 1
+name: ${name}
+project: { path: ${project} }
+steps:
+${steps}`;
+
+/** Containers and networks a warm pool of this home made, by their labels. */
+function warmLeft(f: Fixture): { containers: string[]; networks: string[] } {
+  const labels = ['--filter', `label=dev.runner.home=${f.home}`, '--filter', 'label=dev.runner.warm-owner'];
+  const lines = (args: string[]) => execFileSync('docker', args, { encoding: 'utf8' }).split('\n').filter(Boolean);
+  return { containers: lines(['ps', '-a', ...labels, '--format', '{{.Names}}']), networks: lines(['network', 'ls', ...labels, '--format', '{{.Name}}']) };
+}
+
+async function logOf(f: Fixture, runId: string, step: string): Promise<string> {
+  return readFile(path.join(f.home, 'runs', runId, 'steps', `${step}.log`), 'utf8');
+}
+
+test('runner exec --warm 2: each step behind a gateway takes a warm one of its own; nothing of the pool is left after', { timeout: 180_000 }, async () => {
+  const f = await fixture();
+  const r = await execPipeline(f, await writePipeline(f, pipeline(step('one') + step('two') + step('three'))), ['--warm', '2']);
+  assert.equal(r.code, 0, r.stderr);
+  const ns: string[] = [];
+  for (const id of ['one', 'two', 'three']) {
+    const log = await logOf(f, r.json.runId, id);
+    assert.match(log, /runner: gateway: a warm one, made ahead for no step in particular and given to this one alone/, `${id}:\n${log}`);
+    ns.push(/^ns=(\S+)/m.exec(log)![1]!);
+  }
+  assert.equal(new Set(ns).size, 3, `three gateways on three networks, none used twice: ${ns.join(' ')}`);
+  assert.deepEqual(warmLeft(f), { containers: [], networks: [] });
+});
+
+test('without --warm a step starts its own gateway, as before', { timeout: 120_000 }, async () => {
+  const f = await fixture();
+  const r = await execPipeline(f, await writePipeline(f, pipeline(step('cold'))));
+  assert.equal(r.code, 0, r.stderr);
+  assert.doesNotMatch(await logOf(f, r.json.runId, 'cold'), /a warm one/);
+});
+
+test('what a runner killed with -9 left warm is removed by the next pool of its home', { timeout: 180_000 }, async () => {
+  const f = await fixture();
+  const file = await writePipeline(f, pipeline(step('slow', '      sleep 60\n')));
+  const child = spawn(process.execPath, [CLI, 'exec', file, '--home', f.home, '--warm', '2'], { env: { ...process.env, CI: 'true' }, stdio: 'ignore' });
+  // the step runs on one warm gateway, and the pool made another behind it
+  await until('the pool to refill while the step runs', async () => (warmLeft(f).containers.length >= 2 ? true : undefined), 60_000);
+  child.kill('SIGKILL');
+  await new Promise((r) => child.on('close', r));
+  const left = warmLeft(f);
+  assert.ok(left.containers.length >= 1, 'the killed runner left its warm gateway');
+  const next = await execPipeline(f, await writePipeline(f, pipeline(step('after'), 'warm-next'), 'next.yaml'), ['--warm', '1']);
+  assert.equal(next.code, 0, next.stderr);
+  // the dead runner's step and its own gateway are a run's, recovered as runs are; its warm ones are the pool's
+  const still = warmLeft(f);
+  assert.deepEqual(still.networks.filter((n) => left.networks.includes(n)), [], 'its networks went');
+  assert.deepEqual(still.containers.filter((c) => left.containers.includes(c)), [], 'its containers went');
+});
+
+test('runner serve --warm 1: /metrics says how many are warm; a triggered run takes one, the pool makes another; none is left at the stop', { timeout: 180_000 }, async () => {
+  const f = await fixture();
+  const s = await serveFolder(f, { 'warm.yaml': pipeline(step('served'), 'served', f.project) }, '127.0.0.1:0', { args: ['--warm', '1'] });
+  try {
+    const warm = async () => Number(/^runner_warm_gateways (\d+)$/m.exec(await (await fetch(`${s.base}/metrics`)).text())?.[1]);
+    await until('one warm gateway', async () => ((await warm()) === 1 ? true : undefined), 60_000);
+    const res = await fetch(`${s.base}/api/pipelines/served/runs`, { method: 'POST' });
+    assert.equal(res.status, 202);
+    const { runId } = (await res.json()) as { runId: string };
+    await until('the run to end', async () => {
+      const run = (await (await fetch(`${s.base}/api/runs/${runId}`)).json()) as { status: string };
+      return ['queued', 'starting', 'running'].includes(run.status) ? undefined : run.status;
+    }, 120_000);
+    assert.match(await logOf(f, runId, 'served'), /a warm one/);
+    await until('the pool to make another', async () => ((await warm()) === 1 ? true : undefined), 60_000);
+  } finally {
+    s.child.kill('SIGTERM');
+    await s.exited;
+  }
+  assert.deepEqual(warmLeft(f), { containers: [], networks: [] });
+});
