@@ -6,12 +6,14 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { lstat, mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { lstat, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { writeFileAtomic } from '../../common/atomic-write.js';
 import { formatSize } from '../../common/durations.js';
 import { errorMessage } from '../../common/errors.js';
+import { readOutputsFile } from '../../run/outputs.js';
 import { MARK_FILE } from './files.js';
 
 /** installed trees a project keeps (the newest; a tree of 700 packages is about 150 MB) */
@@ -27,6 +29,8 @@ export interface TreeMark {
 }
 
 const HEX = /^[0-9a-f]{64}$/;
+/** a mark is a few hundred bytes */
+const MARK_MAX = 4096;
 
 /** The shim's mark, when it is one (a step's file: read bounded, every field checked). Pure. */
 export function parseMark(text: string): TreeMark | undefined {
@@ -41,18 +45,30 @@ export function parseMark(text: string): TreeMark | undefined {
   if (m.mode !== 'lockfile' && m.mode !== 'manifest') return undefined;
   if (m.lockfile !== null && m.lockfile !== 'package-lock.json' && m.lockfile !== 'npm-shrinkwrap.json') return undefined;
   if ((m.mode === 'lockfile') !== (m.lockfile !== null)) return undefined;
+  // the shim writes the lockfile's sha with its name: without it, a missing (or linked) lockfile would match
+  if ((m.lockfile !== null) !== (typeof m.lockSha === 'string')) return undefined;
   for (const s of [m.lockSha, m.npmrcSha]) if (s !== null && (typeof s !== 'string' || !HEX.test(s))) return undefined;
   if (typeof m.pkgSha !== 'string' || !HEX.test(m.pkgSha)) return undefined;
   return m as TreeMark;
 }
 
+/** The sha of a regular file of the workspace, streamed (a step may leave one of any size), never through a link. */
 async function fileSha(file: string): Promise<string | null> {
+  let fh;
   try {
-    const st = await lstat(file);
-    if (!st.isFile()) return null;
-    return createHash('sha256').update(await readFile(file)).digest('hex');
+    fh = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch {
     return null;
+  }
+  try {
+    if (!(await fh.stat()).isFile()) return null;
+    const hash = createHash('sha256');
+    for await (const chunk of fh.createReadStream({ autoClose: false })) hash.update(chunk as Buffer);
+    return hash.digest('hex');
+  } catch {
+    return null;
+  } finally {
+    await fh.close().catch(() => undefined);
   }
 }
 
@@ -72,9 +88,10 @@ export interface KeepInput {
 
 /** Keeps the step's installed tree when its mark says so; returns what the step's log says (nothing when there was no install). */
 export async function keepTree(o: KeepInput): Promise<string | undefined> {
-  const text = await readFile(path.join(o.ioDir, MARK_FILE), 'utf8').catch(() => undefined);
-  if (text === undefined || text.length > 4096) return undefined;
-  const mark = parseMark(text);
+  // the step's file: never through a link, never a FIFO or a device, never more than a mark's size
+  const read = await readOutputsFile(path.join(o.ioDir, MARK_FILE), 'the mark', MARK_MAX);
+  if (read.text === undefined && read.problem === undefined) return undefined;
+  const mark = read.problem === undefined ? parseMark(read.text!) : undefined;
   if (!mark) return 'cache npm: the install left a mark the runner cannot read: its tree is not kept';
   const ws = o.workspace;
   const now = {

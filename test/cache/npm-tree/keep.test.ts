@@ -1,7 +1,8 @@
 /** The runner's side of the installed trees: what it keeps after a step, against the workspace as the step left it. */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
@@ -67,4 +68,48 @@ test('a project keeps its newest trees; copies a crash left half made go once ol
   await mkdir(path.join(r, '.new-young'));
   assert.equal(await pruneTrees(r, 3), 2);
   assert.deepEqual((await readdir(r)).sort(), ['.new-young', '2'.repeat(64), '3'.repeat(64), '4'.repeat(64)]);
+});
+
+// A step that may keep its tree is still hostile (safety.md): its mark is read on the host, bounded, never through a link.
+test('a mark that is a FIFO, a link (to a device, or to a mark elsewhere) or a huge file is refused at once, read bounded', { timeout: 20_000 }, async () => {
+  const { r, io, mark, o } = await setup();
+  const file = path.join(io, 'npm-tree.json');
+  execFileSync('mkfifo', [file]);
+  assert.match((await keepTree(o))!, /a mark the runner cannot read/, 'a FIFO with no writer would hold the runner forever');
+  await rm(file);
+  await symlink('/dev/zero', file);
+  assert.match((await keepTree(o))!, /a mark the runner cannot read/, 'a link to an endless device would fill the runner\'s memory');
+  await rm(file);
+  await writeFile(path.join(r, 'elsewhere.json'), JSON.stringify(mark));
+  await symlink(path.join(r, 'elsewhere.json'), file);
+  assert.match((await keepTree(o))!, /a mark the runner cannot read/, 'a link is not followed, even to a good mark');
+  await rm(file);
+  await writeFile(file, `${JSON.stringify(mark)}${' '.repeat(64 * 1024 * 1024)}`);
+  assert.match((await keepTree(o))!, /a mark the runner cannot read/);
+  assert.deepEqual(await readdir(o.trees).catch(() => []), []);
+});
+
+test('a lockfile-mode mark without the lockfile\'s sha is not one: a missing or linked lockfile never matches it', async () => {
+  const { ws, io, mark, o } = await setup();
+  await rm(path.join(ws, 'package-lock.json'));
+  await symlink('/etc/hostname', path.join(ws, 'package-lock.json'));
+  await writeFile(path.join(io, 'npm-tree.json'), JSON.stringify({ ...mark, lockSha: null }));
+  assert.match((await keepTree(o))!, /a mark the runner cannot read/);
+  assert.deepEqual(await readdir(o.trees).catch(() => []), []);
+});
+
+test('links inside node_modules (to host files, to directories, absolute) are kept as links, never followed or copied through', async () => {
+  const { r, ws, io, mark, o } = await setup();
+  await writeFile(path.join(r, 'host-secret'), 'secret\n');
+  await symlink(path.join(r, 'host-secret'), path.join(ws, 'node_modules', 'dep', 'secret'));
+  await symlink('/etc', path.join(ws, 'node_modules', 'etc'));
+  await writeFile(path.join(io, 'npm-tree.json'), JSON.stringify(mark));
+  assert.match((await keepTree(o))!, /kept the installed tree/);
+  const tree = path.join(o.trees, mark.key, 'node_modules');
+  assert.equal(await readlink(path.join(tree, 'dep', 'secret')), path.join(r, 'host-secret'));
+  assert.ok((await lstat(path.join(tree, 'etc'))).isSymbolicLink());
+  assert.ok((await lstat(path.join(tree, 'dep', 'secret'))).isSymbolicLink());
+  // pruning it removes the links, never what they point at
+  assert.equal(await pruneTrees(o.trees, 0), 1);
+  assert.equal(await readFile(path.join(r, 'host-secret'), 'utf8'), 'secret\n');
 });
