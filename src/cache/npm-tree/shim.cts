@@ -28,6 +28,9 @@ export interface Files {
   lockfile?: { name: string; bytes: Buffer };
   packageJson?: Buffer;
   npmrc?: Buffer;
+  /** the user's npmrc and the global one, as npm would read them: their settings change what it installs too */
+  userNpmrc?: Buffer;
+  globalNpmrc?: Buffer;
 }
 
 export type Decision =
@@ -70,7 +73,10 @@ export function decide(argv: readonly string[], files: Files, env: Readonly<Reco
     pkgSha: sha(files.packageJson),
     npmrcSha: files.npmrc ? sha(files.npmrc) : null,
   };
-  const key = sha(JSON.stringify({ v: 1, mode, lock: files.lockfile?.name ?? null, ...parts, ci, flags, settings, image: env.RUNNER_NPM_TREE_IMAGE ?? '', node: process.version, platform: `${process.platform}-${process.arch}` }));
+  // npm omits devDependencies by default when NODE_ENV is production
+  const nodeEnv = env.NODE_ENV ?? null;
+  const configs = { user: files.userNpmrc ? sha(files.userNpmrc) : null, global: files.globalNpmrc ? sha(files.globalNpmrc) : null };
+  const key = sha(JSON.stringify({ v: 1, mode, lock: files.lockfile?.name ?? null, ...parts, ci, flags, settings, nodeEnv, configs, image: env.RUNNER_NPM_TREE_IMAGE ?? '', node: process.version, platform: `${process.platform}-${process.arch}` }));
   return { act: 'tree', mode, key, parts };
 }
 
@@ -89,6 +95,24 @@ export function projectFiles(dir: string): Files {
   const pkg = readIf(path.join(dir, 'package.json'));
   const npmrc = readIf(path.join(dir, '.npmrc'));
   return { ...(lockName && lock ? { lockfile: { name: lockName, bytes: lock } } : {}), ...(pkg ? { packageJson: pkg } : {}), ...(npmrc ? { npmrc } : {}) };
+}
+
+/** The user's and the global npmrc where npm reads them (its settings in the environment, else ~/.npmrc and <node's prefix>/etc/npmrc). */
+export function configFiles(env: Readonly<Record<string, string | undefined>>): Pick<Files, 'userNpmrc' | 'globalNpmrc'> {
+  const setting = (name: string) => Object.entries(env).find(([k, v]) => v && k.toLowerCase() === `npm_config_${name}`)?.[1];
+  const user = setting('userconfig') ?? (env.HOME ? path.join(env.HOME, '.npmrc') : undefined);
+  const global = setting('globalconfig') ?? path.join(setting('prefix') ?? path.dirname(path.dirname(process.execPath)), 'etc', 'npmrc');
+  // npm follows a linked npmrc (dotfiles often are): so does its key
+  const read = (file: string) => {
+    try {
+      return fs.statSync(file).isFile() ? readIf(fs.realpathSync(file)) : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const userNpmrc = user ? read(user) : undefined;
+  const globalNpmrc = read(global);
+  return { ...(userNpmrc ? { userNpmrc } : {}), ...(globalNpmrc ? { globalNpmrc } : {}) };
 }
 
 /** The real npm: the first on PATH that is not this one. */
@@ -136,7 +160,7 @@ function main(): number {
   }
   const runNpm = (args: string[]) => exitOf(childProcess.spawnSync(npm, args, { stdio: 'inherit' }));
   const cwd = process.cwd();
-  const d = decide(argv, projectFiles(cwd), env);
+  const d = decide(argv, { ...projectFiles(cwd), ...configFiles(env) }, env);
   if (d.act === 'npm') {
     if (d.why) say(`npm ${argv[0]}: ${d.why}; npm installs`);
     return runNpm(argv);

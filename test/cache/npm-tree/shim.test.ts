@@ -13,7 +13,7 @@ import { parseMark } from '../../../src/cache/npm-tree/keep.js';
 import type * as Shim from '../../../src/cache/npm-tree/shim.cjs';
 import { WRAPPER } from '../../../src/cache/npm-tree/files.js';
 
-const { decide } = createRequire(import.meta.url)('../../../src/cache/npm-tree/shim.cjs') as typeof Shim;
+const { configFiles, decide } = createRequire(import.meta.url)('../../../src/cache/npm-tree/shim.cjs') as typeof Shim;
 
 const pkg = Buffer.from(JSON.stringify({ name: 'p', version: '1.0.0', dependencies: { a: '^1.0.0' } }));
 const lock = { name: 'package-lock.json', bytes: Buffer.from('{"lockfileVersion":3}') };
@@ -100,6 +100,29 @@ test("the runner's npm hands every command but an install to the image's npm at 
     const none = spawnSync('/bin/sh', [path.join(dir, 'npm'), 'test'], { env: { PATH: '/run/runner/npm-tree/bin' }, encoding: 'utf8' });
     assert.equal(none.status, 127);
     assert.match(none.stderr, /npm: not found on the PATH after the runner's own/);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+// A tree made for one install must never answer another that would install something else.
+test("a tree's key also holds what changes npm's install outside the project: NODE_ENV (npm omits dev dependencies in production) and the user's and global npmrc", () => {
+  const base = keyOf(['ci']);
+  assert.notEqual(keyOf(['ci'], withLock, { NODE_ENV: 'production' }), base, 'NODE_ENV=production installs no devDependencies');
+  assert.notEqual(keyOf(['ci'], { ...withLock, userNpmrc: Buffer.from('omit=dev\n') }), base, "the user's npmrc (~/.npmrc, or npm_config_userconfig's)");
+  assert.notEqual(keyOf(['ci'], { ...withLock, globalNpmrc: Buffer.from('omit=dev\n') }), base, "the global npmrc");
+  assert.equal(keyOf(['ci'], withLock, { npm_config_userconfig: '/elsewhere/.npmrc' }), base, 'where the user npmrc is, alone, changes nothing: its text does');
+});
+
+test('the npmrc files npm reads besides the project\'s are found where npm finds them', async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'runner-npmrc-'));
+  try {
+    await writeFile(path.join(dir, '.npmrc'), 'omit=dev\n');
+    await writeFile(path.join(dir, 'other'), 'omit=optional\n');
+    assert.equal(configFiles({ HOME: dir }).userNpmrc?.toString(), 'omit=dev\n');
+    assert.equal(configFiles({ HOME: dir, NPM_CONFIG_USERCONFIG: path.join(dir, 'other') }).userNpmrc?.toString(), 'omit=optional\n');
+    assert.equal(configFiles({ HOME: dir, npm_config_globalconfig: path.join(dir, 'other') }).globalNpmrc?.toString(), 'omit=optional\n');
+    assert.equal(configFiles({}).userNpmrc, undefined);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
