@@ -98,3 +98,59 @@ test('idle for idleMs, the pool gives its gateways back; the next take starts it
   assert.equal(p.warm, 1, 'and the pool is warm again');
   await p.close();
 });
+
+// A hostile or unlucky engine: a warm gateway dies, or is removed, while it waits for its step.
+test('a warm gateway that ended while held is never handed to a step: it is removed, and the step gets one made after it', async () => {
+  const { p, made, rt } = pool(1);
+  await p.start();
+  await tick();
+  assert.equal(p.warm, 1);
+  made[0]!.exit();
+  await tick();
+  const got = await p.take('bridge', undefined);
+  assert.ok(got, 'one made behind the dead one (as soon as a cold one)');
+  assert.ok(made[0]!.removed, 'the dead one is removed, its network with it');
+  assert.ok(!rt.networks.has(rt.specs[0]!.name + '-net'));
+  assert.equal(made.length, 2);
+  const way = got.give(gift);
+  made[1]!.say({ event: 'ready', address: '10.99.0.3' });
+  await way.listening;
+  assert.deepEqual(way.dns, ['10.99.0.3'], "the step's gateway is the live one");
+  await way.close();
+  await p.close();
+});
+
+test('steps taking at once never share a gateway: each held gateway is given to one step, its events to that step alone', async () => {
+  const { p, made } = pool(2);
+  await p.start();
+  await tick();
+  const takes = await Promise.all([p.take('bridge', undefined), p.take('bridge', undefined), p.take('bridge', undefined)]);
+  const given = takes.filter((h): h is NonNullable<typeof h> => h !== undefined);
+  assert.equal(new Set(given).size, given.length, 'no gateway twice');
+  assert.ok(given.length >= 2);
+  const heard: Array<Array<string>> = given.map(() => []);
+  const ways = given.map((h, i) => h.give({ ...gift, onEvent: (e) => heard[i]!.push(JSON.stringify(e)) }));
+  await tick();
+  // each gateway speaks (after its config, as a real one does): what one says reaches its own step only
+  made.slice(0, given.length).forEach((g, i) => g.say({ event: 'error', message: `from ${i}` }));
+  await tick();
+  for (const [i, lines] of heard.entries()) assert.deepEqual(lines.map((l) => JSON.parse(l).message), [`from ${i}`]);
+  for (const w of ways) void w.close();
+  await p.close();
+});
+
+test('before its step takes it, what a warm gateway says (on stdout or stderr) reaches no step', async () => {
+  const { p, made } = pool(1);
+  await p.start();
+  await tick();
+  made[0]!.say({ event: 'error', message: 'said early' });
+  await tick();
+  const held = await p.take('bridge', undefined);
+  const heard: string[] = [];
+  const way = held!.give({ ...gift, onEvent: (e) => heard.push(e.event) });
+  made[0]!.say({ event: 'ready', address: '10.99.0.2' });
+  await way.listening;
+  await way.close();
+  assert.ok(!heard.includes('error'), 'nothing said before the take is heard');
+  await p.close();
+});
