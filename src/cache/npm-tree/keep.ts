@@ -26,6 +26,8 @@ export interface TreeMark {
   lockSha: string | null;
   pkgSha: string;
   npmrcSha: string | null;
+  /** npm's own record of the tree it installed (node_modules/.package-lock.json), right after the install */
+  treeSha: string | null;
 }
 
 const HEX = /^[0-9a-f]{64}$/;
@@ -47,8 +49,9 @@ export function parseMark(text: string): TreeMark | undefined {
   if ((m.mode === 'lockfile') !== (m.lockfile !== null)) return undefined;
   // the shim writes the lockfile's sha with its name: without it, a missing (or linked) lockfile would match
   if ((m.lockfile !== null) !== (typeof m.lockSha === 'string')) return undefined;
-  for (const s of [m.lockSha, m.npmrcSha]) if (s !== null && (typeof s !== 'string' || !HEX.test(s))) return undefined;
+  for (const s of [m.lockSha, m.npmrcSha, m.treeSha]) if (s !== null && (typeof s !== 'string' || !HEX.test(s))) return undefined;
   if (typeof m.pkgSha !== 'string' || !HEX.test(m.pkgSha)) return undefined;
+  if (m.treeSha === undefined) return undefined;
   return m as TreeMark;
 }
 
@@ -105,6 +108,10 @@ export async function keepTree(o: KeepInput): Promise<string | undefined> {
   const from = path.join(ws, 'node_modules');
   const st = await lstat(from).catch(() => undefined);
   if (!st?.isDirectory()) return 'cache npm: npm installed, but the step left no node_modules: nothing to keep';
+  // (read once node_modules is known a directory, not a link) npm changed the tree after the install (npm prune --omit=dev, uninstall, update, dedupe): it is not the key's
+  if ((await fileSha(path.join(from, '.package-lock.json'))) !== mark.treeSha) {
+    return 'cache npm: node_modules changed after npm installed (npm prune, uninstall, update or the like): the installed tree is not kept';
+  }
   const dest = path.join(o.trees, mark.key);
   if (await stat(dest).catch(() => undefined)) return undefined;
   await mkdir(o.trees, { recursive: true, mode: 0o755 });

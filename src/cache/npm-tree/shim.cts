@@ -201,7 +201,10 @@ function main(): number {
   const mark = env.RUNNER_NPM_TREE_MARK;
   if (code === 0 && mark) {
     try {
-      fs.writeFileSync(mark, `${JSON.stringify({ key: d.key, mode: d.mode, lockfile: projectFiles(cwd).lockfile?.name ?? null, ...d.parts })}\n`);
+      // npm's record of the tree it made: the runner keeps the tree only if nothing changed it after (keep.ts)
+      const hidden = readIf(path.join(cwd, 'node_modules', '.package-lock.json'));
+      const treeSha = hidden ? sha(hidden) : null;
+      fs.writeFileSync(mark, `${JSON.stringify({ key: d.key, mode: d.mode, lockfile: projectFiles(cwd).lockfile?.name ?? null, ...d.parts, treeSha })}\n`);
     } catch {
       // no mark: nothing is kept
     }

@@ -24,7 +24,8 @@ async function setup() {
   await writeFile(path.join(ws, 'package-lock.json'), '{"lockfileVersion":3}');
   await writeFile(path.join(ws, 'node_modules', 'dep', 'index.js'), 'module.exports = 1;\n');
   await symlink('../dep/index.js', path.join(ws, 'node_modules', '.bin', 'dep'));
-  const mark = { key: 'e'.repeat(64), mode: 'lockfile', lockfile: 'package-lock.json', lockSha: sha('{"lockfileVersion":3}'), pkgSha: sha('{"name":"p"}'), npmrcSha: null };
+  await writeFile(path.join(ws, 'node_modules', '.package-lock.json'), '{"packages":{"node_modules/dep":{}}}');
+  const mark = { key: 'e'.repeat(64), mode: 'lockfile', lockfile: 'package-lock.json', lockSha: sha('{"lockfileVersion":3}'), pkgSha: sha('{"name":"p"}'), npmrcSha: null, treeSha: sha('{"packages":{"node_modules/dep":{}}}') };
   const o = { ioDir: io, workspace: ws, trees: path.join(r, 'trees'), runId: 'run-1', step: 'verify', now: () => new Date('2026-11-27T12:00:00Z') };
   return { r, ws, io, mark, o };
 }
@@ -112,4 +113,16 @@ test('links inside node_modules (to host files, to directories, absolute) are ke
   // pruning it removes the links, never what they point at
   assert.equal(await pruneTrees(o.trees, 0), 1);
   assert.equal(await readFile(path.join(r, 'host-secret'), 'utf8'), 'secret\n');
+});
+
+test('a tree npm changed after its install (npm prune --omit=dev, uninstall, update) is not kept: it is not what its key says', async () => {
+  const { ws, io, mark, o } = await setup();
+  await writeFile(path.join(io, 'npm-tree.json'), JSON.stringify(mark));
+  // npm ci, then npm prune --omit=dev in the same step: the tree lost its dev dependencies, npm's record says so
+  await rm(path.join(ws, 'node_modules', 'dep'), { recursive: true });
+  await writeFile(path.join(ws, 'node_modules', '.package-lock.json'), '{"packages":{}}');
+  assert.match((await keepTree(o))!, /node_modules changed after npm installed .*: the installed tree is not kept/);
+  await rm(path.join(ws, 'node_modules', '.package-lock.json'));
+  assert.match((await keepTree(o))!, /node_modules changed after npm installed/, "npm's record removed");
+  assert.deepEqual(await readdir(o.trees).catch(() => []), []);
 });

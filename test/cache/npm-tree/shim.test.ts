@@ -66,7 +66,7 @@ test("a tree's key: the lockfile, package.json, .npmrc, the flags and npm settin
 });
 
 test('the runner reads a mark only when every field is what the shim writes', () => {
-  const good = { key: 'a'.repeat(64), mode: 'lockfile', lockfile: 'package-lock.json', lockSha: 'b'.repeat(64), pkgSha: 'c'.repeat(64), npmrcSha: null };
+  const good = { key: 'a'.repeat(64), mode: 'lockfile', lockfile: 'package-lock.json', lockSha: 'b'.repeat(64), pkgSha: 'c'.repeat(64), npmrcSha: null, treeSha: 'd'.repeat(64) };
   assert.deepEqual(parseMark(JSON.stringify(good)), good);
   assert.ok(parseMark(JSON.stringify({ ...good, mode: 'manifest', lockfile: null, lockSha: null })));
   for (const bad of [
@@ -77,6 +77,8 @@ test('the runner reads a mark only when every field is what the shim writes', ()
     { ...good, mode: 'manifest' },
     { ...good, pkgSha: 1 },
     { ...good, npmrcSha: 'x' },
+    { ...good, treeSha: undefined },
+    { ...good, treeSha: '../x' },
   ]) {
     assert.equal(parseMark(JSON.stringify(bad)), undefined, JSON.stringify(bad));
   }
