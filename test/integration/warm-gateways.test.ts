@@ -78,7 +78,7 @@ test('what a runner killed with -9 left warm is removed by the next pool of its 
   assert.deepEqual(still.containers.filter((c) => left.containers.includes(c)), [], 'its containers went');
 });
 
-test('runner serve --warm 1: /metrics and /api/warm (the dashboard's) say how many are warm; a triggered run takes one, the pool makes another; none is left at the stop', { timeout: 180_000 }, async () => {
+test('runner serve --warm 1: /metrics and /api/warm (the dashboard reads it) say how many are warm; a triggered run takes one, the pool makes another; none is left at the stop', { timeout: 180_000 }, async () => {
   const f = await fixture();
   const s = await serveFolder(f, { 'warm.yaml': pipeline(step('served'), 'served', f.project) }, '127.0.0.1:0', { args: ['--warm', '1'] });
   try {
