@@ -4,14 +4,12 @@
 #
 # Files run side by side: most of them wait on Docker, git, gVisor and their own child processes, not on
 # this machine's cores, and each makes its own projects, homes, containers (found by its own labels),
-# networks, image tags and ports (port 0), so none sees another's. First, three lanes at once:
+# networks, image tags and ports (port 0), so none sees another's. First, two lanes at once:
 # - the main lane: every file but the swarm ones, TEST_JOBS (4) at a time, the slow ones first (so the
 #   last to finish is not a slow one started late);
 # - the gVisor lane: test/safety's hostile steps again under gVisor (RUNNER_ISOLATION=gvisor is set for a
 #   whole node --test, so these cannot join the main lane), 2 at a time (gVisor's ptrace platform is heavy on
 #   the cores the main lane shares).
-# - the warm lane: gateway-keys and gateway-attacks again with RUNNER_WARM=2, each step's gateway made ahead by
-#   the runner's pool (src/gateway/host/gateway-pool.ts), one file at a time.
 # Then the swarm files (test/integration/swarm*), one after the other and alone on Docker's engine: each
 # brings up the one lab (scripts/swarm-lab.sh: fixed names, the host's engine made a swarm manager, taken
 # down after the file). Beside the other files, steps' gateways failed to resolve the names of their test
@@ -63,9 +61,6 @@ started=$SECONDS
 # the gVisor lane writes to a file, shown whole when it ends, so the two lanes' lines do not mix
 RUNNER_ISOLATION=gvisor spec gvisor "$LANE_CAP_S" --test-concurrency=2 dist/test/safety/ >"$out/gvisor.log" 2>&1 &
 gvisor_pid=$!
-# the gateway's key and attack tests again, every step's gateway a warm one (runner exec --warm: gateway-pool.ts)
-RUNNER_WARM=2 spec warm "$LANE_CAP_S" --test-concurrency=1 dist/test/integration/gateway-keys.test.js dist/test/integration/gateway-attacks.test.js >"$out/warm.log" 2>&1 &
-warm_pid=$!
 spec main "$LANE_CAP_S" --test-concurrency="$JOBS" "${slow[@]}" "${rest[@]}" > >(tee "$out/main.log") 2>&1
 main=$?
 echo "# main lane ($JOBS files at a time): $((SECONDS - started)) s (exit $main)"
@@ -75,11 +70,6 @@ gvisor_done=$((SECONDS - started))
 echo "# test/safety under gVisor (2 files at a time, beside the main lane), its output:"
 cat "$out/gvisor.log"
 echo "# test/safety under gVisor: ended by $gvisor_done s (exit $gvisor)"
-wait "$warm_pid"
-warm=$?
-echo "# gateway-keys and gateway-attacks with warm gateways (beside the main lane), its output:"
-cat "$out/warm.log"
-echo "# with warm gateways: ended by $((SECONDS - started)) s (exit $warm)"
 t0=$SECONDS
 # the Podman lane, beside the swarm files (another engine: its networks, names and store are its own, so the
 # lab's coming and going on Docker's engine does not reach it): test/safety and the core integration files on
@@ -94,14 +84,14 @@ podman=$?
 echo "# test/safety and the core files on Podman (2 files at a time, beside the swarm files), its output:"
 cat "$out/podman.log"
 echo "# on Podman: ended by $((SECONDS - t0)) s (exit $podman)"
-for name in main swarm gvisor warm podman; do
+for name in main swarm gvisor podman; do
   echo "# seconds of each file's tests ($name):"
   cat "$out/times-$name" 2>/dev/null
 done
 echo "# the whole suite: $((SECONDS - started)) s"
 # last, so the tail of a failed run (all some CI pages show) says which test failed and why
-for name in main gvisor warm swarm podman; do
+for name in main gvisor swarm podman; do
   failed=$(sed -n '/^✖ failing tests:/,$p' "$out/$name.log" 2>/dev/null | head -n 80)
   [ -n "$failed" ] && printf '# the %s lane failed; its failing tests:\n%s\n' "$name" "$failed"
 done
-[ "$main" = 0 ] && [ "$gvisor" = 0 ] && [ "$warm" = 0 ] && [ "$swarm_exit" = 0 ] && [ "$podman" = 0 ]
+[ "$main" = 0 ] && [ "$gvisor" = 0 ] && [ "$swarm_exit" = 0 ] && [ "$podman" = 0 ]

@@ -5,6 +5,7 @@
  *                                      step gateways kept warm (--warm)
  *   GET  /api/pipelines                pipelines with their next fire times, file errors, and today's spend against
  *                                      their day budget (today: {spentUsd, budgetPerDayUsd})
+ *   GET  /api/warm                     step gateways kept warm now, and how many are kept: {gateways, size} (--warm)
  *   POST /api/pipelines/:name/runs     trigger a run: 202 with its run id (it waits for room under --max-concurrent);
  *                                      an optional JSON body {"inputs": {"name": "value"}} sets the pipeline's inputs
  *   GET  /api/runs[?pipeline=&status=&limit=] this server's queued and running runs, then the other records, newest first
@@ -123,6 +124,7 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
   const routes: Array<[string, RegExp, Handler]> = [
     ['GET', /^\/healthz$/, async (_q, res) => json(res, 200, { ok: true })],
     ['GET', /^\/metrics$/, async (_q, res) => metrics(res, state)],
+    ['GET', /^\/api\/warm$/, async (_q, res) => json(res, 200, state.warm?.() ?? { gateways: 0, size: 0 })],
     [
       'GET',
       /^\/api\/pipelines$/,

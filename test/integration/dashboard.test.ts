@@ -376,7 +376,7 @@ test('a diff of 758 files and 10 MB: listed a page at a time, a file opened on c
 
 test("a step's lines show, alone when asked, while it runs; the runs list says what started each run and what it cost", { timeout: 120_000 }, async () => {
   const f = await fixture();
-  const slow = `version: 1\nname: slow\nproject: { path: ${f.project}, push: never }\ndefaults: { image: ${IMAGE} }\nsteps:\n  - id: first\n    run: echo first done\n  - id: work\n    run: |\n      echo "starting <b>work</b>"\n      sleep 4\n      echo finished > out.txt\n`;
+  const slow = `version: 1\nname: slow\nproject: { path: ${f.project}, push: never }\ndefaults: { image: ${IMAGE} }\nsteps:\n  - id: first\n    run: echo first done\n  - id: work\n    run: |\n      echo "starting <b>work</b>"\n      sleep 15\n      echo finished > out.txt\n`;
   const s = await serveFolder(f, { 'slow.yaml': slow }, '127.0.0.1:0');
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   const problems: string[] = [];
@@ -388,7 +388,9 @@ test("a step's lines show, alone when asked, while it runs; the runs list says w
     const runId = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
     const work = page.locator('#log .line[data-step="work"]');
     await work.getByText('starting <b>work</b>').waitFor({ timeout: 60_000 });
-    assert.equal(await page.locator('#steps tr[data-step="work"] .badge').innerText(), 'running', 'the line is shown while its step runs');
+    // the line comes live; the steps' table is read every 2 s, so its badge follows (a loaded CI run read it before)
+    await page.locator('#steps tr[data-step="work"] .badge', { hasText: 'running' }).waitFor({ timeout: 10_000 });
+    assert.ok(await work.getByText('starting <b>work</b>').isVisible(), 'the line is shown while its step runs');
     assert.equal(await page.locator('.run-head .badge').innerText(), 'running');
     assert.equal(await page.getByRole('button', { name: 'Cancel run' }).count(), 1, 'a running run can be canceled');
     // canceling asks first; dismissed, the run goes on

@@ -78,12 +78,13 @@ test('what a runner killed with -9 left warm is removed by the next pool of its 
   assert.deepEqual(still.containers.filter((c) => left.containers.includes(c)), [], 'its containers went');
 });
 
-test('runner serve --warm 1: /metrics says how many are warm; a triggered run takes one, the pool makes another; none is left at the stop', { timeout: 180_000 }, async () => {
+test('runner serve --warm 1: /metrics and /api/warm (the dashboard reads it) say how many are warm; a triggered run takes one, the pool makes another; none is left at the stop', { timeout: 180_000 }, async () => {
   const f = await fixture();
   const s = await serveFolder(f, { 'warm.yaml': pipeline(step('served'), 'served', f.project) }, '127.0.0.1:0', { args: ['--warm', '1'] });
   try {
     const warm = async () => Number(/^runner_warm_gateways (\d+)$/m.exec(await (await fetch(`${s.base}/metrics`)).text())?.[1]);
     await until('one warm gateway', async () => ((await warm()) === 1 ? true : undefined), 60_000);
+    assert.deepEqual(await (await fetch(`${s.base}/api/warm`)).json(), { gateways: 1, size: 1 }, 'the dashboard reads it here');
     const res = await fetch(`${s.base}/api/pipelines/served/runs`, { method: 'POST' });
     assert.equal(res.status, 202);
     const { runId } = (await res.json()) as { runId: string };

@@ -123,3 +123,16 @@ test("a run's view has its plan, from its queued record's pipeline file while th
     await s.close();
   }
 });
+
+test('GET /api/warm says how many step gateways the server keeps warm, and how many it keeps; none without --warm', async () => {
+  const none = await serve({});
+  const warm = await serve({ warm: () => ({ gateways: 1, size: 2 }) });
+  try {
+    assert.deepEqual(await (await fetch(`${none.base}/api/warm`)).json(), { gateways: 0, size: 0 });
+    assert.deepEqual(await (await fetch(`${warm.base}/api/warm`)).json(), { gateways: 1, size: 2 });
+    assert.match(await (await fetch(`${warm.base}/metrics`)).text(), /^runner_warm_gateways 1$/m);
+  } finally {
+    await none.close();
+    await warm.close();
+  }
+});

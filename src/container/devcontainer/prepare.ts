@@ -4,6 +4,7 @@
  * preparing lifecycle commands (run in a container of that image, sandboxed like a step, and committed as a layer);
  * the result is tagged by a hash of everything it came from, so a second run finds it and prepares nothing.
  */
+import { pidAlive } from '../../common/pid-alive.js';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
@@ -39,7 +40,7 @@ export function preparingLabels(): Record<string, string> {
  */
 export async function removeLeftovers(runtime: ContainerRuntime): Promise<number> {
   const list = await runtime.listByLabels({ [DEVCONTAINER_LABEL]: 'prepare' });
-  const dead = [...new Set(list.map((c) => c.labels[PREPARER_PID_LABEL]).filter((pid): pid is string => !!pid && !alive(Number(pid))))];
+  const dead = [...new Set(list.map((c) => c.labels[PREPARER_PID_LABEL]).filter((pid): pid is string => !!pid && !pidAlive(Number(pid))))];
   let n = 0;
   for (const pid of dead) {
     const labels = { [DEVCONTAINER_LABEL]: 'prepare', [PREPARER_PID_LABEL]: pid };
@@ -49,15 +50,6 @@ export async function removeLeftovers(runtime: ContainerRuntime): Promise<number
   return n;
 }
 
-function alive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 export interface FoundConfig {
   /** the file, absolute */

@@ -11,6 +11,7 @@
  * one that is runc now. Only the probe of one runtime, as the engine
  * describes it, is kept; a failed probe is not.
  */
+import { pidAlive } from '../../common/pid-alive.js';
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
@@ -129,15 +130,5 @@ export class DockerGvisor {
     } finally {
       await c?.remove({ force: true }).catch(() => undefined);
     }
-  }
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: it exists, under another user
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

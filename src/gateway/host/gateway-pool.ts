@@ -9,6 +9,7 @@
  * gateways, and makes them again at the next take (that step starts cold). Those of a runner that died (kill -9)
  * are removed by the next pool of the same home. `runner serve --warm N` and `runner exec --warm N` keep one.
  */
+import { pidAlive } from '../../common/pid-alive.js';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errorMessage } from '../../common/errors.js';
@@ -167,14 +168,4 @@ export class GatewayPool implements WarmGateways {
 
 function sameList(a: readonly string[] | undefined, b: readonly string[] | undefined): boolean {
   return (a ?? []).join(',') === (b ?? []).join(',');
-}
-
-function pidAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

@@ -11,6 +11,10 @@ import { holdGateway } from '../../../src/gateway/host/step-gateway.js';
 import { engine, ScriptedGateway } from '../../fixtures/scripted-gateway.js';
 
 const tick = () => new Promise((r) => setTimeout(r, 20));
+/** Waits until `ok()` holds, for as long as a loaded machine may need; throws saying what never came. */
+async function eventually(what: string, ok: () => boolean): Promise<void> {
+  for (const end = Date.now() + 30_000; !ok(); await tick()) if (Date.now() > end) throw new Error(`never: ${what}`);
+}
 const gift = { config: { allow: ['api.example.com'], prices: {} }, onEvent: () => undefined };
 
 test('a held gateway: started with no config; given once, its config (with its subnet) goes to its standard input then', async () => {
@@ -26,9 +30,10 @@ test('a held gateway: started with no config; given once, its config (with its s
   assert.equal(written, undefined, 'nothing is written before a step takes it');
   const way = held.give(gift);
   assert.throws(() => held.give(gift), /given once/);
-  await tick();
-  assert.deepEqual(JSON.parse(written!).allow, ['api.example.com']);
-  assert.equal(JSON.parse(written!).listenSubnet, '10.99.0.0/24');
+  // written once this machine's addresses are read, however long that takes
+  written = await (stdin as Promise<string>);
+  assert.deepEqual(JSON.parse(written).allow, ['api.example.com']);
+  assert.equal(JSON.parse(written).listenSubnet, '10.99.0.0/24');
   gw.say({ event: 'ready', address: '10.99.0.2' });
   await way.listening;
   assert.deepEqual(way.dns, ['10.99.0.2']);
@@ -61,13 +66,11 @@ function pool(size: number, idleMs?: number) {
 test('the pool keeps its size; a take hands one gateway to one step and the pool makes another behind it', async () => {
   const { p, made } = pool(2);
   await p.start();
-  await tick();
-  assert.equal(p.warm, 2);
+  await eventually('two warm', () => p.warm === 2);
   const a = await p.take('bridge', undefined);
   const b = await p.take('bridge', undefined);
   assert.ok(a && b && a !== b);
-  await tick();
-  assert.equal(p.warm, 2, 'refilled');
+  await eventually('refilled', () => p.warm === 2);
   assert.equal(made.length, 4);
   await p.close();
   assert.equal(p.warm, 0);
@@ -88,14 +91,11 @@ test('a take when none is ready waits for one being made; another egress network
 test('idle for idleMs, the pool gives its gateways back; the next take starts it again', async () => {
   const { p, made } = pool(1, 100);
   await p.start();
-  await tick();
-  assert.equal(p.warm, 1);
-  await new Promise((r) => setTimeout(r, 1300));
-  assert.equal(p.warm, 0, 'given back');
-  assert.ok(made[0]!.removed);
+  await eventually('one warm', () => p.warm === 1);
+  await eventually('given back when idle', () => p.warm === 0);
+  await eventually('the given-back gateway removed', () => made[0]!.removed);
   assert.ok(await p.take('bridge', undefined), 'the step after an idle while waits for one made then (as soon as a cold one)');
-  await tick();
-  assert.equal(p.warm, 1, 'and the pool is warm again');
+  await eventually('warm again', () => p.warm === 1);
   await p.close();
 });
 

@@ -12,9 +12,17 @@ const RECENT = 100;
 export function homeView() {
   const pipelines = pipelinesTable();
   const runs = runsTable();
+  const warm = el('p', { class: 'warm', hidden: true });
   every(async () => {
     pipelines.show(await api('/api/pipelines'));
     runs.show(await api(`/api/runs?limit=${RECENT}`));
+    showWarm(warm, await api('/api/warm'));
   });
-  return el('div', {}, el('h1', {}, 'Pipelines'), pipelines.form, pipelines.table, el('div', { class: 'runs-head' }, el('h1', {}, 'Recent runs'), runs.picker), runs.table);
+  return el('div', {}, el('h1', {}, 'Pipelines'), warm, pipelines.form, pipelines.table, el('div', { class: 'runs-head' }, el('h1', {}, 'Recent runs'), runs.picker), runs.table);
+}
+
+/** The server's warm gateways, when it keeps any (runner serve --warm N). @param {HTMLElement} p @param {{ gateways: number, size: number }} w */
+function showWarm(p, w) {
+  p.hidden = !w.size;
+  p.textContent = `${w.gateways} of ${w.size} step gateway${w.size === 1 ? '' : 's'} warm (made ahead, each given to one step: runner serve --warm ${w.size})`;
 }
