@@ -301,6 +301,10 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
     await new Promise<void>((resolve, reject) => {
       api!.once('error', reject);
       api!.listen(o.listen!.port, o.listen!.host, () => resolve());
+    }).catch(async (err: unknown) => {
+      // not serving (its port taken): the gateways made warm for it are not left on the engine
+      await pool?.close();
+      throw err;
     });
     const addr = api.address() as AddressInfo;
     o.say(`listening on http://${addr.address.includes(':') ? `[${addr.address}]` : addr.address}:${addr.port}`);

@@ -7,10 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import net from 'node:net';
 import path from 'node:path';
 import { test } from 'node:test';
-import { CLI, execPipeline, projectsForThisFile, serveFolder, until, writePipeline, type Fixture } from '../fixtures/project.js';
+import { CLI, execPipeline, projectsForThisFile, serveFolder, spawnServe, until, writePipeline, type Fixture } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 
@@ -99,4 +100,23 @@ test('runner serve --warm 1: /metrics and /api/warm (the dashboard reads it) say
     await s.exited;
   }
   assert.deepEqual(warmLeft(f), { containers: [], networks: [] });
+});
+
+test('runner serve --warm 1 that cannot listen (its port taken) ends with its error and leaves no warm gateway', { timeout: 120_000 }, async () => {
+  const f = await fixture();
+  const busy = net.createServer();
+  await new Promise<void>((r) => busy.listen(0, '127.0.0.1', () => r()));
+  const port = (busy.address() as net.AddressInfo).port;
+  try {
+    const dir = path.join(f.root, 'pipelines-busy');
+    await mkdir(dir, { recursive: true });
+    await writeFile(path.join(dir, 'warm.yaml'), pipeline(step('never'), 'never', f.project));
+    const s = spawnServe(['--pipelines', dir, '--home', f.home, '--grace', '2s', '--listen', `127.0.0.1:${port}`, '--warm', '1']);
+    const code = await s.exited;
+    assert.notEqual(code, 0, s.out());
+    assert.match(s.out(), /EADDRINUSE|in use/i, s.out());
+  } finally {
+    busy.close();
+  }
+  assert.deepEqual(warmLeft(f), { containers: [], networks: [] }, 'the pool it made is removed with it');
 });
