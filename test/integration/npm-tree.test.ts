@@ -138,3 +138,21 @@ test('a step that may not write the npm cache keeps no tree, whatever it plants:
   assert.doesNotMatch(logNext, /restored from the installed-tree cache/);
   assert.match(logNext, /version=3\.0\.0/);
 });
+
+test('a tree is kept only as npm installed it, and restored only for an install that would make the same: npm uninstall after the install, NODE_ENV=production', { timeout: 240_000 }, async () => {
+  const f = await fixture();
+  await nodeProject(f, '1.0.0', true);
+  // the same step changes the tree after npm ci: it is not what the key (this lockfile, these flags) says
+  const pruned = await execPipeline(f, await writePipeline(f, pipeline('npm ci --no-audit --no-fund && npm uninstall --no-save --no-audit --no-fund stamped-dep'), 'pruned.yaml'));
+  assert.equal(pruned.code, 0, pruned.stderr);
+  assert.match(await stepLog(f, pruned.json.runId), /cache npm: node_modules changed after npm installed .*: the installed tree is not kept/);
+  assert.deepEqual(await trees(f), []);
+  // NODE_ENV=production (npm omits devDependencies then): its tree is kept, and never given to an install without it
+  const prod = await execPipeline(f, await writePipeline(f, pipeline('NODE_ENV=production npm ci --no-audit --no-fund'), 'prod.yaml'));
+  assert.equal(prod.code, 0, prod.stderr);
+  assert.match(await stepLog(f, prod.json.runId), /cache npm: kept the installed tree/);
+  const dev = await execPipeline(f, await writePipeline(f, pipeline('npm ci --no-audit --no-fund'), 'dev.yaml'));
+  assert.equal(dev.code, 0, dev.stderr);
+  assert.doesNotMatch(await stepLog(f, dev.json.runId), /restored from the installed-tree cache/);
+  assert.equal((await trees(f)).length, 2);
+});
