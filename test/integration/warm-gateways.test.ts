@@ -120,3 +120,32 @@ test('runner serve --warm 1 that cannot listen (its port taken) ends with its er
   }
   assert.deepEqual(warmLeft(f), { containers: [], networks: [] }, 'the pool it made is removed with it');
 });
+
+test('a warm gateway the engine removed while it waited is never handed: the next step still runs (on one made after it), and the pool is whole again', { timeout: 180_000 }, async () => {
+  const f = await fixture();
+  const s = await serveFolder(f, { 'warm.yaml': pipeline(step('after-removal'), 'after-removal', f.project) }, '127.0.0.1:0', { args: ['--warm', '1'] });
+  try {
+    const warm = async () => Number(/^runner_warm_gateways (\d+)$/m.exec(await (await fetch(`${s.base}/metrics`)).text())?.[1]);
+    await until('one warm gateway', async () => ((await warm()) === 1 ? true : undefined), 60_000);
+    const [held] = warmLeft(f).containers;
+    assert.ok(held);
+    // someone (an engine's prune, a restart, an operator) removes it under the pool
+    execFileSync('docker', ['rm', '-f', held], { stdio: 'ignore' });
+    const res = await fetch(`${s.base}/api/pipelines/after-removal/runs`, { method: 'POST' });
+    assert.equal(res.status, 202);
+    const { runId } = (await res.json()) as { runId: string };
+    const status = await until('the run to end', async () => {
+      const run = (await (await fetch(`${s.base}/api/runs/${runId}`)).json()) as { status: string };
+      return ['queued', 'starting', 'running'].includes(run.status) ? undefined : run.status;
+    }, 120_000);
+    const log = await logOf(f, runId, 'after-removal');
+    assert.equal(status, 'succeeded', log);
+    assert.match(log, /ns=/);
+    assert.ok(!warmLeft(f).containers.includes(held), 'the removed one is not back');
+    await until('the pool to be whole again', async () => ((await warm()) === 1 ? true : undefined), 60_000);
+  } finally {
+    s.child.kill('SIGTERM');
+    await s.exited;
+  }
+  assert.deepEqual(warmLeft(f), { containers: [], networks: [] }, 'its network too is gone');
+});
