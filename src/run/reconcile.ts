@@ -18,6 +18,7 @@ import path from 'node:path';
 import { visibleBytes } from '../common/visible.js';
 import { errorMessage } from '../common/errors.js';
 import { LABELS, type ContainerRuntime } from '../container/runtime.js';
+import { removeDeadWarmGateways } from '../gateway/host/gateway-pool.js';
 import type { Git, GitIdentity } from '../git/git.js';
 import { tryLock } from '../common/kernel-lock.js';
 import { commitAll, diffToFile, headOf, removeWorktree, repositoryFilters, savePatch, type GitWorktree } from '../workspace/git-worktree.js';
@@ -76,6 +77,8 @@ export async function reconcile(deps: ReconcileDeps, home: RunnerHome): Promise<
   if (deps.runtime) {
     try {
       report.containersRemoved = await removeOrphanContainers(deps.runtime, home.root);
+      // warm gateways of a runner that died (one a step had taken held its config): a run's recovery does not see them
+      report.containersRemoved += await removeDeadWarmGateways(deps.runtime, home.root);
     } catch (err) {
       deps.say(`could not look for leftover containers: ${errorMessage(err)}`);
     }

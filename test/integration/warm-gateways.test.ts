@@ -149,3 +149,18 @@ test('a warm gateway the engine removed while it waited is never handed: the nex
   }
   assert.deepEqual(warmLeft(f), { containers: [], networks: [] }, 'its network too is gone');
 });
+
+test('a runner killed with -9 while a step ran on a warm gateway: the next runner of its home, even without --warm, leaves none of them (the taken one held its step\'s config)', { timeout: 180_000 }, async () => {
+  const f = await fixture();
+  const file = await writePipeline(f, pipeline(step('slow', '      sleep 60\n')));
+  const child = spawn(process.execPath, [CLI, 'exec', file, '--home', f.home, '--warm', '1'], { env: { ...process.env, CI: 'true' }, stdio: 'ignore' });
+  await until('the pool to refill while the step runs', async () => (warmLeft(f).containers.length >= 2 ? true : undefined), 60_000);
+  child.kill('SIGKILL');
+  await new Promise((r) => child.on('close', r));
+  const left = warmLeft(f);
+  const next = await execPipeline(f, await writePipeline(f, pipeline(step('after'), 'cold-next'), 'next.yaml'));
+  assert.equal(next.code, 0, next.stderr);
+  const still = warmLeft(f);
+  assert.deepEqual(still.containers.filter((c) => left.containers.includes(c)), [], `its containers went\n${next.stderr}`);
+  assert.deepEqual(still.networks.filter((n) => left.networks.includes(n)), [], 'its networks went');
+});

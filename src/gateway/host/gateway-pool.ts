@@ -150,20 +150,31 @@ export class GatewayPool implements WarmGateways {
 
   /** Warm gateways (and their networks) of this home whose runner is gone: on this host, a pid that is not alive. */
   private async removeStale(): Promise<void> {
-    const list = await this.runtime.listByLabels({ [LABELS.home]: this.o.home, [LABELS.role]: 'gateway' });
-    const host = os.hostname();
-    const stale = list.filter((c) => {
-      const owner = c.labels[WARM_OWNER_LABEL];
-      if (!owner) return false;
-      const at = owner.lastIndexOf(':');
-      return owner.slice(0, at) === host && owner !== this.owner && !pidAlive(Number(owner.slice(at + 1)));
-    });
-    if (!stale.length) return;
-    for (const owner of new Set(stale.map((c) => c.labels[WARM_OWNER_LABEL]!))) {
-      await this.runtime.removeByLabels({ [LABELS.home]: this.o.home, [WARM_OWNER_LABEL]: owner });
-      await this.runtime.removeNetworksByLabels({ [LABELS.home]: this.o.home, [WARM_OWNER_LABEL]: owner });
-    }
+    await removeDeadWarmGateways(this.runtime, this.o.home, this.owner);
   }
+}
+
+/**
+ * Removes the warm gateways (and their networks) of this home whose runner is gone (on this host, a pid not alive):
+ * those held, and one a step had taken (it holds its step's config; it has no run's label, so a run's recovery
+ * does not see it). Called by the next pool of the home, and by every runner's start (reconcile.ts), with or
+ * without --warm. Returns how many containers went.
+ */
+export async function removeDeadWarmGateways(runtime: ContainerRuntime, home: string, self = `${os.hostname()}:${process.pid}`): Promise<number> {
+  const list = await runtime.listByLabels({ [LABELS.home]: home, [LABELS.role]: 'gateway' });
+  const host = os.hostname();
+  const stale = list.filter((c) => {
+    const owner = c.labels[WARM_OWNER_LABEL];
+    if (!owner) return false;
+    const at = owner.lastIndexOf(':');
+    return owner.slice(0, at) === host && owner !== self && !pidAlive(Number(owner.slice(at + 1)));
+  });
+  let removed = 0;
+  for (const owner of new Set(stale.map((c) => c.labels[WARM_OWNER_LABEL]!))) {
+    removed += await runtime.removeByLabels({ [LABELS.home]: home, [WARM_OWNER_LABEL]: owner });
+    await runtime.removeNetworksByLabels({ [LABELS.home]: home, [WARM_OWNER_LABEL]: owner });
+  }
+  return removed;
 }
 
 function sameList(a: readonly string[] | undefined, b: readonly string[] | undefined): boolean {
