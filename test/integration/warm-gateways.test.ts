@@ -164,3 +164,14 @@ test('a runner killed with -9 while a step ran on a warm gateway: the next runne
   assert.deepEqual(still.containers.filter((c) => left.containers.includes(c)), [], `its containers went\n${next.stderr}`);
   assert.deepEqual(still.networks.filter((n) => left.networks.includes(n)), [], 'its networks went');
 });
+
+test('runner exec --warm 2 stopped with Ctrl-C while its step runs on a warm gateway: the run is cancelled and nothing of the pool is left', { timeout: 180_000 }, async () => {
+  const f = await fixture();
+  const file = await writePipeline(f, pipeline(step('slow', '      sleep 60\n')));
+  const child = spawn(process.execPath, [CLI, 'exec', file, '--home', f.home, '--warm', '2'], { env: { ...process.env, CI: 'true' }, stdio: 'ignore' });
+  await until('the pool to refill while the step runs', async () => (warmLeft(f).containers.length >= 3 ? true : undefined), 60_000);
+  child.kill('SIGINT');
+  const code = await new Promise((r) => child.on('close', r));
+  assert.notEqual(code, 0);
+  assert.deepEqual(warmLeft(f), { containers: [], networks: [] });
+});
