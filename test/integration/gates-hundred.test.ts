@@ -33,6 +33,7 @@ steps:
   );
   const t0 = Date.now();
   const ids: string[] = [];
+  const said = new Map<string, string>();
   let next = 0;
   const worker = async () => {
     while (next < RUNS) {
@@ -41,6 +42,7 @@ steps:
       assert.equal(r.code, 0, r.stderr);
       assert.equal(r.json.status, 'awaiting_approval', r.stderr);
       ids.push(r.json.runId);
+      said.set(r.json.runId, r.stderr);
     }
   };
   await Promise.all(Array.from({ length: AT_ONCE }, worker));
@@ -54,7 +56,10 @@ steps:
   const containers = execFileSync('docker', ['ps', '-a', '-q', '--filter', `label=dev.runner.home=${f.home}`], { encoding: 'utf8' }).trim();
   assert.equal(containers, '', 'no container of these runs exists, running or not');
   for (const id of ids) assert.equal(execFileSync('docker', ['ps', '-a', '-q', '--filter', `label=dev.runner.run-id=${id}`], { encoding: 'utf8' }).trim(), '', id);
-  assert.deepEqual((await readdir(path.join(f.home, 'worktrees')).catch(() => [])).filter((n) => ids.includes(n)), [], 'no worktree directory');
+  const left = (await readdir(path.join(f.home, 'worktrees')).catch(() => [])).filter((n) => ids.includes(n));
+  // what the runner said of a worktree left, and what is in it: a failure here must say where to look
+  const why = left.map((id) => `${id}: ${execFileSync('ls', ['-la', path.join(f.home, 'worktrees', id)], { encoding: 'utf8' })}\nits runner said: ${said.get(id)}`).join('\n');
+  assert.deepEqual(left, [], `no worktree directory\n${why}`);
   assert.deepEqual(otherWorktrees(f), [], 'git knows no worktree of theirs');
 
   // and each still goes on when decided
