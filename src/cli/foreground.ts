@@ -6,6 +6,7 @@
  * someone approves (from any door), or ends when someone rejects.
  */
 import { GatewayPool } from '../gateway/host/gateway-pool.js';
+import { warmDir } from '../gateway/host/warm-status.js';
 import { errorMessage, RunnerError } from '../common/errors.js';
 import { formatDuration } from '../common/durations.js';
 import { openEngine } from '../container/engine.js';
@@ -68,7 +69,7 @@ export async function runForeground(f: Foreground, loaded: LoadedPipeline, opts:
   try {
     const engine = openEngine(f.settings.engine.name, f.settings.engine);
     // made while the run gets ready (its worktree, its checks), so that its first step's gateway is up sooner
-    pool = f.warm ? new GatewayPool(engine.runtime, { size: f.warm, home: f.home, egressNetwork: f.settings.egress.network, egressDns: f.settings.egress.dns, onProblem: (m) => reporter.warn(m) }) : undefined;
+    pool = f.warm ? new GatewayPool(engine.runtime, { size: f.warm, home: f.home, egressNetwork: f.settings.egress.network, egressDns: f.settings.egress.dns, onProblem: (m) => reporter.warn(m), statusDir: warmDir(f.home), command: 'exec' }) : undefined;
     void pool?.start();
     const deps = { ...engine, ...(pool ? { warmGateways: pool } : {}), makeGit: (who: ConstructorParameters<typeof Git>[0]) => new Git(who), clock: () => new Date(), reporter, signal: cancel.signal, killSignal: kill.signal };
     const base = { home: f.home, settings: f.settings, keepWorkspace: false, secretSource: { ...process.env, ...fromFile } };

@@ -18,6 +18,7 @@ import { describeUsage } from '../agents/usage.js';
 import { changeLines } from './change-lines.js';
 import { printTable } from './table.js';
 import { describeDecider } from '../run/gate.js';
+import { describeWarm, readWarmStatuses, warmDir } from '../gateway/host/warm-status.js';
 
 async function dropSavedRefs(projectDir: string, runId: string): Promise<void> {
   const project = await inspectProject((who) => new Git(who), projectDir);
@@ -48,8 +49,10 @@ async function runsLs(args: string[]): Promise<number> {
     process.stdout.write(`${JSON.stringify(runs.map(runListing))}\n`);
     return 0;
   }
+  // what runners of this home keep warm (runner serve/exec --warm N): said below the runs
+  const warm = describeWarm(await readWarmStatuses(warmDir(home.root)));
   if (runs.length === 0) {
-    process.stdout.write('no runs\n');
+    process.stdout.write(`no runs\n${warm ? `${visible(warm)}\n` : ''}`);
     return 0;
   }
   printTable([
@@ -63,6 +66,7 @@ async function runsLs(args: string[]): Promise<number> {
       r.branch ?? (r.workspace === 'persistent_directory' ? `(${r.project})` : '-'),
     ]),
   ]);
+  if (warm) process.stdout.write(`${visible(warm)}\n`);
   return 0;
 }
 

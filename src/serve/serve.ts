@@ -5,6 +5,7 @@
  * lets running steps finish up to a grace period, then cancels them cleanly.
  */
 import { GatewayPool } from '../gateway/host/gateway-pool.js';
+import { warmDir } from '../gateway/host/warm-status.js';
 import type { RunSettings } from '../settings/run-settings.js';
 import { watch, type FSWatcher } from 'node:fs';
 import http from 'node:http';
@@ -102,7 +103,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
     if (rec?.status === 'not_started') lastFailure.set(p.pipeline, rec);
   };
   // Gateways made ahead, for steps behind one (gateway-pool.ts); given back after a while without a run.
-  const pool = o.warm ? new GatewayPool(deps.runtime, { size: o.warm, home: home.root, egressNetwork: o.settings.egress.network, egressDns: o.settings.egress.dns, onProblem: o.say }) : undefined;
+  const pool = o.warm ? new GatewayPool(deps.runtime, { size: o.warm, home: home.root, egressNetwork: o.settings.egress.network, egressDns: o.settings.egress.dns, onProblem: o.say, statusDir: warmDir(home.root), command: 'serve' }) : undefined;
   await pool?.start();
   // The runs this server runs: held from the queue's start until they end (runs/holder.ts, runner mcp's too).
   const holder = new RunHolder(home, {

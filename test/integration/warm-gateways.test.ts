@@ -11,7 +11,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { test } from 'node:test';
-import { CLI, execPipeline, projectsForThisFile, serveFolder, spawnServe, until, writePipeline, type Fixture } from '../fixtures/project.js';
+import { CLI, execPipeline, projectsForThisFile, runCli, serveFolder, spawnServe, until, writePipeline, type Fixture } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 
@@ -86,6 +86,11 @@ test('runner serve --warm 1: /metrics and /api/warm (the dashboard reads it) say
     const warm = async () => Number(/^runner_warm_gateways (\d+)$/m.exec(await (await fetch(`${s.base}/metrics`)).text())?.[1]);
     await until('one warm gateway', async () => ((await warm()) === 1 ? true : undefined), 60_000);
     assert.deepEqual(await (await fetch(`${s.base}/api/warm`)).json(), { gateways: 1, size: 1 }, 'the dashboard reads it here');
+    // another process of the home (runner runs) reads it from the pool's status file
+    await until('runner runs to say it', async () => {
+      const ls = await runCli(['runs', 'ls', '--home', f.home]);
+      return /^1 of 1 step gateway warm .*runner serve --warm 1, pid \d+: 1 ready/m.test(ls.stdout) ? true : undefined;
+    }, 30_000);
     const res = await fetch(`${s.base}/api/pipelines/served/runs`, { method: 'POST' });
     assert.equal(res.status, 202);
     const { runId } = (await res.json()) as { runId: string };
@@ -100,6 +105,8 @@ test('runner serve --warm 1: /metrics and /api/warm (the dashboard reads it) say
     await s.exited;
   }
   assert.deepEqual(warmLeft(f), { containers: [], networks: [] });
+  const after = await runCli(['runs', 'ls', '--home', f.home]);
+  assert.doesNotMatch(after.stdout, /warm/, 'a stopped serve keeps none, and says none');
 });
 
 test('runner serve --warm 1 that cannot listen (its port taken) ends with its error and leaves no warm gateway', { timeout: 120_000 }, async () => {

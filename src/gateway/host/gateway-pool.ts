@@ -15,6 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { errorMessage } from '../../common/errors.js';
 import { LABELS, type ContainerRuntime } from '../../container/runtime.js';
 import { holdGateway, type HeldGateway } from './step-gateway.js';
+import { readWarmStatuses, removeWarmStatus, writeWarmStatus } from './warm-status.js';
 
 /** on a warm gateway and its network: who keeps it (host:pid), so that the next pool can tell a dead runner's */
 export const WARM_OWNER_LABEL = 'dev.runner.warm-owner';
@@ -32,6 +33,10 @@ export interface PoolOptions {
   idleMs?: number;
   /** a warm gateway that could not be made, or removed */
   onProblem?(message: string): void;
+  /** where the pool says how many are warm, for `runner runs` and other runners (warm-status.ts): the home's warm/ */
+  statusDir?: string;
+  /** the command keeping it, said there: `serve` or `exec` */
+  command?: string;
 }
 
 /** What a step's way asks of the pool: a gateway for its egress, if one is warm. */
@@ -56,6 +61,9 @@ export class GatewayPool implements WarmGateways {
   /** gateways being made: the close waits for them, so none is left behind */
   private readonly inFlight = new Set<Promise<void>>();
   readonly owner = `${os.hostname()}:${process.pid}`;
+  /** the status file's writes, one after another; `said`: the count last written */
+  private writing: Promise<void> = Promise.resolve();
+  private said: string | undefined;
 
   constructor(
     private readonly runtime: ContainerRuntime,
@@ -65,9 +73,23 @@ export class GatewayPool implements WarmGateways {
     this.timer.unref();
   }
 
-  /** How many are warm now (made and waiting). */
+  /** How many are warm now (made and waiting; one that died waiting is not counted). */
   get warm(): number {
-    return this.ready.length;
+    return this.ready.filter((h) => !h.ended()).length;
+  }
+
+  /** Writes the status file when what it says changed (after the close: removes it). */
+  private report(): void {
+    const dir = this.o.statusDir;
+    if (!dir) return;
+    const now = this.closed ? 'closed' : `${this.warm}/${this.idle}`;
+    if (now === this.said) return;
+    this.said = now;
+    const closed = this.closed;
+    const status = { host: os.hostname(), pid: process.pid, command: this.o.command ?? 'exec', warm: this.warm, size: this.o.size, idle: this.idle };
+    this.writing = this.writing
+      .then(() => (closed ? removeWarmStatus(dir, status.host, status.pid) : writeWarmStatus(dir, status)))
+      .catch((err) => this.o.onProblem?.(`could not write how many gateways are warm to ${dir}: ${errorMessage(err)}`));
   }
 
   /** Removes what a dead runner's pool of this home left, then makes the pool's gateways. */
@@ -86,6 +108,7 @@ export class GatewayPool implements WarmGateways {
     let held: HeldGateway | undefined;
     while ((held = this.ready.shift()) && held.ended()) void held.discard();
     this.fill();
+    this.report();
     if (held) return held;
     // none ready, one being made that no step waits for yet: it started no later than a cold one would
     return this.making > this.waiters.length ? new Promise<HeldGateway | undefined>((r) => this.waiters.push(r)) : undefined;
@@ -102,6 +125,8 @@ export class GatewayPool implements WarmGateways {
     await Promise.all([...this.inFlight]);
     const all = this.ready.splice(0);
     await Promise.all(all.map((h) => h.discard().catch(() => undefined)));
+    this.report();
+    await this.writing;
   }
 
   private fill(): void {
@@ -132,7 +157,10 @@ export class GatewayPool implements WarmGateways {
       const waiter = this.waiters.shift();
       if (waiter) waiter(held);
       else if (this.closed || this.idle) await held.discard();
-      else this.ready.push(held);
+      else {
+        this.ready.push(held);
+        this.report();
+      }
     } catch (err) {
       this.failures++;
       // a step waiting for it starts its own
@@ -146,11 +174,13 @@ export class GatewayPool implements WarmGateways {
     this.idle = true;
     const all = this.ready.splice(0);
     await Promise.all(all.map((h) => h.discard().catch(() => undefined)));
+    this.report();
   }
 
   /** Warm gateways (and their networks) of this home whose runner is gone: on this host, a pid that is not alive. */
   private async removeStale(): Promise<void> {
     await removeDeadWarmGateways(this.runtime, this.o.home, this.owner);
+    if (this.o.statusDir) await readWarmStatuses(this.o.statusDir, true);
   }
 }
 

@@ -5,9 +5,13 @@
  * idle and removes them at its close. The real engine's part: test/integration/warm-gateways.test.ts.
  */
 import assert from 'node:assert/strict';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { test } from 'node:test';
 import { GatewayPool } from '../../../src/gateway/host/gateway-pool.js';
 import { holdGateway } from '../../../src/gateway/host/step-gateway.js';
+import { readWarmStatuses } from '../../../src/gateway/host/warm-status.js';
 import { engine, ScriptedGateway } from '../../fixtures/scripted-gateway.js';
 
 const tick = () => new Promise((r) => setTimeout(r, 20));
@@ -153,4 +157,24 @@ test('before its step takes it, what a warm gateway says (on stdout or stderr) r
   await way.close();
   assert.ok(!heard.includes('error'), 'nothing said before the take is heard');
   await p.close();
+});
+
+test('the pool says how many are warm in the home (runner runs reads it), not counting one that died, and removes the file at its close', async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'warm-status-'));
+  const made: ScriptedGateway[] = [];
+  const rt = engine(() => {
+    const g = new ScriptedGateway(`10.99.0.${made.length + 2}`);
+    made.push(g);
+    return g;
+  });
+  const p = new GatewayPool(rt, { size: 2, home: '/h', egressNetwork: 'bridge', statusDir: dir, command: 'serve' });
+  await p.start();
+  const said = async () => (await readWarmStatuses(dir)).map((s) => `${s.command} ${s.warm}/${s.size}`).join();
+  await eventually('two warm', () => p.warm === 2);
+  for (const end = Date.now() + 30_000; (await said()) !== 'serve 2/2'; await tick()) if (Date.now() > end) assert.fail(`never said 2 of 2: ${await said()}`);
+  made[0]!.exit();
+  await eventually('the dead one not counted', () => p.warm === 1);
+  await p.close();
+  assert.deepEqual(await readdir(dir), [], 'no status is left after the close');
+  await rm(dir, { recursive: true, force: true });
 });

@@ -1,0 +1,38 @@
+/** What `runner runs` says of warm gateways: each live pool's file read, a dead runner's not counted and pruned. */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { describeWarm, readWarmStatuses, removeWarmStatus, writeWarmStatus, type WarmStatus } from '../../../src/gateway/host/warm-status.js';
+
+const host = os.hostname();
+const status = (o: Partial<WarmStatus>): WarmStatus => ({ host, pid: process.pid, command: 'serve', warm: 2, size: 2, idle: false, ...o });
+
+test('describeWarm: nothing without a pool; the sum and who keeps them; an idle pool and another host said', () => {
+  assert.equal(describeWarm([]), undefined);
+  assert.equal(describeWarm([status({})], host), `2 of 2 step gateways warm (made ahead, each given to one step) (runner serve --warm 2, pid ${process.pid}: 2 ready)`);
+  const two = describeWarm([status({ warm: 1 }), status({ host: 'other', pid: 7, command: 'exec', warm: 0, size: 1, idle: true })], host)!;
+  assert.match(two, /^1 of 3 step gateways warm/);
+  assert.match(two, /runner exec --warm 1, pid 7 on other: given back while idle, made again at the next step/);
+});
+
+test('readWarmStatuses: live pools read; a dead runner of this host not counted, its file pruned when asked; junk ignored', async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'warm-status-'));
+  const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+  const deadPid = Number(dead.stdout);
+  await writeWarmStatus(dir, status({}));
+  await writeWarmStatus(dir, status({ pid: deadPid }));
+  await writeWarmStatus(dir, status({ host: 'elsewhere', pid: deadPid, command: 'exec' }));
+  await writeFile(path.join(dir, 'junk.json'), '{"host": 1}');
+  await writeFile(path.join(dir, 'half.json'), '{"host":');
+  assert.deepEqual((await readWarmStatuses(dir)).map((s) => `${s.host === host ? 'here' : s.host}:${s.pid === process.pid ? 'me' : 'dead'}`).sort(), ['elsewhere:dead', 'here:me']);
+  assert.equal((await readdir(dir)).length, 5, 'read alone, nothing is removed');
+  await readWarmStatuses(dir, true);
+  assert.equal((await readdir(dir)).length, 4, "the dead runner's file of this host pruned (another host's cannot be told)");
+  await removeWarmStatus(dir, host, process.pid);
+  assert.equal((await readWarmStatuses(dir)).length, 1);
+  assert.deepEqual(await readWarmStatuses(path.join(dir, 'none')), [], 'no directory: no pool');
+  await rm(dir, { recursive: true, force: true });
+});
