@@ -5,12 +5,11 @@
  * the host into a directory no step can write (steps get it read-only), and only the newest few are kept.
  */
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { constants } from 'node:fs';
-import { lstat, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { writeFileAtomic } from '../../common/atomic-write.js';
+import { fileSha as sha } from '../../common/file-sha.js';
 import { formatSize } from '../../common/durations.js';
 import { errorMessage } from '../../common/errors.js';
 import { readOutputsFile } from '../../run/outputs.js';
@@ -55,24 +54,9 @@ export function parseMark(text: string): TreeMark | undefined {
   return m as TreeMark;
 }
 
-/** The sha of a regular file of the workspace, streamed (a step may leave one of any size), never through a link. */
+/** The sha of a regular file of the workspace (common/file-sha.ts), null when there is none or it cannot be read. */
 async function fileSha(file: string): Promise<string | null> {
-  let fh;
-  try {
-    fh = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch {
-    return null;
-  }
-  try {
-    if (!(await fh.stat()).isFile()) return null;
-    const hash = createHash('sha256');
-    for await (const chunk of fh.createReadStream({ autoClose: false })) hash.update(chunk as Buffer);
-    return hash.digest('hex');
-  } catch {
-    return null;
-  } finally {
-    await fh.close().catch(() => undefined);
-  }
+  return (await sha(file).catch(() => undefined)) ?? null;
 }
 
 async function sizeOf(dir: string): Promise<number> {
