@@ -87,6 +87,6 @@ async function installedTrees(step: AddonStep, caches: readonly CachePlan[]) {
   return {
     mayKeep,
     part: treePart({ toolDir: await treeToolDir(c.home), trees, basePath, imageId: image?.id ?? c.plan.image, mayKeep }),
-    keep: () => keepTree({ ioDir: step.ioDir, workspace: c.ws.path, trees, runId: c.identity.runId, step: c.unit.name, now: c.deps.clock }),
+    keep: () => keepTree({ ioDir: step.ioDir, workspace: c.ws.path, persistent: c.ws.kind === 'persistent_directory', trees, runId: c.identity.runId, step: c.unit.name, now: c.deps.clock }),
   };
 }
