@@ -130,6 +130,25 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
     flow.pauseAt(u);
   };
 
+  /**
+   * A verify step after an agent step, in the run's worktree, starts from what the run committed: the paths git
+   * ignores (node_modules, build output, a venv: where the agent could plant a test runner that says all passed,
+   * and no commit or diff shows it) are removed first, and the after_create hook runs again to make its own.
+   */
+  const freshForVerify = async (plan: StepPlan, where: Workspace): Promise<{ notes: string[]; refused?: string }> => {
+    const agent = agentBefore(record.steps).agentBefore;
+    if (!plan.verify || agent === undefined || where !== ws || !(ws instanceof GitWorkspace)) return { notes: [] };
+    const removed = await ws.removeIgnored();
+    if (!removed) return { notes: [] };
+    const hooks = c.pipeline.hooks?.after_create !== undefined;
+    const note = `verify after agent step ${agent}: ${removed} path${removed === 1 ? '' : 's'} git ignores removed first (node_modules, build output: what no commit holds), so the verify starts from what the run committed${hooks ? '; after_create ran again' : ''}`;
+    store.event('verify_fresh', { after: agent, removed });
+    if (hooks && !(await new HookRunner(c.pipeline.hooks, ws, record, store, c.masker, deps.reporter).run('after_create'))) {
+      return { notes: [note], refused: 'the after_create hook failed when run again before this verify step (the paths git ignores were removed after an agent step)' };
+    }
+    return { notes: [note] };
+  };
+
   const runUnit = async (u: Unit): Promise<void> => {
     const plan = c.plans[u.step]!;
     const done = carry.get(u.name);
@@ -166,9 +185,14 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
         ...agentBefore(record.steps),
         ...beside(u.step),
       });
-      const ran = await runStep(stepIn(where, u));
-      result = ran.result;
-      outputs = ran.outputs;
+      const fresh = await freshForVerify(plan, where);
+      if (fresh.refused) {
+        result = await refuseStep({ deps, plan, unit: u, masker: c.masker, store }, undefined, 'step_not_started', `not started: ${fresh.refused}`);
+      } else {
+        const ran = await runStep({ ...stepIn(where, u), notes: fresh.notes });
+        result = ran.result;
+        outputs = ran.outputs;
+      }
       if (baseCanTell(plan, result) && ws instanceof GitWorkspace && !deps.signal.aborted) await tellBase(u, result, stepIn);
     } catch (err) {
       // A lane that could not be made fails its step; anything else is the runner's own trouble: the run ends in error once the others end.

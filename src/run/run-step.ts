@@ -53,6 +53,8 @@ export interface StepContext {
   agentBefore?: string;
   /** in a directory every step works in, an agent step that may run at the same time: it may not write caches either */
   agentBeside?: string;
+  /** lines the step's log begins with (`runner: ` before each): what the run did to its workspace for it */
+  notes?: string[];
 }
 
 /** What a step's run ended with: its record entry, and its outputs as later steps see them (unmasked). */
@@ -86,6 +88,11 @@ export async function runStep(c: StepContext): Promise<StepRun> {
       // a line cut at the limit loses as much again as the longest secret, so no prefix of one survives
       { guard: Math.max(128, masker.longest) },
     );
+  for (const note of c.notes ?? []) {
+    const line = masker.mask(`runner: ${note}`);
+    log.line(line);
+    deps.reporter.stepLine(name, 'stderr', line);
+  }
   const out = lineTo('stdout');
   const err = lineTo('stderr');
   // what add-ons print as the step's output (an agent's events, rendered)

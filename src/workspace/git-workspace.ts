@@ -10,7 +10,8 @@ import type { Mount } from '../container/runtime.js';
 import type { Git } from '../git/git.js';
 import { pushBranch, type PushOutcome, type PushPolicy } from '../git/push.js';
 import type { WorktreePool } from './worktree-pool.js';
-import { commitAll, createWorktree, deleteBranches, diffToFile, headOf, mergeIntoWorktree, removeWorktree, savePatch, verifyGitLinks, type GitWorktree } from './git-worktree.js';
+import { removeTree } from './remove-tree.js';
+import { commitAll, createWorktree, deleteBranches, diffToFile, headOf, mergeIntoWorktree, removeWorktree, savePatch, verifyGitLinks, workCall, type GitWorktree } from './git-worktree.js';
 import { makeGitCopy } from './git-copy.js';
 import { handOver } from './ownership.js';
 import type { LaneMergeResult, StepWork, Workspace, WorkspaceKind } from './workspace.js';
@@ -84,6 +85,26 @@ export class GitWorkspace implements Workspace {
       mounts.push({ source: dir, target: dir, readOnly: true });
     }
     return mounts;
+  }
+
+  /**
+   * Removes every path git ignores (what steps left that no commit holds: node_modules, build output, a venv), so
+   * the next step starts from what the run committed, as a fresh checkout would; returns how many went. Git lists
+   * them (a directory once); the runner removes them (removeTree: no link followed, any depth). For a verify step
+   * after an agent step (run-flow.ts): it must not run what the agent planted where git does not look.
+   */
+  async removeIgnored(): Promise<number> {
+    await verifyGitLinks(this.wt);
+    const listed = await this.git.run(['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory', '--no-empty-directory'], workCall(this.wt));
+    const names = splitZ(listed.stdoutBytes);
+    for (const name of names) {
+      const rel = name.subarray(0, name.at(-1) === 0x2f ? -1 : undefined);
+      const parts = rel.toString('latin1').split('/');
+      // git names paths inside the worktree; anything else is not removed
+      if (!rel.length || rel[0] === 0x2f || parts.some((p) => p === '..' || p === '.' || p === '') || parts[0] === '.git') continue;
+      await removeTree(Buffer.concat([Buffer.from(`${this.wt.path}/`), rel]));
+    }
+    return names.length;
   }
 
   async prepareStep(user: { uid: number; gid: number }): Promise<void> {
@@ -201,4 +222,16 @@ const MAX_NAMED = 20;
 function describePaths(paths: Buffer[]): string {
   const shown = paths.slice(0, 5).map(visibleBytes).join(', ');
   return paths.length > 5 ? `${shown} and ${paths.length - 5} more` : shown;
+}
+
+/** NUL-separated byte strings (git -z), the empty ones dropped. */
+function splitZ(b: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  for (let i = 0; i < b.length; ) {
+    const end = b.indexOf(0, i);
+    const stop = end < 0 ? b.length : end;
+    if (stop > i) out.push(b.subarray(i, stop));
+    i = stop + 1;
+  }
+  return out;
 }
