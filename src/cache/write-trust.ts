@@ -7,12 +7,27 @@
  * throw-away layer. The file may trust a step outright with `{ npm: rw }`. Pure.
  */
 import type { CachePlan } from '../plan/cache-plan.js';
+import type { FlowShape } from '../flow/graph.js';
 
-/** Why the step may not write the caches the file did not mark `rw`, or undefined when it may. */
-export function cacheWriteRefusal(step: { agent: boolean }, agentBefore: string | undefined): string | undefined {
+/**
+ * Why the step may not write the caches the file did not mark `rw`, or undefined when it may. `agentBeside`: in a
+ * directory steps share, an agent step that may run at the same time (what it writes there, this step may run).
+ */
+export function cacheWriteRefusal(step: { agent: boolean }, agentBefore: string | undefined, agentBeside?: string): string | undefined {
   if (step.agent) return 'an agent step';
   if (agentBefore !== undefined) return `it runs after agent step ${agentBefore}, whose work it may run`;
+  if (agentBeside !== undefined) return `it shares its directory with agent step ${agentBeside}, which may run at the same time`;
   return undefined;
+}
+
+/**
+ * In a workspace every step works in (a persistent directory), the first agent step that may run at the same time
+ * as step `i`: neither needs the other, or it is an agent step that fans out. Pure.
+ */
+export function agentBeside(shape: FlowShape, agents: readonly boolean[], i: number, fansOut: readonly boolean[]): string | undefined {
+  const apart = (j: number) => !shape.ancestors[i]!.has(j) && !shape.ancestors[j]!.has(i);
+  const j = shape.ids.findIndex((_, j) => agents[j] && (j === i ? fansOut[j] : apart(j)));
+  return j < 0 ? undefined : shape.ids[j];
 }
 
 /** The step's caches as it may use them, and the line its log gets for those it reads but may not write. */

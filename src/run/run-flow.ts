@@ -9,6 +9,8 @@ import { availableParallelism } from 'node:os';
 import { errorMessage, RunnerError } from '../common/errors.js';
 import { formatDuration } from '../common/durations.js';
 import { flowPlan } from '../flow/flow-plan.js';
+import { flowShape } from '../flow/graph.js';
+import { agentBeside } from '../cache/write-trust.js';
 import { DEFAULT_MAX_VISITS, FlowPlanner, laneName, type FlowStop, type Unit } from '../flow/planner.js';
 import type { PipelineFile } from '../pipeline/schema.js';
 import type { RunIdentity } from '../plan/render.js';
@@ -51,7 +53,8 @@ export interface FlowEnd {
 
 export async function runFlow(c: FlowContext): Promise<FlowEnd> {
   const { deps, record, store, ws } = c;
-  const flow = new FlowPlanner(flowPlan(c.pipeline, availableParallelism()), record.inputs ?? {});
+  const planned = flowPlan(c.pipeline, availableParallelism());
+  const flow = new FlowPlanner(planned, record.inputs ?? {});
   const base: Omit<RunIdentity, 'attempt' | 'branch'> = {
     runId: record.runId,
     pipeline: record.pipeline,
@@ -74,6 +77,13 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
   /** names this run's records already use (a resume's earlier attempt): a unit run again is named apart, so its log and files are its own */
   const runAttempt = record.attempts?.length ?? 1;
   const nameFor = (u: Unit): string => (record.steps.some((s) => !s.carried && resultName(s) === u.name) ? `${u.name}~${runAttempt}` : u.name);
+
+  /** in a directory steps share while they run at once: for each step, an agent step that may run at the same time (caches' trust) */
+  const shape = ws.kind === 'persistent_directory' && c.pipeline.shared_workspace && planned.maxParallel > 1 ? flowShape(c.pipeline.steps) : undefined;
+  const beside = (i: number): { agentBeside?: string } => {
+    const found = shape && agentBeside(shape, c.plans.map((p) => p.agent !== undefined), i, c.pipeline.steps.map((s) => s.for_each !== undefined));
+    return found ? { agentBeside: found } : {};
+  };
 
   let routesShown = 0;
   /** A route the planner just took, said on the console: where the run goes back to, and how many visits that is. */
@@ -154,6 +164,7 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
         inputs: record.inputs ?? {},
         spending: c.spending,
         ...agentBefore(record.steps),
+        ...beside(u.step),
       });
       const ran = await runStep(stepIn(where, u));
       result = ran.result;

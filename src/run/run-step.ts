@@ -51,6 +51,8 @@ export interface StepContext {
   spending: RunSpending;
   /** an agent step of the run (this start, an earlier one, or carried by a fork) that ran before this step: it may not write caches (src/cache/write-trust.ts) */
   agentBefore?: string;
+  /** in a directory every step works in, an agent step that may run at the same time: it may not write caches either */
+  agentBeside?: string;
 }
 
 /** What a step's run ended with: its record entry, and its outputs as later steps see them (unmasked). */

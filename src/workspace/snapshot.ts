@@ -6,9 +6,9 @@
  * as before keeps its hash without being read again.
  */
 import { createHash } from 'node:crypto';
-import { constants } from 'node:fs';
-import { lstat, open, readdir, readlink } from 'node:fs/promises';
+import { lstat, readdir, readlink } from 'node:fs/promises';
 import path from 'node:path';
+import { fileSha } from '../common/file-sha.js';
 
 export interface Entry {
   type: 'file' | 'dir' | 'symlink' | 'other';
@@ -82,7 +82,7 @@ export async function takeSnapshot(root: string, previous?: Snapshot): Promise<S
         const before = previous?.get(relPath);
         const same =
           before?.type === 'file' && before.size === st.size && before.mtimeMs === st.mtimeMs && before.ctimeMs === st.ctimeMs && before.ino === st.ino;
-        const hash = same ? before.sha256 : await hashFile(abs);
+        const hash = same ? before.sha256 : await fileSha(abs);
         snap.set(relPath, { type: 'file', ...base, ...(hash ? { sha256: hash } : {}) });
       } else {
         snap.set(relPath, { type: 'other', ...base });
@@ -112,33 +112,8 @@ export function diffSnapshots(before: Snapshot, after: Snapshot): ChangeList {
   return out;
 }
 
-const SMALL_FILE = 64 * 1024;
 
 function sha(s: string): string {
   return createHash('sha256').update(s).digest('hex');
 }
 
-async function hashFile(file: string): Promise<string | undefined> {
-  let fh;
-  try {
-    fh = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch {
-    return undefined;
-  }
-  try {
-    const st = await fh.stat();
-    if (!st.isFile()) return undefined;
-    const h = createHash('sha256');
-    if (st.size <= SMALL_FILE) {
-      // Most files are small: one read, no stream.
-      const buf = Buffer.allocUnsafe(st.size + 1);
-      let got = 0;
-      for (let n = 1; n > 0 && got < buf.length; got += n) n = (await fh.read(buf, got, buf.length - got, got)).bytesRead;
-      if (got <= st.size) return h.update(buf.subarray(0, got)).digest('hex'); // else it grew meanwhile: read it as a stream
-    }
-    for await (const chunk of fh.createReadStream({ autoClose: false, start: 0 })) h.update(chunk as Buffer);
-    return h.digest('hex');
-  } finally {
-    await fh.close();
-  }
-}

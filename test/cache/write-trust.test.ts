@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { cacheWriteRefusal, trustedCaches } from '../../src/cache/write-trust.js';
+import { agentBeside, cacheWriteRefusal, trustedCaches } from '../../src/cache/write-trust.js';
+import { flowShape } from '../../src/flow/graph.js';
 import type { CachePlan } from '../../src/plan/cache-plan.js';
 import { agentBefore } from '../../src/run/run-flow.js';
 
@@ -25,4 +26,18 @@ test("the first agent step in the run's record, this start's, an earlier one's o
   assert.deepEqual(agentBefore([]), {});
   assert.deepEqual(agentBefore([{ id: 'setup' }, { id: 'test' }]), {});
   assert.deepEqual(agentBefore([{ id: 'setup' }, { id: 'implement', agent: 'coder' }, { id: 'review', agent: 'finn' }]), { agentBefore: 'implement' });
+});
+
+test('in a directory steps share, a step beside an agent step (neither needs the other) does not write either', () => {
+  assert.equal(cacheWriteRefusal({ agent: false }, undefined, 'implement'), 'it shares its directory with agent step implement, which may run at the same time');
+  // setup -> (install | implement) -> verify
+  const steps = [{ id: 'setup' }, { id: 'install', needs: ['setup'] }, { id: 'implement', needs: ['setup'] }, { id: 'verify', needs: ['install', 'implement'] }];
+  const shape = flowShape(steps);
+  const agents = [false, false, true, false];
+  const fans = [false, false, false, false];
+  assert.equal(agentBeside(shape, agents, 0, fans), undefined, 'setup is needed by the agent: it ends before the agent starts');
+  assert.equal(agentBeside(shape, agents, 1, fans), 'implement', 'install may run while the agent writes the directory');
+  assert.equal(agentBeside(shape, agents, 3, fans), undefined, 'verify needs the agent (agentBefore refuses it at run time)');
+  assert.equal(agentBeside(flowShape([{ id: 'a' }, { id: 'b' }]), [false, true], 0, [false, false]), undefined, 'in file order, one after another');
+  assert.equal(agentBeside(flowShape([{ id: 'x', for_each: '${{ inputs.l }}' }]), [true], 0, [true]), 'x', 'an agent that fans out runs beside itself');
 });

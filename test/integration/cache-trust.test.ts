@@ -6,7 +6,8 @@
  * A step the file trusts outright (`{ npm: rw }`) writes it even after an agent step.
  */
 import assert from 'node:assert/strict';
-import { readdir, readFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { ModelServer } from '../fixtures/model-server.js';
@@ -99,4 +100,49 @@ test('a step whose file says { npm: rw } writes the cache even after an agent st
   assert.equal(r.code, 0, r.stderr);
   assert.doesNotMatch(await readFile(path.join(f.home, 'runs', r.json.runId, 'steps', 'verify.log'), 'utf8'), /read, not written/);
   assert.deepEqual(await cacheFiles(f.home), ['planted-by-verify', 'seeded'], "the trusted step's write is kept; the agent's is not");
+});
+
+test('in a directory steps share (shared_workspace), a step running beside an agent step only reads the cache: the agent could rewrite what it runs', { timeout: 240_000 }, async () => {
+  const f = await fixture({ owner: 1000 });
+  const dir = path.join(f.root, 'content');
+  await mkdir(dir);
+  await writeFile(path.join(dir, 'notes.txt'), 'notes\n');
+  execFileSync('chown', ['-R', '1000:1000', dir]);
+  const server = await ModelServer.start({ turns: [{ text: 'Nothing to do.' }], usage: { input: 10, output: 5 } });
+  servers.push(server);
+  const r = await execPipeline(
+    f,
+    await writePipeline(
+      f,
+      `version: 1
+name: beside
+project: { path: ${dir}, workspace: persistent_directory }
+secrets: [ANTHROPIC_API_KEY]
+shared_workspace: true
+max_parallel: 2
+defaults: { image: runner/toolchain:latest, timeout: 2m, cache: [npm], resources: { memory: 512m, cpus: 1, pids: 256 } }
+agents:
+  coder: { use: claude-code, base_url: ${server.url}, max_turns: 2 }
+steps:
+  - id: first
+    run: echo before-any-agent > "$npm_config_cache/first"
+  - id: install
+    needs: [first]
+    run: echo beside-the-agent > "$npm_config_cache/beside"
+  - id: implement
+    needs: [first]
+    agent: coder
+    prompt: Look around.
+`,
+      'beside.yaml',
+    ),
+    [],
+    { env: { ANTHROPIC_API_KEY: KEY } },
+  );
+  assert.equal(r.code, 0, r.stderr);
+  const log = await readFile(path.join(f.home, 'runs', r.json.runId, 'steps', 'install.log'), 'utf8');
+  assert.match(log, /cache npm: read, not written \(it shares its directory with agent step implement, which may run at the same time\)/);
+  const root = path.join(f.home, 'caches');
+  const kept = await Promise.all((await readdir(root)).map((k) => readdir(path.join(root, k, 'npm', 'data')).catch(() => [] as string[])));
+  assert.deepEqual(kept.flat().sort(), ['first'], 'only what the step needed by the agent wrote is kept');
 });

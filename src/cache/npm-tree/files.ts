@@ -20,8 +20,8 @@ export const TREES_DIR = '/run/runner/npm-trees';
 export const MARK_FILE = 'npm-tree.json';
 export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
-/** The `npm` on the step's PATH: install commands go to the shim, the rest to the image's npm at once. */
-export const WRAPPER = `#!/bin/sh
+/** The `npm` on the step's PATH (in `binDir`): install commands go to the shim, the rest to the image's npm at once. */
+export const wrapper = (binDir = TREE_BIN_DIR): string => `#!/bin/sh
 # the runner's npm (docs/pipeline-format.md#the-installed-tree-npm): installs may come from the installed-tree cache
 case "\${1-}" in
   ci|clean-install|ic|install-clean|isntall-clean|install|i|in|ins|inst|insta|instal|isnt|isnta|isntal|isntall)
@@ -29,12 +29,14 @@ case "\${1-}" in
 esac
 IFS=:
 for d in $PATH; do
-  [ "$d" = ${TREE_BIN_DIR} ] && continue
+  # the runner's own, however the PATH spells its directory (a trailing slash, //, a link)
+  [ "$d/npm" -ef ${binDir}/npm ] && continue
   [ -n "$d" ] && [ -x "$d/npm" ] && exec "$d/npm" "$@"
 done
 echo "npm: not found on the PATH after the runner's own" >&2
 exit 127
 `;
+export const WRAPPER = wrapper();
 
 /** Writes the wrapper and the shim under `<home>/npm-tree` when they are not there as they should be; returns the directory. */
 export async function treeToolDir(home: string): Promise<string> {

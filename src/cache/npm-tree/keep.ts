@@ -5,19 +5,27 @@
  * the host into a directory no step can write (steps get it read-only), and only the newest few are kept.
  */
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { constants } from 'node:fs';
-import { lstat, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, rename, stat, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { writeFileAtomic } from '../../common/atomic-write.js';
+import { fileSha as sha } from '../../common/file-sha.js';
 import { formatSize } from '../../common/durations.js';
 import { errorMessage } from '../../common/errors.js';
 import { readOutputsFile } from '../../run/outputs.js';
 import { MARK_FILE } from './files.js';
+import { removeTree } from '../../workspace/remove-tree.js';
 
 /** installed trees a project keeps (the newest; a tree of 700 packages is about 150 MB) */
 export const TREES_KEPT = 3;
+
+/** a tree bigger than this, or with more entries, is not kept (a step could fill the disk through it) */
+export const MAX_TREE_BYTES = 2 * 1024 ** 3;
+export const MAX_TREE_ENTRIES = 400_000;
+/** what the disk must keep free after the copy: bytes, and a share of the disk */
+export const MIN_FREE = { bytes: 2 * 1024 ** 3, ratio: 0.1 };
+/** cp -a of a tree at its bound on a slow disk takes minutes, not hours */
+const COPY_TIMEOUT_MS = 15 * 60_000;
 
 export interface TreeMark {
   key: string;
@@ -55,38 +63,39 @@ export function parseMark(text: string): TreeMark | undefined {
   return m as TreeMark;
 }
 
-/** The sha of a regular file of the workspace, streamed (a step may leave one of any size), never through a link. */
+/** The sha of a regular file of the workspace (common/file-sha.ts), null when there is none or it cannot be read. */
 async function fileSha(file: string): Promise<string | null> {
-  let fh;
-  try {
-    fh = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch {
-    return null;
-  }
-  try {
-    if (!(await fh.stat()).isFile()) return null;
-    const hash = createHash('sha256');
-    for await (const chunk of fh.createReadStream({ autoClose: false })) hash.update(chunk as Buffer);
-    return hash.digest('hex');
-  } catch {
-    return null;
-  } finally {
-    await fh.close().catch(() => undefined);
-  }
+  return (await sha(file).catch(() => undefined)) ?? null;
 }
 
-async function sizeOf(dir: string): Promise<number> {
-  const { stdout } = await promisify(execFile)('du', ['-sb', dir]);
+/** `du -s` of a directory (symlinks not followed): its bytes, or its entries with `--inodes`. */
+async function du(dir: string, what: '-b' | '--inodes'): Promise<number> {
+  const { stdout } = await promisify(execFile)('du', ['-s', what, dir], { timeout: COPY_TIMEOUT_MS });
   return Number(stdout.split('\t')[0]) || 0;
+}
+
+/** Why a tree of this size may not be kept here, or undefined. Pure. */
+export function tooBig(tree: { bytes: number; entries: number }, disk: { freeBytes: number; totalBytes: number }, minFree = MIN_FREE): string | undefined {
+  if (tree.bytes > MAX_TREE_BYTES) return `it holds ${formatSize(tree.bytes)}, over the ${formatSize(MAX_TREE_BYTES)} a kept tree may`;
+  if (tree.entries > MAX_TREE_ENTRIES) return `it holds ${tree.entries} entries, over the ${MAX_TREE_ENTRIES} a kept tree may`;
+  const left = disk.freeBytes - tree.bytes;
+  if (left < minFree.bytes || left < minFree.ratio * disk.totalBytes) {
+    return `the disk would keep ${formatSize(Math.max(0, left))} free after it (a kept tree leaves at least ${formatSize(minFree.bytes)} and ${Math.round(minFree.ratio * 100)}% of the disk)`;
+  }
+  return undefined;
 }
 
 export interface KeepInput {
   ioDir: string;
   workspace: string;
+  /** the workspace outlives runs (a persistent directory): what node_modules held before the install may be in it */
+  persistent?: boolean;
   trees: string;
   runId: string;
   step: string;
   now: () => Date;
+  /** what the disk keeps free after a copy (MIN_FREE) */
+  minFree?: typeof MIN_FREE;
 }
 
 /** Keeps the step's installed tree when its mark says so; returns what the step's log says (nothing when there was no install). */
@@ -96,6 +105,9 @@ export async function keepTree(o: KeepInput): Promise<string | undefined> {
   if (read.text === undefined && read.problem === undefined) return undefined;
   const mark = read.problem === undefined ? parseMark(read.text!) : undefined;
   if (!mark) return 'cache npm: the install left a mark the runner cannot read: its tree is not kept';
+  if (o.persistent && mark.mode === 'manifest') {
+    return 'cache npm: npm install in a persistent directory keeps what node_modules held before it (an earlier run\'s files among them): its tree is not kept (npm ci, which starts from none, is)';
+  }
   const ws = o.workspace;
   const now = {
     lockSha: mark.lockfile ? await fileSha(path.join(ws, mark.lockfile)) : null,
@@ -115,24 +127,31 @@ export async function keepTree(o: KeepInput): Promise<string | undefined> {
   const dest = path.join(o.trees, mark.key);
   if (await stat(dest).catch(() => undefined)) return undefined;
   await mkdir(o.trees, { recursive: true, mode: 0o755 });
+  const disk = await statfs(o.trees);
+  const big = tooBig(
+    { bytes: await du(from, '-b'), entries: await du(from, '--inodes') },
+    { freeBytes: disk.bavail * disk.bsize, totalBytes: disk.blocks * disk.bsize },
+    o.minFree,
+  );
+  if (big) return `cache npm: the installed tree is not kept: ${big}`;
   const tmp = path.join(o.trees, `.new-${mark.key.slice(0, 16)}-${process.pid}-${Date.now()}`);
   try {
     await mkdir(tmp, { mode: 0o755 });
     // cp -a: symlinks as symlinks (.bin's, a file: dependency's), modes and times as npm left them
-    await promisify(execFile)('cp', ['-a', from, path.join(tmp, 'node_modules')], { maxBuffer: 1024 * 1024 });
-    const bytes = await sizeOf(tmp);
+    await promisify(execFile)('cp', ['-a', from, path.join(tmp, 'node_modules')], { maxBuffer: 1024 * 1024, timeout: COPY_TIMEOUT_MS });
+    const bytes = await du(tmp, '-b');
     await writeFileAtomic(path.join(tmp, 'meta.json'), `${JSON.stringify({ createdAt: o.now().toISOString(), run: o.runId, step: o.step, mode: mark.mode, lockfile: mark.lockfile, sizeBytes: bytes })}\n`);
     try {
       await rename(tmp, dest);
     } catch {
       // another run kept the same tree first
-      await rm(tmp, { recursive: true, force: true });
+      await removeTree(tmp);
       return undefined;
     }
     const dropped = await pruneTrees(o.trees, TREES_KEPT);
     return `cache npm: kept the installed tree of this ${mark.lockfile ?? 'package.json (no lockfile: used for 24 h)'} (${formatSize(bytes)}): the next npm ${mark.mode === 'lockfile' ? 'ci' : 'install'} of it restores it${dropped ? `; ${dropped} older tree${dropped === 1 ? '' : 's'} removed (a project keeps ${TREES_KEPT})` : ''}`;
   } catch (err) {
-    await rm(tmp, { recursive: true, force: true }).catch(() => undefined);
+    await removeTree(tmp).catch(() => undefined);
     return `cache npm: could not keep the installed tree: ${errorMessage(err)}`;
   }
 }
@@ -145,7 +164,7 @@ export async function pruneTrees(trees: string, keep: number): Promise<number> {
     if (name.startsWith('.new-')) {
       const st = await stat(path.join(trees, name)).catch(() => undefined);
       // another run's copy in progress is young; one a crash left is removed an hour on
-      if (st && Date.now() - st.mtimeMs > 3600_000) await rm(path.join(trees, name), { recursive: true, force: true });
+      if (st && Date.now() - st.mtimeMs > 3600_000) await removeTree(path.join(trees, name));
       continue;
     }
     if (!HEX.test(name)) continue;
@@ -154,6 +173,7 @@ export async function pruneTrees(trees: string, keep: number): Promise<number> {
   }
   kept.sort((a, b) => b.at - a.at);
   const gone = kept.slice(keep);
-  for (const g of gone) await rm(path.join(trees, g.name), { recursive: true, force: true });
+  // removeTree: a tree whose directories npm left without write permission (0555) goes too when the runner is not root
+  for (const g of gone) await removeTree(path.join(trees, g.name));
   return gone.length;
 }

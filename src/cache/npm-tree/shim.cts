@@ -115,12 +115,13 @@ export function configFiles(env: Readonly<Record<string, string | undefined>>): 
   return { ...(userNpmrc ? { userNpmrc } : {}), ...(globalNpmrc ? { globalNpmrc } : {}) };
 }
 
-/** The real npm: the first on PATH that is not this one. */
-function realNpm(env: NodeJS.ProcessEnv): string | undefined {
-  const own = env.RUNNER_NPM_TREE_BIN;
+/** The real npm: the first on PATH that is not this one (however the PATH spells its directory: a trailing slash, a link). */
+export function realNpm(env: Readonly<Record<string, string | undefined>>): string | undefined {
+  const own = env.RUNNER_NPM_TREE_BIN ? fileId(path.join(env.RUNNER_NPM_TREE_BIN, 'npm')) : undefined;
   for (const dir of (env.PATH ?? '').split(':')) {
-    if (!dir || dir === own) continue;
+    if (!dir) continue;
     const file = path.join(dir, 'npm');
+    if (own !== undefined && fileId(file) === own) continue;
     try {
       fs.accessSync(file, fs.constants.X_OK);
       return file;
@@ -129,6 +130,16 @@ function realNpm(env: NodeJS.ProcessEnv): string | undefined {
     }
   }
   return undefined;
+}
+
+/** A file's device and inode (links followed), or undefined when there is none. */
+function fileId(file: string): string | undefined {
+  try {
+    const st = fs.statSync(file);
+    return `${st.dev}:${st.ino}`;
+  } catch {
+    return undefined;
+  }
 }
 
 function say(line: string): void {

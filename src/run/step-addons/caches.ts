@@ -25,7 +25,7 @@ export function cachesAddon(transport: Pick<StepTransport, 'noHostMounts'>): Ste
       if (!c.plan.caches.length) return NOTHING;
       if (transport.noHostMounts) return { notes: [cachesNotUsed(c.plan.caches, transport.noHostMounts)], close: async () => undefined };
       // an agent step, or a step after one, reads the caches and writes a throw-away layer unless the file said rw
-      const trust = trustedCaches(c.plan.caches, cacheWriteRefusal({ agent: c.plan.agent !== undefined }, c.agentBefore));
+      const trust = trustedCaches(c.plan.caches, cacheWriteRefusal({ agent: c.plan.agent !== undefined }, c.agentBefore, c.agentBeside));
       let caches;
       try {
         caches = await openStepCaches({
@@ -87,6 +87,6 @@ async function installedTrees(step: AddonStep, caches: readonly CachePlan[]) {
   return {
     mayKeep,
     part: treePart({ toolDir: await treeToolDir(c.home), trees, basePath, imageId: image?.id ?? c.plan.image, mayKeep }),
-    keep: () => keepTree({ ioDir: step.ioDir, workspace: c.ws.path, trees, runId: c.identity.runId, step: c.unit.name, now: c.deps.clock }),
+    keep: () => keepTree({ ioDir: step.ioDir, workspace: c.ws.path, persistent: c.ws.kind === 'persistent_directory', trees, runId: c.identity.runId, step: c.unit.name, now: c.deps.clock }),
   };
 }

@@ -6,7 +6,7 @@ import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink, writeF
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { keepTree, pruneTrees } from '../../../src/cache/npm-tree/keep.js';
+import { keepTree, MAX_TREE_BYTES, MAX_TREE_ENTRIES, MIN_FREE, pruneTrees, tooBig } from '../../../src/cache/npm-tree/keep.js';
 
 const roots: string[] = [];
 after(() => Promise.all(roots.map((r) => rm(r, { recursive: true, force: true }))));
@@ -26,7 +26,7 @@ async function setup() {
   await symlink('../dep/index.js', path.join(ws, 'node_modules', '.bin', 'dep'));
   await writeFile(path.join(ws, 'node_modules', '.package-lock.json'), '{"packages":{"node_modules/dep":{}}}');
   const mark = { key: 'e'.repeat(64), mode: 'lockfile', lockfile: 'package-lock.json', lockSha: sha('{"lockfileVersion":3}'), pkgSha: sha('{"name":"p"}'), npmrcSha: null, treeSha: sha('{"packages":{"node_modules/dep":{}}}') };
-  const o = { ioDir: io, workspace: ws, trees: path.join(r, 'trees'), runId: 'run-1', step: 'verify', now: () => new Date('2026-11-27T12:00:00Z') };
+  const o = { ioDir: io, workspace: ws, trees: path.join(r, 'trees'), runId: 'run-1', step: 'verify', now: () => new Date('2026-11-27T12:00:00Z'), minFree: { bytes: 0, ratio: 0 } };
   return { r, ws, io, mark, o };
 }
 
@@ -125,4 +125,22 @@ test('a tree npm changed after its install (npm prune --omit=dev, uninstall, upd
   await rm(path.join(ws, 'node_modules', '.package-lock.json'));
   assert.match((await keepTree(o))!, /node_modules changed after npm installed/, "npm's record removed");
   assert.deepEqual(await readdir(o.trees).catch(() => []), []);
+});
+
+test('a tree is kept only within its bounds (bytes, entries) and while the disk keeps room after it', () => {
+  const disk = { freeBytes: 100 * 1024 ** 3, totalBytes: 200 * 1024 ** 3 };
+  assert.equal(tooBig({ bytes: 250 * 1024 ** 2, entries: 20_000 }, disk), undefined);
+  assert.match(tooBig({ bytes: MAX_TREE_BYTES + 1, entries: 1 }, disk)!, /^it holds 2(\.0)?g, over the 2g a kept tree may$/);
+  assert.match(tooBig({ bytes: 1, entries: MAX_TREE_ENTRIES + 1 }, disk)!, /entries, over the 400000/);
+  assert.match(tooBig({ bytes: 1024 ** 3, entries: 1 }, { freeBytes: 2.5 * 1024 ** 3, totalBytes: 10 * 1024 ** 3 })!, /^the disk would keep .* free after it/);
+  assert.match(tooBig({ bytes: 1024 ** 3, entries: 1 }, { freeBytes: 20 * 1024 ** 3, totalBytes: 500 * 1024 ** 3 }, MIN_FREE)!, /10% of the disk/);
+});
+
+test('in a persistent directory, a tree npm install made (over what node_modules held before) is not kept; one npm ci made is', async () => {
+  const { io, mark, o } = await setup();
+  await writeFile(path.join(io, 'npm-tree.json'), JSON.stringify({ ...mark, mode: 'manifest', lockfile: null, lockSha: null }));
+  assert.match((await keepTree({ ...o, persistent: true }))!, /npm install in a persistent directory keeps what node_modules held before it .*not kept \(npm ci, which starts from none, is\)/);
+  assert.deepEqual(await readdir(o.trees).catch(() => []), []);
+  await writeFile(path.join(io, 'npm-tree.json'), JSON.stringify(mark));
+  assert.match((await keepTree({ ...o, persistent: true }))!, /^cache npm: kept the installed tree/);
 });

@@ -4,16 +4,16 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { parseMark } from '../../../src/cache/npm-tree/keep.js';
 import type * as Shim from '../../../src/cache/npm-tree/shim.cjs';
-import { WRAPPER } from '../../../src/cache/npm-tree/files.js';
+import { WRAPPER, wrapper } from '../../../src/cache/npm-tree/files.js';
 
-const { configFiles, decide } = createRequire(import.meta.url)('../../../src/cache/npm-tree/shim.cjs') as typeof Shim;
+const { configFiles, decide, realNpm } = createRequire(import.meta.url)('../../../src/cache/npm-tree/shim.cjs') as typeof Shim;
 
 const pkg = Buffer.from(JSON.stringify({ name: 'p', version: '1.0.0', dependencies: { a: '^1.0.0' } }));
 const lock = { name: 'package-lock.json', bytes: Buffer.from('{"lockfileVersion":3}') };
@@ -102,6 +102,26 @@ test("the runner's npm hands every command but an install to the image's npm at 
     const none = spawnSync('/bin/sh', [path.join(dir, 'npm'), 'test'], { env: { PATH: '/run/runner/npm-tree/bin' }, encoding: 'utf8' });
     assert.equal(none.status, 127);
     assert.match(none.stderr, /npm: not found on the PATH after the runner's own/);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("the runner's npm and its shim skip their own directory however the PATH spells it (a trailing slash, //, a link): never themselves, in a loop", async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'npm-wrapper-'));
+  try {
+    const bin = path.join(dir, 'bin');
+    await mkdir(bin);
+    await mkdir(path.join(dir, 'real'));
+    await writeFile(path.join(bin, 'npm'), wrapper(bin), { mode: 0o755 });
+    await writeFile(path.join(dir, 'real', 'npm'), '#!/bin/sh\necho "real npm $*"\n', { mode: 0o755 });
+    await symlink(bin, path.join(dir, 'link'));
+    for (const own of [`${bin}/`, `${dir}//bin`, path.join(dir, 'link')]) {
+      const PATH = `${own}:${path.join(dir, 'real')}`;
+      const r = spawnSync('/bin/sh', [path.join(bin, 'npm'), 'test'], { env: { PATH }, encoding: 'utf8', timeout: 10_000 });
+      assert.equal(r.stdout, 'real npm test\n', `${own}: ${r.stderr}${r.error ?? ''}`);
+      assert.equal(realNpm({ PATH, RUNNER_NPM_TREE_BIN: bin }), path.join(dir, 'real', 'npm'), own);
+    }
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
