@@ -85,8 +85,12 @@ export function trialScript(d: Detected): string {
   const lines = ['set +e'];
   if (d.install) lines.push(...run('install', 'installing', d.install), `if [ "$code" != 0 ]; then echo 'runner init: the install failed: the checks are not tried'; exit 0; fi`);
   for (const c of checksOf(d)) lines.push(...run(c.name, `trying the ${c.name}`, c.command), `echo "runner init: the ${c.name} ended with exit $code"`);
-  // nothing of the trial is kept: the step's commit is empty
-  lines.push(`git clean -fdxq >/dev/null 2>&1; git checkout -q -- . >/dev/null 2>&1; true`);
+  // nothing of the trial is kept: the step's commit is empty. Except, with the npm cache, a node_modules that git
+  // ignores (so in no commit): left for the runner, which keeps the tree the install made in the installed-tree cache,
+  // restored by the runs' next npm ci of the same lockfile (docs/pipeline-format.md#the-installed-tree-npm). The trial
+  // is a step before any agent, on the project's own commit: one the runner trusts to write caches
+  const keep = d.cache === 'npm' ? `if git check-ignore -q node_modules/ 2>/dev/null; then git clean -fdxq -e /node_modules; else git clean -fdxq; fi` : 'git clean -fdxq';
+  lines.push(`${keep} >/dev/null 2>&1; git checkout -q -- . >/dev/null 2>&1; true`);
   return `${lines.join('\n')}\n`;
 }
 

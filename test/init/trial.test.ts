@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -178,6 +178,34 @@ test('attack: a check that prints one line of megabytes does not push the next c
     assert.equal(t.install?.exitCode, 0);
     assert.deepEqual(t.checks.test, { command: d.test, exitCode: 1, line: 'Error: boom' });
     assert.deepEqual(t.checks.lint, { command: d.lint, exitCode: 3, line: 'lint: broken' }, 'the lint after it is judged');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the trial leaves a node_modules git ignores for the installed-tree cache to keep (npm cache only); everything else it made is cleaned', () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'runner-trial-'));
+  try {
+    const g = (...args: string[]) => execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8' });
+    g('init', '-q', '.');
+    const npmProject = { ...node, install: 'mkdir -p node_modules/a && echo x > node_modules/a/index.js && echo made > stray.txt', test: 'echo ok', lint: 'echo ok' };
+    const trial = (d: Parameters<typeof trialScript>[0], ignore: string | undefined) => {
+      rmSync(path.join(dir, 'node_modules'), { recursive: true, force: true });
+      if (ignore === undefined) rmSync(path.join(dir, '.gitignore'), { force: true });
+      else execFileSync('sh', ['-c', `printf '%s\\n' "$1" > .gitignore`, 'sh', ignore], { cwd: dir });
+      g('add', '-A');
+      g('-c', 'user.name=t', '-c', 'user.email=t@localhost', 'commit', '-q', '--allow-empty', '-m', 'base');
+      execFileSync('sh', ['-e', '-c', trialScript(d)], { cwd: dir, env: { ...process.env, RUNNER_OUTPUT: path.join(os.tmpdir(), `out-${process.pid}-${Math.random()}`) }, stdio: 'ignore' });
+      return { modules: existsSync(path.join(dir, 'node_modules')), stray: existsSync(path.join(dir, 'stray.txt')), status: g('status', '--porcelain', '--ignored') };
+    };
+    for (const ignore of ['node_modules', 'node_modules/', '/node_modules']) {
+      const r = trial(npmProject, ignore);
+      assert.equal(r.modules, true, `node_modules is left when .gitignore says ${ignore}`);
+      assert.equal(r.stray, false, 'what else the trial made is cleaned');
+      assert.equal(r.status, '!! node_modules/\n', 'nothing the step would commit');
+    }
+    assert.equal(trial(npmProject, undefined).modules, false, 'a node_modules git does not ignore is cleaned: the step would commit it');
+    assert.equal(trial({ ...npmProject, cache: undefined }, 'node_modules/').modules, false, 'without the npm cache there is no tree to keep');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
