@@ -53,6 +53,8 @@ export interface StepContext {
   agentBefore?: string;
   /** in a directory every step works in, an agent step that may run at the same time: it may not write caches either */
   agentBeside?: string;
+  /** the workspace holds what earlier runs left (a task's worktree after its first run): it may not write caches either */
+  earlierWork?: string;
 }
 
 /** What a step's run ended with: its record entry, and its outputs as later steps see them (unmasked). */
