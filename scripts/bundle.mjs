@@ -31,19 +31,29 @@ await build({
   plugins: [
     {
       // dockerode loads gRPC and protobufjs (for BuildKit sessions) and ssh2 (for ssh:// engines) at
-      // start; the runner needs them only when used, so they are loaded then (a third of its start).
+      // start; the runner needs them only when used, so they are loaded then (a third of its start),
+      // and not bundled (parsing them was most of what was left of it).
       name: 'lazy',
       setup(b) {
+        // required from node_modules when first used, by a path esbuild does not follow: their code (gRPC,
+        // protobufjs, ssh2: 800 KB) is then not in the bundle at all, so no runner start parses it
+        const fromRoot = (file) => `require(__runnerRoot + 'node_modules/${file}')`;
         const lazy = {
-          'dockerode/lib/docker.js': ["withSession = require('./session')", 'withSession = function () { return require(\'./session\').apply(this, arguments); }'],
-          'docker-modem/lib/modem.js': ["ssh = require('./ssh')", 'ssh = function () { return require(\'./ssh\').apply(this, arguments); }'],
+          'dockerode/lib/docker.js': [
+            ["withSession = require('./session')", `withSession = function () { return ${fromRoot('dockerode/lib/session.js')}.apply(this, arguments); }`],
+            // Docker.followProgress (BuildKit's protobuf); the runner uses modem.followProgress
+            ["var buildkit = require('./buildkit');", `var buildkit = ${fromRoot('dockerode/lib/buildkit.js')};`],
+          ],
+          'docker-modem/lib/modem.js': [["ssh = require('./ssh')", `ssh = function () { return ${fromRoot('docker-modem/lib/ssh.js')}.apply(this, arguments); }`]],
         };
         b.onLoad({ filter: /[\\/]node_modules[\\/](dockerode|docker-modem)[\\/]lib[\\/](docker|modem)\.js$/ }, async (a) => {
           const key = Object.keys(lazy).find((k) => a.path.endsWith(k.split('/').join(path.sep)));
-          const text = await readFile(a.path, 'utf8');
-          const [from, to] = lazy[key];
-          if (!text.includes(from)) throw new Error(`${a.path} no longer has ${from}: update scripts/bundle.mjs`);
-          return { contents: text.replace(from, to), loader: 'js' };
+          let text = await readFile(a.path, 'utf8');
+          for (const [from, to] of lazy[key]) {
+            if (!text.includes(from)) throw new Error(`${a.path} no longer has ${from}: update scripts/bundle.mjs`);
+            text = text.replace(from, to);
+          }
+          return { contents: text, loader: 'js' };
         });
       },
     },

@@ -76,9 +76,11 @@ export async function reconcile(deps: ReconcileDeps, home: RunnerHome): Promise<
   report.dirsRemoved = await removeRecordlessDirs(home.root, home.runs, deps.say);
   if (deps.runtime) {
     try {
-      report.containersRemoved = await removeOrphanContainers(deps.runtime, home.root);
+      // one listing of the home's containers for both (every command that touches runs starts here)
+      const listed = await deps.runtime.listByLabels({ [LABELS.home]: home.root });
+      report.containersRemoved = await removeOrphanContainers(deps.runtime, home.root, listed);
       // warm gateways of a runner that died (one a step had taken held its config): a run's recovery does not see them
-      report.containersRemoved += await removeDeadWarmGateways(deps.runtime, home.root);
+      report.containersRemoved += await removeDeadWarmGateways(deps.runtime, home.root, undefined, listed);
     } catch (err) {
       deps.say(`could not look for leftover containers: ${errorMessage(err)}`);
     }
@@ -88,9 +90,9 @@ export async function reconcile(deps: ReconcileDeps, home: RunnerHome): Promise<
 }
 
 /** Removes every container of this home whose run is not live. */
-export async function removeOrphanContainers(runtime: ContainerRuntime, home: string): Promise<number> {
+export async function removeOrphanContainers(runtime: ContainerRuntime, home: string, listed?: ReadonlyArray<{ labels: Record<string, string> }>): Promise<number> {
   let removed = 0;
-  for (const c of await runtime.listByLabels({ [LABELS.home]: home })) {
+  for (const c of listed ?? (await runtime.listByLabels({ [LABELS.home]: home }))) {
     const runId = c.labels[LABELS.runId];
     if (runId && (await ownerAlive(home, runId))) continue;
     removed += await runtime.removeByLabels({ [LABELS.home]: home, [LABELS.runId]: runId ?? '' });

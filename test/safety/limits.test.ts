@@ -130,28 +130,3 @@ test('a 100 MB line does not grow the runner: it is cut in the console and the l
   assert.ok(/^x{1000}x* \[… line cut by runner\]\nafter the long line\n$/.test(text), `log: ${text.slice(0, 80)}…${text.slice(-80)}`);
   console.log(`# 100 MB line: runner peak RSS ${peakMb.toFixed(0)} MB`);
 });
-
-test('1 GB of output keeps the runner bounded and the log capped', async () => {
-  const f = await fixture();
-  const file = await writePipeline(
-    f,
-    // 24 million lines go through the runner: a busy machine took longer than the default 2 minutes, and the
-    // step's time is not what this test is about
-    pipelineYaml(`  - id: flood
-    timeout: 15m
-    run: |
-      yes 'a line of output that repeats and repeats' | head -c 1000000000
-`),
-  );
-  let mem: ReturnType<typeof watchPeakMemory> | undefined;
-  const r = await execPipeline(f, file, [], { tailOnly: true, onSpawn: (c) => (mem = watchPeakMemory(c.pid!)) });
-  mem!.stop();
-  assert.equal(r.code, 0, r.stderr.slice(-2000));
-  const peakMb = mem!.peak() / 1024 ** 2;
-  assert.ok(peakMb > 0 && peakMb < 320, `runner peak memory ${peakMb.toFixed(0)} MB`);
-  const log = path.join(f.home, 'runs', r.json.runId, 'steps', 'flood.log');
-  const size = (await stat(log)).size;
-  assert.ok(size <= 101 * 1024 * 1024, `log size ${size}`);
-  assert.match((await readFile(log, 'utf8')).slice(-300), /\[runner: log cut at \d+ bytes/);
-  console.log(`# 1 GB of output: runner peak RSS ${peakMb.toFixed(0)} MB, log ${(size / 1024 ** 2).toFixed(0)} MB`);
-});

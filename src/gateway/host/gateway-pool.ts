@@ -205,8 +205,14 @@ export class GatewayPool implements WarmGateways {
  * does not see it). Called by the next pool of the home, and by every runner's start (reconcile.ts), with or
  * without --warm. Returns how many containers went.
  */
-export async function removeDeadWarmGateways(runtime: ContainerRuntime, home: string, self = `${os.hostname()}:${process.pid}`): Promise<number> {
-  const list = await runtime.listByLabels({ [LABELS.home]: home, [LABELS.role]: 'gateway' });
+export async function removeDeadWarmGateways(
+  runtime: ContainerRuntime,
+  home: string,
+  self = `${os.hostname()}:${process.pid}`,
+  /** the home's containers, when the caller has just listed them (one engine call at a runner's start, not two) */
+  listed?: ReadonlyArray<{ labels: Record<string, string> }>,
+): Promise<number> {
+  const list = (listed ?? (await runtime.listByLabels({ [LABELS.home]: home, [LABELS.role]: 'gateway' }))).filter((c) => c.labels[LABELS.role] === 'gateway');
   const host = os.hostname();
   const stale = list.filter((c) => {
     const owner = c.labels[WARM_OWNER_LABEL];

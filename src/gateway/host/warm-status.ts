@@ -81,5 +81,5 @@ export function describeWarm(statuses: readonly WarmStatus[], host = os.hostname
   const who = statuses
     .map((s) => `runner ${s.command} --warm ${s.size}, pid ${s.pid}${s.host === host ? '' : ` on ${s.host}`}: ${s.idle ? 'given back while idle, made again at the next step' : `${s.warm} ready`}`)
     .join('; ');
-  return `${warm} of ${size} step gateway${size === 1 ? '' : 's'} warm (made ahead, each given to one step) (${who})`;
+  return `${warm} of ${size} step gateway${size === 1 ? '' : 's'} warm, each made ahead for one step alone (${who})`;
 }

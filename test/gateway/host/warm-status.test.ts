@@ -12,7 +12,7 @@ const status = (o: Partial<WarmStatus>): WarmStatus => ({ host, pid: process.pid
 
 test('describeWarm: nothing without a pool; the sum and who keeps them; an idle pool and another host said', () => {
   assert.equal(describeWarm([]), undefined);
-  assert.equal(describeWarm([status({})], host), `2 of 2 step gateways warm (made ahead, each given to one step) (runner serve --warm 2, pid ${process.pid}: 2 ready)`);
+  assert.equal(describeWarm([status({})], host), `2 of 2 step gateways warm, each made ahead for one step alone (runner serve --warm 2, pid ${process.pid}: 2 ready)`);
   const two = describeWarm([status({ warm: 1 }), status({ host: 'other', pid: 7, command: 'exec', warm: 0, size: 1, idle: true })], host)!;
   assert.match(two, /^1 of 3 step gateways warm/);
   assert.match(two, /runner exec --warm 1, pid 7 on other: given back while idle, made again at the next step/);
