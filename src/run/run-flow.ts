@@ -142,7 +142,7 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
     }
     if (plan.approval) return gateUnit(u, plan.approval);
     u = { ...u, name: nameFor(u) };
-    const entry: RunningStep = { id: u.id, name: u.name, startedAt: deps.clock().toISOString(), isolation: plan.isolation };
+    const entry: RunningStep = { id: u.id, name: u.name, startedAt: deps.clock().toISOString(), isolation: plan.isolation, ...(plan.agent ? { agent: plan.agent } : {}) };
     record.running!.push(entry);
     let result: StepResult;
     let outputs: Record<string, string> = {};

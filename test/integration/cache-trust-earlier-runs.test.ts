@@ -6,10 +6,14 @@
  * - a fork from a step after an agent step that failed: the fork's branch begins with the failed agent's commit,
  *   which is not carried; a step of the fork that runs beside the agent's new attempt runs that commit's script. It
  *   only reads the caches.
- * In both, the planted file never reaches the project's cache, while a step before any agent of a fresh task does
+ * - a resume after the runner died in an agent step: recovery commits the agent's leftovers on the run's branch
+ *   and records the step as an agent's, interrupted; the resume runs again a step before it that had failed (and
+ *   was tolerated), which runs the script. It only reads the caches.
+ * In all three, the planted file never reaches the project's cache, while a step before any agent of a fresh task does
  * write it.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, test } from 'node:test';
@@ -142,3 +146,48 @@ test("a fork from a step after an agent step that failed begins with the agent's
   assert.match(log, /cache npm: read, not written \(it runs after agent step implement, whose work it may run\)/);
   assert.deepEqual(await cacheFiles(f.home), [], "what the failed agent's script planted is thrown away");
 });
+
+test("a resume after the runner died in an agent step: its leftovers are on the run's branch, and a step the resume runs before the agent again only reads the caches", { timeout: 300_000 }, async () => {
+  const f = await fixture({ owner: 1000 });
+  const server = await ModelServer.start({
+    turns: [{ tool: { name: 'Bash', input: { command: PLANT, description: 'plant' } } }, { text: 'Done.' }],
+    hangAfter: 1,
+    usage: { input: 100, output: 10 },
+  });
+  servers.push(server);
+  const file = await writePipeline(
+    f,
+    `${header(server, 'resume-after-crash')}steps:
+  - id: prep
+    continue_on_error: true
+    run: |
+      if [ -f tools/fill.sh ]; then sh tools/fill.sh; fi
+      ls "$npm_config_cache"
+      exit 1
+  - id: implement
+    agent: coder
+    prompt: Add a helper script.
+    timeout: 25s
+`,
+  );
+  // the runner dies (-9) once the agent wrote its script and waits for its model
+  let child: ReturnType<typeof spawn> | undefined;
+  const killer = setInterval(() => {
+    if (server.agentRequests().length >= 2) child?.kill('SIGKILL');
+  }, 100);
+  const died = await runCli(['exec', file, '--home', f.home], { env: { ANTHROPIC_API_KEY: KEY }, onSpawn: (c) => (child = c) });
+  clearInterval(killer);
+  assert.equal(died.signal, 'SIGKILL', died.stderr);
+  const [runId] = await readdir(path.join(f.home, 'runs'));
+
+  const resumed = await runCli(['resume', runId!, '--json', '--home', f.home], { env: { ANTHROPIC_API_KEY: KEY } });
+  assert.ok(resumed.json, resumed.stderr);
+  const rec = JSON.parse(await readFile(path.join(f.home, 'runs', runId!, 'run.json'), 'utf8')) as { steps: Array<{ id: string; name?: string; status: string; agent?: string }> };
+  const again = rec.steps.find((s) => s.id === 'prep' && s.name !== undefined)!;
+  const log = await readFile(path.join(f.home, 'runs', runId!, 'steps', `${again.name}.log`), 'utf8');
+  assert.match(log, /planted-by-earlier-agent/, "the resumed prep ran the interrupted agent's script");
+  assert.match(log, /cache npm: read, not written \(it runs after agent step implement, whose work it may run\)/);
+  assert.deepEqual(await cacheFiles(f.home), [], "what the interrupted agent's script planted is thrown away");
+  assert.ok(rec.steps.some((s) => s.id === 'implement' && s.status === 'interrupted' && s.agent === 'coder'), JSON.stringify(rec.steps));
+});
+
