@@ -89,7 +89,7 @@ test('runner serve --warm 1: /metrics and /api/warm (the dashboard reads it) say
     // another process of the home (runner runs) reads it from the pool's status file
     await until('runner runs to say it', async () => {
       const ls = await runCli(['runs', 'ls', '--home', f.home]);
-      return /^1 of 1 step gateway warm .*runner serve --warm 1, pid \d+: 1 ready/m.test(ls.stdout) ? true : undefined;
+      return /^1 of 1 step gateway warm, each made ahead for one step alone \(runner serve --warm 1, pid \d+: 1 ready\)$/m.test(ls.stdout) ? true : undefined;
     }, 30_000);
     const res = await fetch(`${s.base}/api/pipelines/served/runs`, { method: 'POST' });
     assert.equal(res.status, 202);

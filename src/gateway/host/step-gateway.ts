@@ -184,9 +184,10 @@ async function makeGateway(runtime: ContainerRuntime, o: GatewayBase, gift: Gate
   const network = `${o.name}-net`;
   const labels = { ...o.labels, [LABELS.role]: 'gateway' };
   // this machine's addresses, read while the step's network is made: the host has no address on it (isolated),
-  // and the network's unused gateway address, if read with the others, is one more the gateway refuses
+  // and the network's unused gateway address, if read with the others, is one more the gateway refuses. A held
+  // gateway reads them when it is given (heldConfig), not now.
   const [machine, made] = await Promise.allSettled([
-    Promise.all([thisMachineAddresses(runtime), thisMachineNetworks()]),
+    now ? Promise.all([thisMachineAddresses(runtime), thisMachineNetworks()]) : Promise.resolve<[string[], string[]]>([[], []]),
     runtime.createNetwork({ name: network, internal: true, isolated: true, labels }),
   ]);
   if (made.status === 'rejected') throw made.reason;
