@@ -2,7 +2,8 @@
  * Who writes a project's caches (safety promise 15: what one run leaves cannot run in the next). A cache is read
  * by every later step of the project, a verify step's install among them, so what is written there must come from
  * code the user trusts as they trust their own project: a step that is not an agent, before any agent step of its
- * run has run (its workspace holds the project's commits and what such steps made of them). An agent step, and
+ * run has run (its workspace holds the project's commits and what such steps made of them), in a workspace no
+ * earlier run left work in (not a task's worktree after its first run). An agent step, and
  * any step after one (a verify runs the agent's code: its tests, its install scripts), reads the cache through a
  * throw-away layer. The file may trust a step outright with `{ npm: rw }`. Pure.
  */
@@ -12,10 +13,13 @@ import type { FlowShape } from '../flow/graph.js';
 /**
  * Why the step may not write the caches the file did not mark `rw`, or undefined when it may. `agentBeside`: in a
  * directory steps share, an agent step that may run at the same time (what it writes there, this step may run).
+ * `earlierWork`: the workspace holds what earlier runs left (a task's worktree after its first run: its agents'
+ * commits, and the files git ignores, such as node_modules), said as the place it is.
  */
-export function cacheWriteRefusal(step: { agent: boolean }, agentBefore: string | undefined, agentBeside?: string): string | undefined {
+export function cacheWriteRefusal(step: { agent: boolean }, agentBefore: string | undefined, agentBeside?: string, earlierWork?: string): string | undefined {
   if (step.agent) return 'an agent step';
   if (agentBefore !== undefined) return `it runs after agent step ${agentBefore}, whose work it may run`;
+  if (earlierWork !== undefined) return `it works in ${earlierWork}, which holds what earlier runs left, their agents' work among them`;
   if (agentBeside !== undefined) return `it shares its directory with agent step ${agentBeside}, which may run at the same time`;
   return undefined;
 }

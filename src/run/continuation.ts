@@ -92,6 +92,17 @@ export function forkPlan(prior: RunRecord, step: string): { carry: Map<string, S
 }
 
 /**
+ * The prior run's steps whose work a continued run's branch begins with, beyond those it records as carried: a
+ * fork's steps before its step, every one (a failed agent step's commit is on the branch, though it is not carried).
+ * A resume keeps its steps in its own record: none. For the caches' trust (cache/write-trust.ts). Pure.
+ */
+export function workBefore(c: Pick<Continuation, 'kind' | 'prior' | 'from'>): StepResult[] {
+  if (c.kind !== 'fork') return [];
+  const at = c.prior.steps.findIndex((s) => s.id === c.from);
+  return at < 0 ? [...c.prior.steps] : c.prior.steps.slice(0, at);
+}
+
+/**
  * The record a continued run starts with. A resume: its own record, running
  * again, its earlier steps kept (each attempt stays on record) but for those it
  * had skipped, which are still to run. A fork: the new run's record, naming

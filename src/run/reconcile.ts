@@ -26,7 +26,8 @@ import { taskLockKey } from '../workspace/task-worktree.js';
 import type { RunnerHome } from '../workspace/home.js';
 import { inspectProject } from '../workspace/project.js';
 import { commitMessage } from './commit-message.js';
-import type { RunRecord } from './record.js';
+import type { RunningStep, RunRecord } from './record.js';
+import type { StepResult } from './step-result.js';
 import { listRuns, readRun, writeRun } from './records.js';
 import { ownerAlive, tryOwnerLock } from './owner-lock.js';
 import { finishCleanup, projectGit, removeHalfCleaned } from './cleanup-recovery.js';
@@ -128,24 +129,7 @@ async function recoverRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord)
   const now = deps.clock().toISOString();
   // Every step that was running (several when steps ran at once) is marked interrupted.
   const running = rec.running?.length ? rec.running : step ? [{ id: step.id, name: step.id, startedAt: step.startedAt }] : [];
-  for (const r of running) {
-    rec.steps.push({
-      id: r.id,
-      ...(r.name !== r.id ? { name: r.name } : {}),
-      status: 'interrupted',
-      exitCode: null,
-      oomKilled: false,
-      timedOut: false,
-      durationMs: Date.parse(now) - Date.parse(r.startedAt),
-      startedAt: r.startedAt,
-      finishedAt: now,
-      commit: null,
-      outputs: {},
-      limits: [],
-      ...('isolation' in r && r.isolation ? { isolation: r.isolation } : {}),
-      ...(r.lane ? { lane: { branch: r.lane.branch, merge: 'not_merged' as const } } : {}),
-    });
-  }
+  for (const r of running) rec.steps.push(interruptedStep(r, now));
   // Every open lane (running, waiting to retry, waiting for its merge): leftovers committed on its branch, which is kept; its worktree goes.
   const open = [...(rec.lanes ?? []).map((l) => ({ name: running.find((r) => r.lane?.worktree === l.worktree)?.name ?? l.key, lane: l }))];
   for (const r of running) if (r.lane && !open.some((o) => o.lane.worktree === r.lane!.worktree)) open.push({ name: r.name, lane: { key: r.name, ...r.lane } });
@@ -240,4 +224,28 @@ async function recoverRun(deps: ReconcileDeps, home: RunnerHome, rec: RunRecord)
   await writeRun(home.runs, rec);
   const committed = [...new Set([...running.map((r) => r.name), ...open.filter((o) => !('removing' in o.lane && o.lane.removing)).map((o) => o.name)])];
   deps.say(`run ${rec.runId} was interrupted (its runner is gone): marked interrupted${committed.length ? `, the leftovers of ${committed.join(', ')} committed` : ''}`);
+}
+
+/**
+ * The record of a step a dead runner left running: interrupted, its lane's work not merged; an agent step says it is
+ * one (its leftovers are committed on the run's branch, so the steps a resume runs come after an agent's). Pure.
+ */
+export function interruptedStep(r: Pick<RunningStep, 'id' | 'name' | 'startedAt' | 'isolation' | 'agent' | 'lane'>, now: string): StepResult {
+  return {
+    id: r.id,
+    ...(r.name !== r.id ? { name: r.name } : {}),
+    status: 'interrupted',
+    exitCode: null,
+    oomKilled: false,
+    timedOut: false,
+    durationMs: Date.parse(now) - Date.parse(r.startedAt),
+    startedAt: r.startedAt,
+    finishedAt: now,
+    commit: null,
+    outputs: {},
+    limits: [],
+    ...(r.isolation ? { isolation: r.isolation } : {}),
+    ...(r.agent ? { agent: r.agent } : {}),
+    ...(r.lane ? { lane: { branch: r.lane.branch, merge: 'not_merged' as const } } : {}),
+  };
 }

@@ -140,6 +140,8 @@ export interface RunningStep {
   startedAt: string;
   /** the sandbox it runs in, kept on the step recovery marks interrupted */
   isolation?: StepResult['isolation'];
+  /** an agent step's profile, kept on the step recovery marks interrupted: its leftovers go on the run's branch, and a resume's later steps are then steps after an agent's (cache/write-trust.ts) */
+  agent?: string;
   /** a lane's worktree, for recovery */
   lane?: { worktree: string; branch: string; recovery: NonNullable<RunRecord['recovery']> };
 }

@@ -20,7 +20,7 @@ import type { Workspace } from '../workspace/workspace.js';
 import { mergeMessage } from './commit-message.js';
 import { HookRunner } from './hook-runner.js';
 import type { ExecDeps } from './orchestrator.js';
-import type { Continuation } from './continuation.js';
+import { workBefore, type Continuation } from './continuation.js';
 import { decisionFor, describeDecider, gateOutputs, gateWait, type GateWait } from './gate.js';
 import type { RunningStep, RunRecord } from './record.js';
 import { refuseStep, runStep, unitFields, type StepContext } from './run-step.js';
@@ -77,6 +77,9 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
   /** names this run's records already use (a resume's earlier attempt): a unit run again is named apart, so its log and files are its own */
   const runAttempt = record.attempts?.length ?? 1;
   const nameFor = (u: Unit): string => (record.steps.some((s) => !s.carried && resultName(s) === u.name) ? `${u.name}~${runAttempt}` : u.name);
+
+  /** a fork: the prior run's steps before the fork point, whose work its branch begins with (a failed agent step's too, which is not carried) */
+  const forkedAfter = c.continuation ? workBefore(c.continuation) : [];
 
   /** in a directory steps share while they run at once: for each step, an agent step that may run at the same time (caches' trust) */
   const shape = ws.kind === 'persistent_directory' && c.pipeline.shared_workspace && planned.maxParallel > 1 ? flowShape(c.pipeline.steps) : undefined;
@@ -158,7 +161,7 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
     }
     if (plan.approval) return gateUnit(u, plan.approval);
     u = { ...u, name: nameFor(u) };
-    const entry: RunningStep = { id: u.id, name: u.name, startedAt: deps.clock().toISOString(), isolation: plan.isolation };
+    const entry: RunningStep = { id: u.id, name: u.name, startedAt: deps.clock().toISOString(), isolation: plan.isolation, ...(plan.agent ? { agent: plan.agent } : {}) };
     record.running!.push(entry);
     let result: StepResult;
     let outputs: Record<string, string> = {};
@@ -182,8 +185,9 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
         secrets: c.secrets,
         inputs: record.inputs ?? {},
         spending: c.spending,
-        ...agentBefore(record.steps),
+        ...agentBefore([...forkedAfter, ...record.steps]),
         ...beside(u.step),
+        ...(ws.earlierWork !== undefined ? { earlierWork: ws.earlierWork } : {}),
       });
       const fresh = await freshForVerify(plan, where);
       if (fresh.refused) {

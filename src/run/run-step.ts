@@ -55,6 +55,8 @@ export interface StepContext {
   agentBeside?: string;
   /** lines the step's log begins with (`runner: ` before each): what the run did to its workspace for it */
   notes?: string[];
+  /** the workspace holds what earlier runs left (a task's worktree after its first run): it may not write caches either */
+  earlierWork?: string;
 }
 
 /** What a step's run ended with: its record entry, and its outputs as later steps see them (unmasked). */

@@ -28,6 +28,8 @@ export interface GitWorkspaceOptions {
   pushPolicy: PushPolicy;
   created: boolean;
   attempt: number;
+  /** Workspace.earlierWork */
+  earlierWork?: string;
   disposable: boolean;
   /** called once the run is done with the workspace (a task's lock) */
   onRelease?: () => Promise<void>;
@@ -43,6 +45,7 @@ export class GitWorkspace implements Workspace {
   readonly kind: WorkspaceKind;
   readonly created: boolean;
   readonly attempt: number;
+  readonly earlierWork?: string;
   readonly disposable: boolean;
   private readonly wt: GitWorktree;
   private readonly git: Git;
@@ -53,6 +56,7 @@ export class GitWorkspace implements Workspace {
     this.git = o.git;
     this.created = o.created;
     this.attempt = o.attempt;
+    if (o.earlierWork !== undefined) this.earlierWork = o.earlierWork;
     this.disposable = o.disposable;
   }
 

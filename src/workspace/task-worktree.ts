@@ -116,6 +116,8 @@ export async function openTaskWorktree(o: TaskOpen): Promise<GitWorkspace> {
       pushPolicy: o.pushPolicy,
       created,
       attempt: record.runs,
+      // reused, or made from a branch earlier runs committed to: what their agents left is here (cache/write-trust.ts)
+      ...(created && wt.baseSha === o.base ? {} : { earlierWork: `task ${o.taskId}'s worktree (${wt.branch})` }),
       disposable: false,
       onRelease: unlock,
       onRemoved: () => rm(recordFile, { force: true }),

@@ -42,6 +42,11 @@ export interface Workspace {
   readonly created: boolean;
   /** how many runs have used this workspace, this one included (RUNNER_ATTEMPT) */
   readonly attempt: number;
+  /**
+   * Set when the workspace holds what earlier runs left (a task's worktree after its first run, or made again from
+   * a branch earlier runs committed to): where it is, for the log. Its steps do not write caches (cache/write-trust.ts).
+   */
+  readonly earlierWork?: string;
   /** read-only mounts besides the workspace (the project, its git directory) */
   mounts(): Mount[];
   /** Before a step: checks the workspace is intact and gives it to the step's user. */

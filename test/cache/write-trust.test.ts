@@ -13,6 +13,14 @@ test('a step before any agent step writes; an agent step, or a step after one, d
   assert.equal(cacheWriteRefusal({ agent: false }, 'implement'), 'it runs after agent step implement, whose work it may run');
 });
 
+test("a step in a workspace earlier runs left work in (a task's worktree after its first run) does not write", () => {
+  assert.equal(
+    cacheWriteRefusal({ agent: false }, undefined, undefined, "task T1's worktree (feat/T1)"),
+    "it works in task T1's worktree (feat/T1), which holds what earlier runs left, their agents' work among them",
+  );
+  assert.equal(cacheWriteRefusal({ agent: true }, undefined, undefined, "task T1's worktree"), 'an agent step');
+});
+
 test('the caches a step may not write are read through a throw-away layer, said once; ro and rw stay as the file said', () => {
   const caches = [cache('npm'), cache('pip', { readOnly: true }), cache('yarn', { writeAlways: true })];
   assert.deepEqual(trustedCaches(caches, undefined), { caches });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { continuedRecord, forkPlan, resumePlan, type Continuation } from '../../src/run/continuation.js';
+import { continuedRecord, forkPlan, resumePlan, workBefore, type Continuation } from '../../src/run/continuation.js';
+import { agentBefore } from '../../src/run/run-flow.js';
 import { newRecord, type RunRecord } from '../../src/run/record.js';
 import type { StepResult } from '../../src/run/step-result.js';
 
@@ -101,6 +102,18 @@ test('fork: a failed step before it that committed counts for the start; a lane 
   assert.deepEqual([...carry.keys()], ['a', 'l1']);
   assert.equal(startAt, sha('3'));
   assert.equal(forkPlan(rec, 'l1').startAt, sha('2'), 'the tolerated failure\'s commit');
+});
+
+test("fork: the prior run's steps before its step count for the caches' trust, a failed agent step's too (its commit is on the branch, it is not carried)", () => {
+  const rec = run('failed', [step('implement', 'failed', { commit: sha('1'), agent: 'coder' }), step('check', 'completed', { commit: sha('2') })]);
+  const { carry, startAt } = forkPlan(rec, 'check');
+  assert.equal(carry.size, 0, 'the failed agent step is not carried');
+  assert.equal(startAt, sha('1'), "the fork's branch begins with its commit");
+  const before = workBefore({ kind: 'fork', prior: rec, from: 'check' });
+  assert.deepEqual(before.map((s) => s.id), ['implement']);
+  assert.deepEqual(agentBefore(before), { agentBefore: 'implement' });
+  assert.deepEqual(workBefore({ kind: 'fork', prior: rec, from: 'implement' }), [], 'from the agent step itself: none of its work');
+  assert.deepEqual(workBefore({ kind: 'resume', prior: rec, from: 'check' }), [], "a resume keeps its steps in its own record");
 });
 
 test('fork: an unknown step, a skipped step, and runs that cannot be forked are refused with their words', () => {

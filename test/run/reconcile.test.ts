@@ -14,7 +14,8 @@ import { fileURLToPath } from 'node:url';
 import { Git } from '../../src/git/git.js';
 import { LABELS } from '../../src/container/runtime.js';
 import { readRun } from '../../src/run/records.js';
-import { reconcile } from '../../src/run/reconcile.js';
+import { interruptedStep, reconcile } from '../../src/run/reconcile.js';
+import { agentBefore } from '../../src/run/run-flow.js';
 import { RunnerHome } from '../../src/workspace/home.js';
 import { coreProjects, FakeEngine, pipeline, runCommits, runOn, steppingClock } from '../fixtures/core-run.js';
 import type { CrashPlan } from '../fixtures/crash-run.js';
@@ -170,3 +171,15 @@ test('recovery without an engine (none answers) still recovers the run on disk',
   assert.match(rec.error?.message ?? '', /its container could not be removed: docker is not reachable/);
   assert.equal(runCommits(f, rec)[0]!.subject, 'step/work (runner): interrupted');
 });
+
+test("an agent step a dead runner left running is recorded as an agent's: its leftovers are on the run's branch, so a resume's steps come after an agent's", () => {
+  const now = '2026-11-27T12:00:10.000Z';
+  const r = interruptedStep({ id: 'implement', name: 'implement', startedAt: '2026-11-27T12:00:00.000Z', isolation: 'runc', agent: 'coder' }, now);
+  assert.equal(r.status, 'interrupted');
+  assert.equal(r.agent, 'coder');
+  assert.equal(r.durationMs, 10_000);
+  assert.deepEqual(agentBefore([{ id: 'prep', status: 'failed' } as never, r]), { agentBefore: 'implement' });
+  assert.equal(interruptedStep({ id: 'work', name: 'work', startedAt: now }, now).agent, undefined, 'a step that is not an agent stays so');
+  assert.deepEqual(interruptedStep({ id: 'l', name: 'l', startedAt: now, lane: { worktree: '/w', branch: 'run/x+l', recovery: { gitDir: '/g', links: [], dirId: 'd' } as never } }, now).lane, { branch: 'run/x+l', merge: 'not_merged' });
+});
+

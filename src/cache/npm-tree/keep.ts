@@ -88,7 +88,7 @@ export function tooBig(tree: { bytes: number; entries: number }, disk: { freeByt
 export interface KeepInput {
   ioDir: string;
   workspace: string;
-  /** the workspace outlives runs (a persistent directory): what node_modules held before the install may be in it */
+  /** the workspace outlives runs (a persistent directory): no tree is kept from it */
   persistent?: boolean;
   trees: string;
   runId: string;
@@ -105,8 +105,11 @@ export async function keepTree(o: KeepInput): Promise<string | undefined> {
   if (read.text === undefined && read.problem === undefined) return undefined;
   const mark = read.problem === undefined ? parseMark(read.text!) : undefined;
   if (!mark) return 'cache npm: the install left a mark the runner cannot read: its tree is not kept';
-  if (o.persistent && mark.mode === 'manifest') {
-    return 'cache npm: npm install in a persistent directory keeps what node_modules held before it (an earlier run\'s files among them): its tree is not kept (npm ci, which starts from none, is)';
+  if (o.persistent) {
+    // npm install keeps what node_modules held (an earlier run's files among them); npm ci starts from none, but the
+    // step goes on to run the directory's scripts and tests, which an earlier run's agent may have rewritten to change
+    // node_modules after npm installed it (its record of the tree unchanged); the mark is the step's own word, too
+    return "cache npm: a persistent directory keeps no installed tree: what the step runs there (its tests, its scripts) is what earlier runs left, their agents' work among them, and may change node_modules after npm installed it";
   }
   const ws = o.workspace;
   const now = {

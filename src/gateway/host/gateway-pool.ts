@@ -69,7 +69,7 @@ export class GatewayPool implements WarmGateways {
     private readonly runtime: ContainerRuntime,
     private readonly o: PoolOptions,
   ) {
-    this.timer = setInterval(() => void this.giveBackIfIdle(), Math.min(60_000, Math.max(1000, (o.idleMs ?? DEFAULT_IDLE_MS) / 4)));
+    this.timer = setInterval(() => void this.look(), Math.min(60_000, Math.max(1000, (o.idleMs ?? DEFAULT_IDLE_MS) / 4)));
     this.timer.unref();
   }
 
@@ -167,6 +167,21 @@ export class GatewayPool implements WarmGateways {
       this.waiters.shift()?.(undefined);
       this.o.onProblem?.(`a warm gateway could not be made (steps start theirs cold meanwhile): ${errorMessage(err)}`);
     }
+  }
+
+  /** Every so often: a warm gateway that died while it waited is removed and made again (the status file stops counting it), and an idle pool gives its gateways back. */
+  private async look(): Promise<void> {
+    this.dropEnded();
+    await this.giveBackIfIdle();
+  }
+
+  private dropEnded(): void {
+    if (this.closed || !this.ready.some((h) => h.ended())) return;
+    const live = this.ready.filter((h) => !h.ended());
+    for (const h of this.ready.splice(0)) if (h.ended()) void h.discard().catch(() => undefined);
+    this.ready.push(...live);
+    this.fill();
+    this.report();
   }
 
   private async giveBackIfIdle(): Promise<void> {

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
+import { link, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
@@ -136,11 +136,33 @@ test('a tree is kept only within its bounds (bytes, entries) and while the disk 
   assert.match(tooBig({ bytes: 1024 ** 3, entries: 1 }, { freeBytes: 20 * 1024 ** 3, totalBytes: 500 * 1024 ** 3 }, MIN_FREE)!, /10% of the disk/);
 });
 
-test('in a persistent directory, a tree npm install made (over what node_modules held before) is not kept; one npm ci made is', async () => {
+test('in a persistent directory no tree is kept: npm install keeps what node_modules held, and after npm ci the step runs what earlier runs left (the mark is its word)', async () => {
   const { io, mark, o } = await setup();
   await writeFile(path.join(io, 'npm-tree.json'), JSON.stringify({ ...mark, mode: 'manifest', lockfile: null, lockSha: null }));
-  assert.match((await keepTree({ ...o, persistent: true }))!, /npm install in a persistent directory keeps what node_modules held before it .*not kept \(npm ci, which starts from none, is\)/);
-  assert.deepEqual(await readdir(o.trees).catch(() => []), []);
+  assert.match((await keepTree({ ...o, persistent: true }))!, /^cache npm: a persistent directory keeps no installed tree: what the step runs there .* may change node_modules after npm installed it$/);
   await writeFile(path.join(io, 'npm-tree.json'), JSON.stringify(mark));
-  assert.match((await keepTree({ ...o, persistent: true }))!, /^cache npm: kept the installed tree/);
+  assert.match((await keepTree({ ...o, persistent: true }))!, /a persistent directory keeps no installed tree/, 'a mark that says npm ci is not taken either');
+  assert.deepEqual(await readdir(o.trees).catch(() => []), []);
+  assert.match((await keepTree(o))!, /^cache npm: kept the installed tree/, 'the same in a worktree of its own is kept');
 });
+
+test('special entries in node_modules are copied as what they are, never read or followed: a hard link to a workspace file becomes a copy, a FIFO and a socket stay so (the copy does not wait on them), a name with a newline is kept', async () => {
+  const { ws, io, mark, o } = await setup();
+  const dep = path.join(ws, 'node_modules', 'dep');
+  await writeFile(path.join(ws, 'outside.txt'), 'workspace file\n');
+  await link(path.join(ws, 'outside.txt'), path.join(dep, 'linked.js'));
+  execFileSync('mkfifo', [path.join(dep, 'fifo')]);
+  execFileSync('python3', ['-c', 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])', path.join(dep, 'sock')]);
+  await writeFile(path.join(dep, 'a\nb.js'), 'newline\n');
+  await writeFile(path.join(io, 'npm-tree.json'), JSON.stringify(mark));
+  assert.match((await keepTree(o))!, /^cache npm: kept the installed tree/);
+  const kept = path.join(o.trees, mark.key, 'node_modules', 'dep');
+  assert.ok((await lstat(path.join(kept, 'fifo'))).isFIFO());
+  assert.ok((await lstat(path.join(kept, 'sock'))).isSocket());
+  assert.equal(await readFile(path.join(kept, 'a\nb.js'), 'utf8'), 'newline\n');
+  const [inWs, inTree] = [await lstat(path.join(ws, 'outside.txt')), await lstat(path.join(kept, 'linked.js'))];
+  assert.notEqual(inTree.ino, inWs.ino, 'the kept file is a copy, not a link to what the workspace holds');
+  await writeFile(path.join(ws, 'outside.txt'), 'changed after\n');
+  assert.equal(await readFile(path.join(kept, 'linked.js'), 'utf8'), 'workspace file\n');
+});
+

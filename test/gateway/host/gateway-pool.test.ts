@@ -178,3 +178,31 @@ test('the pool says how many are warm in the home (runner runs reads it), not co
   assert.deepEqual(await readdir(dir), [], 'no status is left after the close');
   await rm(dir, { recursive: true, force: true });
 });
+
+// runner runs reads the file, not the pool: a gateway that dies while it waits (and that no step takes) is not
+// counted there either, and the pool makes another behind it without waiting for a step.
+test('a warm gateway that dies while no step comes: the status file stops counting it, and the pool removes it and makes another', async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'warm-status-'));
+  const made: ScriptedGateway[] = [];
+  let engineUp = true;
+  const rt = engine(() => {
+    if (!engineUp) throw new Error('the engine is down');
+    const g = new ScriptedGateway(`10.99.0.${made.length + 2}`);
+    made.push(g);
+    return g;
+  });
+  // not idle within the test (40 s); its timer looks every idleMs / 4 (10 s here; at most every minute)
+  const p = new GatewayPool(rt, { size: 2, home: '/h', egressNetwork: 'bridge', statusDir: dir, command: 'serve', idleMs: 40_000 });
+  await p.start();
+  const said = async () => (await readWarmStatuses(dir)).map((s) => `${s.command} ${s.warm}/${s.size}`).join();
+  for (const end = Date.now() + 30_000; (await said()) !== 'serve 2/2'; await tick()) if (Date.now() > end) assert.fail(`never said 2 of 2: ${await said()}`);
+  engineUp = false;
+  made[0]!.exit();
+  for (const end = Date.now() + 30_000; (await said()) !== 'serve 1/2'; await tick()) if (Date.now() > end) assert.fail(`the file still says ${await said()} with one of them dead`);
+  await eventually('the dead one removed without a take', () => made[0]!.removed);
+  engineUp = true;
+  await eventually('another made behind it', () => made.length === 3 && p.warm === 2);
+  for (const end = Date.now() + 30_000; (await said()) !== 'serve 2/2'; await tick()) if (Date.now() > end) assert.fail(`never said 2 of 2 again: ${await said()}`);
+  await p.close();
+  await rm(dir, { recursive: true, force: true });
+});

@@ -1,6 +1,6 @@
 /** What `runner runs` says of warm gateways: each live pool's file read, a dead runner's not counted and pruned. */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -35,4 +35,25 @@ test('readWarmStatuses: live pools read; a dead runner of this host not counted,
   assert.equal((await readWarmStatuses(dir)).length, 1);
   assert.deepEqual(await readWarmStatuses(path.join(dir, 'none')), [], 'no directory: no pool');
   await rm(dir, { recursive: true, force: true });
+});
+
+// A runner killed with -9 leaves its file; its pid is then another process's (pids wrap, and a runner in a container
+// started again is pid 1 again). That file is not counted, and is pruned: the process with that pid is not the one
+// that wrote it (it started at another time).
+test("readWarmStatuses: a dead runner's file whose pid another process now has is not counted, and is pruned", async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'warm-status-'));
+  const other = spawn('sleep', ['30'], { stdio: 'ignore' });
+  try {
+    // what the dead runner wrote: the other process's pid, and the start of the process that wrote it (not that one)
+    await writeFile(path.join(dir, `${host}-${other.pid}.json`), `${JSON.stringify({ ...status({ pid: other.pid! }), started: '1' })}\n`);
+    assert.deepEqual(await readWarmStatuses(dir), [], 'the pid is alive, but not the runner that wrote the file');
+    await readWarmStatuses(dir, true);
+    assert.deepEqual(await readdir(dir), [], 'pruned');
+    // the pool's own file, as it writes it, is counted
+    await writeWarmStatus(dir, status({}));
+    assert.equal((await readWarmStatuses(dir, true)).length, 1);
+  } finally {
+    other.kill();
+    await rm(dir, { recursive: true, force: true });
+  }
 });
