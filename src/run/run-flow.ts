@@ -9,8 +9,6 @@ import { availableParallelism } from 'node:os';
 import { errorMessage, RunnerError } from '../common/errors.js';
 import { formatDuration } from '../common/durations.js';
 import { flowPlan } from '../flow/flow-plan.js';
-import { flowShape } from '../flow/graph.js';
-import { agentBeside } from '../cache/write-trust.js';
 import { DEFAULT_MAX_VISITS, FlowPlanner, laneName, type FlowStop, type Unit } from '../flow/planner.js';
 import type { PipelineFile } from '../pipeline/schema.js';
 import type { RunIdentity } from '../plan/render.js';
@@ -53,8 +51,7 @@ export interface FlowEnd {
 
 export async function runFlow(c: FlowContext): Promise<FlowEnd> {
   const { deps, record, store, ws } = c;
-  const planned = flowPlan(c.pipeline, availableParallelism());
-  const flow = new FlowPlanner(planned, record.inputs ?? {});
+  const flow = new FlowPlanner(flowPlan(c.pipeline, availableParallelism()), record.inputs ?? {});
   const base: Omit<RunIdentity, 'attempt' | 'branch'> = {
     runId: record.runId,
     pipeline: record.pipeline,
@@ -80,13 +77,6 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
 
   /** a fork: the prior run's steps before the fork point, whose work its branch begins with (a failed agent step's too, which is not carried) */
   const forkedAfter = c.continuation ? workBefore(c.continuation) : [];
-
-  /** in a directory steps share while they run at once: for each step, an agent step that may run at the same time (caches' trust) */
-  const shape = ws.kind === 'persistent_directory' && c.pipeline.shared_workspace && planned.maxParallel > 1 ? flowShape(c.pipeline.steps) : undefined;
-  const beside = (i: number): { agentBeside?: string } => {
-    const found = shape && agentBeside(shape, c.plans.map((p) => p.agent !== undefined), i, c.pipeline.steps.map((s) => s.for_each !== undefined));
-    return found ? { agentBeside: found } : {};
-  };
 
   let routesShown = 0;
   /** A route the planner just took, said on the console: where the run goes back to, and how many visits that is. */
@@ -134,18 +124,21 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
   };
 
   /**
-   * A verify step after an agent step, in the run's worktree, starts from what the run committed: the paths git
+   * A verify step after an agent step (or in a task's worktree holding earlier runs' work), in the run's worktree,
+   * starts from what the run committed: the paths git
    * ignores (node_modules, build output, a venv: where the agent could plant a test runner that says all passed,
    * and no commit or diff shows it) are removed first, and the after_create hook runs again to make its own.
    */
   const freshForVerify = async (plan: StepPlan, where: Workspace): Promise<{ notes: string[]; refused?: string }> => {
     const agent = agentBefore(record.steps).agentBefore;
-    if (!plan.verify || agent === undefined || where !== ws || !(ws instanceof GitWorkspace)) return { notes: [] };
+    // after an agent step of this run, or in a task's worktree that holds earlier runs' (their agents' leftovers)
+    const why = agent !== undefined ? `after agent step ${agent}` : ws.earlierWork !== undefined ? `in ${ws.earlierWork}` : undefined;
+    if (!plan.verify || why === undefined || where !== ws || !(ws instanceof GitWorkspace)) return { notes: [] };
     const removed = await ws.removeIgnored();
     if (!removed) return { notes: [] };
     const hooks = c.pipeline.hooks?.after_create !== undefined;
-    const note = `verify after agent step ${agent}: ${removed} path${removed === 1 ? '' : 's'} git ignores removed first (node_modules, build output: what no commit holds), so the verify starts from what the run committed${hooks ? '; after_create ran again' : ''}`;
-    store.event('verify_fresh', { after: agent, removed });
+    const note = `verify ${why}: ${removed} path${removed === 1 ? '' : 's'} git ignores removed first (node_modules, build output: what no commit holds), so the verify starts from what the run committed${hooks ? '; after_create ran again' : ''}`;
+    store.event('verify_fresh', { why, removed });
     if (hooks && !(await new HookRunner(c.pipeline.hooks, ws, record, store, c.masker, deps.reporter).run('after_create'))) {
       return { notes: [note], refused: 'the after_create hook failed when run again before this verify step (the paths git ignores were removed after an agent step)' };
     }
@@ -186,7 +179,6 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
         inputs: record.inputs ?? {},
         spending: c.spending,
         ...agentBefore([...forkedAfter, ...record.steps]),
-        ...beside(u.step),
         ...(ws.earlierWork !== undefined ? { earlierWork: ws.earlierWork } : {}),
       });
       const fresh = await freshForVerify(plan, where);

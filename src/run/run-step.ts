@@ -51,8 +51,6 @@ export interface StepContext {
   spending: RunSpending;
   /** an agent step of the run (this start, an earlier one, or carried by a fork) that ran before this step: it may not write caches (src/cache/write-trust.ts) */
   agentBefore?: string;
-  /** in a directory every step works in, an agent step that may run at the same time: it may not write caches either */
-  agentBeside?: string;
   /** lines the step's log begins with (`runner: ` before each): what the run did to its workspace for it */
   notes?: string[];
   /** the workspace holds what earlier runs left (a task's worktree after its first run): it may not write caches either */

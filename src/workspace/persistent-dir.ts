@@ -58,6 +58,8 @@ export class PersistentDirWorkspace implements Workspace {
   readonly created = false;
   readonly attempt = 1;
   readonly disposable = false;
+  /** always: the directory holds what its earlier runs left, their agents' work among them (no step writes the caches) */
+  readonly earlierWork: string;
 
   constructor(
     readonly path: string,
@@ -66,7 +68,9 @@ export class PersistentDirWorkspace implements Workspace {
     private readonly dev: number,
     private last: Snapshot,
     private readonly unlock: () => Promise<void>,
-  ) {}
+  ) {
+    this.earlierWork = `the persistent directory ${path}`;
+  }
 
   get project(): string {
     return this.path;

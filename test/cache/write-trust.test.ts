@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { agentBeside, cacheWriteRefusal, trustedCaches } from '../../src/cache/write-trust.js';
-import { flowShape } from '../../src/flow/graph.js';
+import { cacheWriteRefusal, trustedCaches } from '../../src/cache/write-trust.js';
 import type { CachePlan } from '../../src/plan/cache-plan.js';
 import { agentBefore } from '../../src/run/run-flow.js';
 
@@ -13,12 +12,12 @@ test('a step before any agent step writes; an agent step, or a step after one, d
   assert.equal(cacheWriteRefusal({ agent: false }, 'implement'), 'it runs after agent step implement, whose work it may run');
 });
 
-test("a step in a workspace earlier runs left work in (a task's worktree after its first run) does not write", () => {
+test("a step in a workspace earlier runs left work in (a task's worktree after its first run, a persistent directory) does not write", () => {
   assert.equal(
-    cacheWriteRefusal({ agent: false }, undefined, undefined, "task T1's worktree (feat/T1)"),
+    cacheWriteRefusal({ agent: false }, undefined, "task T1's worktree (feat/T1)"),
     "it works in task T1's worktree (feat/T1), which holds what earlier runs left, their agents' work among them",
   );
-  assert.equal(cacheWriteRefusal({ agent: true }, undefined, undefined, "task T1's worktree"), 'an agent step');
+  assert.equal(cacheWriteRefusal({ agent: true }, undefined, "task T1's worktree"), 'an agent step');
 });
 
 test('the caches a step may not write are read through a throw-away layer, said once; ro and rw stay as the file said', () => {
@@ -34,18 +33,4 @@ test("the first agent step in the run's record, this start's, an earlier one's o
   assert.deepEqual(agentBefore([]), {});
   assert.deepEqual(agentBefore([{ id: 'setup' }, { id: 'test' }]), {});
   assert.deepEqual(agentBefore([{ id: 'setup' }, { id: 'implement', agent: 'coder' }, { id: 'review', agent: 'finn' }]), { agentBefore: 'implement' });
-});
-
-test('in a directory steps share, a step beside an agent step (neither needs the other) does not write either', () => {
-  assert.equal(cacheWriteRefusal({ agent: false }, undefined, 'implement'), 'it shares its directory with agent step implement, which may run at the same time');
-  // setup -> (install | implement) -> verify
-  const steps = [{ id: 'setup' }, { id: 'install', needs: ['setup'] }, { id: 'implement', needs: ['setup'] }, { id: 'verify', needs: ['install', 'implement'] }];
-  const shape = flowShape(steps);
-  const agents = [false, false, true, false];
-  const fans = [false, false, false, false];
-  assert.equal(agentBeside(shape, agents, 0, fans), undefined, 'setup is needed by the agent: it ends before the agent starts');
-  assert.equal(agentBeside(shape, agents, 1, fans), 'implement', 'install may run while the agent writes the directory');
-  assert.equal(agentBeside(shape, agents, 3, fans), undefined, 'verify needs the agent (agentBefore refuses it at run time)');
-  assert.equal(agentBeside(flowShape([{ id: 'a' }, { id: 'b' }]), [false, true], 0, [false, false]), undefined, 'in file order, one after another');
-  assert.equal(agentBeside(flowShape([{ id: 'x', for_each: '${{ inputs.l }}' }]), [true], 0, [true]), 'x', 'an agent that fans out runs beside itself');
 });

@@ -25,7 +25,7 @@ export function cachesAddon(transport: Pick<StepTransport, 'noHostMounts'>): Ste
       if (!c.plan.caches.length) return NOTHING;
       if (transport.noHostMounts) return { notes: [cachesNotUsed(c.plan.caches, transport.noHostMounts)], close: async () => undefined };
       // an agent step, or a step after one, reads the caches and writes a throw-away layer unless the file said rw
-      const trust = trustedCaches(c.plan.caches, cacheWriteRefusal({ agent: c.plan.agent !== undefined }, c.agentBefore, c.agentBeside, c.earlierWork));
+      const trust = trustedCaches(c.plan.caches, cacheWriteRefusal({ agent: c.plan.agent !== undefined }, c.agentBefore, c.earlierWork));
       let caches;
       try {
         caches = await openStepCaches({

@@ -1,23 +1,21 @@
 /**
- * OPEN (not in the suite: its name does not end in .test.ts; run it alone with
- * `node --test dist/test/integration/open/pip-persistent.attack.js`). It fails on main as it stands: the break is
- * described in its test's name and below, and left to the lead (a decision on persistent directories).
- *
- * The pip poisoning of issue 36 through a persistent directory. A persistent directory's caches are the project's
- * (keyed by its real path), shared with every pipeline of the project, git worktree runs among them. A run's agent
- * leaves a script in the directory (the directory is the project, edited in place: nothing is reviewed); the next
- * run's first step, before any agent of its run, is trusted with the caches and runs it (the agent rewrote the test
- * helper, the Makefile, conftest.py: what the step runs); it swaps the wheel pip built from the pinned sdist. A
- * later verify on a clean worktree of the project's commits (--require-hashes --no-index) installs it and runs it.
+ * The pip poisoning of issue 36 through a persistent directory (found by the attack helper atk36b). A persistent
+ * directory's caches are the project's (keyed by its real path), shared with every pipeline of the project, git
+ * worktree runs among them. A run's agent leaves a script in the directory (the directory is the project, edited in
+ * place: nothing is reviewed); the next run's first step, before any agent of its run, runs it (the agent rewrote
+ * what the step runs: the test helper, the Makefile, conftest.py), and it swaps the wheel pip built from the pinned
+ * sdist. No step of a persistent directory writes the caches (it holds what earlier runs' agents left), so the swap
+ * lands in the step's throw-away layer, and a later verify on a clean worktree (--require-hashes --no-index)
+ * installs the genuine package.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { ModelServer } from '../../fixtures/model-server.js';
-import { PIP_INSTALL, writePipVictim } from '../../fixtures/pip-victim.js';
-import { execPipeline, git, projectsForThisFile, writePipeline } from '../../fixtures/project.js';
+import { ModelServer } from '../fixtures/model-server.js';
+import { PIP_INSTALL, writePipVictim } from '../fixtures/pip-victim.js';
+import { execPipeline, git, projectsForThisFile, writePipeline } from '../fixtures/project.js';
 
 const fixture = projectsForThisFile();
 const servers: ModelServer[] = [];
@@ -26,7 +24,7 @@ const KEY = 'sk-ant-api03-scripted-pip-persistent-000';
 
 const SWAP = `printf '%s\\n' 'find "$PIP_CACHE_DIR/wheels" -name "victim-1.0-*.whl" -exec cp evil/victim-1.0-py3-none-any.whl {} \\; -print' > /home/agent/run-workspace/tools/warm.sh && echo wrote`;
 
-test("OPEN: what an agent leaves in a persistent directory is run by the next run's first (trusted) step, which writes the project's pip cache: a clean worktree's verify then runs the attacker's wheel", { timeout: 400_000 }, async () => {
+test("what an agent leaves in a persistent directory, run by the next run's first step, does not reach the project's pip cache: a clean worktree's verify installs the genuine package", { timeout: 400_000 }, async () => {
   const f = await fixture();
   await writePipVictim(f.project);
   git(f.project, 'add', '-A');
@@ -64,6 +62,7 @@ ${steps}`;
   assert.equal(next.code, 0, next.stderr);
   const nextLog = await readFile(path.join(f.home, 'runs', next.json.runId, 'steps', 'test.log'), 'utf8');
   assert.match(nextLog, /victim-1\.0-py3-none-any\.whl/, "the agent's script found the cached wheel");
+  assert.match(nextLog, /cache pip: read, not written \(it works in the persistent directory /, 'and swapped it in its throw-away layer');
 
   const verify = await execPipeline(f, await writePipeline(f, gitRun('verify'), 'verify.yaml'));
   assert.equal(verify.code, 0, verify.stderr);
