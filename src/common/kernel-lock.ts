@@ -77,8 +77,15 @@ function untilReleased(scope: string, key: string, ms: number, signal?: AbortSig
     c.on('data', (b: Buffer) => {
       if (b.toString('latin1').includes(HELD)) heard = true;
     });
-    // closed by a holder that said HELD: it let go (or died); closed without it (a holder of before): wait out the poll
-    c.on('close', () => (heard ? done() : undefined));
+    // closed by a holder that said HELD: it let go (or died). Closed without it: a holder that died before it took
+    // the connection (its name is then free: a second connect is refused), or a holder of before (which takes it
+    // and closes it at once): then wait out the poll
+    c.on('close', () => {
+      if (heard) return done();
+      const probe = net.connect(socketName(scope, key));
+      probe.on('connect', () => probe.destroy());
+      probe.on('error', () => done());
+    });
     // no one listens (it let go since the try): try again, after a breath (its name may be a moment from free)
     c.on('error', () => {
       if (!connected) setTimeout(done, 5);
