@@ -129,8 +129,7 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
    * ignores (node_modules, build output, a venv: where the agent could plant a test runner that says all passed,
    * and no commit or diff shows it) are removed first, and the after_create hook runs again to make its own.
    */
-  const freshForVerify = async (plan: StepPlan, where: Workspace): Promise<{ notes: string[]; refused?: string }> => {
-    const agent = agentBefore(record.steps).agentBefore;
+  const freshForVerify = async (plan: StepPlan, where: Workspace, agent: string | undefined): Promise<{ notes: string[]; refused?: string }> => {
     // after an agent step of this run, or in a task's worktree that holds earlier runs' (their agents' leftovers)
     const why = agent !== undefined ? `after agent step ${agent}` : ws.earlierWork !== undefined ? `in ${ws.earlierWork}` : undefined;
     if (!plan.verify || why === undefined || where !== ws || !(ws instanceof GitWorkspace)) return { notes: [] };
@@ -140,7 +139,7 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
     const note = `verify ${why}: ${removed} path${removed === 1 ? '' : 's'} git ignores removed first (node_modules, build output: what no commit holds), so the verify starts from what the run committed${hooks ? '; after_create ran again' : ''}`;
     store.event('verify_fresh', { why, removed });
     if (hooks && !(await new HookRunner(c.pipeline.hooks, ws, record, store, c.masker, deps.reporter).run('after_create'))) {
-      return { notes: [note], refused: 'the after_create hook failed when run again before this verify step (the paths git ignores were removed after an agent step)' };
+      return { notes: [note], refused: `the after_create hook failed when run again before this verify step (the paths git ignores were removed: ${why})` };
     }
     return { notes: [note] };
   };
@@ -163,6 +162,7 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
       where = u.lane ? (lanes.get(u.key) ?? (await openLane(u))) : ws;
       if (where instanceof GitWorkspace && where !== ws) entry.lane = { worktree: where.path, branch: where.branch, recovery: recoveryOf(where) };
       await save();
+      const before = agentBefore([...forkedAfter, ...record.steps]);
       const stepIn = (w: Workspace, unit: Unit, reporter = deps.reporter): StepContext => ({
         deps: reporter === deps.reporter ? deps : { ...deps, reporter },
         home: c.home,
@@ -178,10 +178,10 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
         secrets: c.secrets,
         inputs: record.inputs ?? {},
         spending: c.spending,
-        ...agentBefore([...forkedAfter, ...record.steps]),
+        ...before,
         ...(ws.earlierWork !== undefined ? { earlierWork: ws.earlierWork } : {}),
       });
-      const fresh = await freshForVerify(plan, where);
+      const fresh = await freshForVerify(plan, where, before.agentBefore);
       if (fresh.refused) {
         result = await refuseStep({ deps, plan, unit: u, masker: c.masker, store }, undefined, 'step_not_started', `not started: ${fresh.refused}`);
       } else {

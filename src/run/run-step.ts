@@ -88,11 +88,6 @@ export async function runStep(c: StepContext): Promise<StepRun> {
       // a line cut at the limit loses as much again as the longest secret, so no prefix of one survives
       { guard: Math.max(128, masker.longest) },
     );
-  for (const note of c.notes ?? []) {
-    const line = masker.mask(`runner: ${note}`);
-    log.line(line);
-    deps.reporter.stepLine(name, 'stderr', line);
-  }
   const out = lineTo('stdout');
   const err = lineTo('stderr');
   // what add-ons print as the step's output (an agent's events, rendered)
@@ -110,6 +105,7 @@ export async function runStep(c: StepContext): Promise<StepRun> {
     log.line(masked);
     deps.reporter.stepLine(name, 'stderr', masked);
   };
+  for (const note of c.notes ?? []) say(`runner: ${note}`);
   const step: AddonStep = {
     c,
     user,

@@ -100,15 +100,16 @@ export class GitWorkspace implements Workspace {
   async removeIgnored(): Promise<number> {
     await verifyGitLinks(this.wt);
     const listed = await this.git.run(['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory', '--no-empty-directory'], workCall(this.wt));
-    const names = splitZ(listed.stdoutBytes);
-    for (const name of names) {
+    let removed = 0;
+    for (const name of splitZ(listed.stdoutBytes)) {
       const rel = name.subarray(0, name.at(-1) === 0x2f ? -1 : undefined);
       const parts = rel.toString('latin1').split('/');
       // git names paths inside the worktree; anything else is not removed
       if (!rel.length || rel[0] === 0x2f || parts.some((p) => p === '..' || p === '.' || p === '') || parts[0] === '.git') continue;
       await removeTree(Buffer.concat([Buffer.from(`${this.wt.path}/`), rel]));
+      removed++;
     }
-    return names.length;
+    return removed;
   }
 
   async prepareStep(user: { uid: number; gid: number }): Promise<void> {
