@@ -1,7 +1,11 @@
-// The runner's CLI as one bundle (dist/runner/main.js, its commands as lazily
-// loaded chunks), made by esbuild from what tsc wrote: Node then reads a
-// handful of files at start instead of several hundred, which is most of the
-// time `runner exec` takes before it does anything (measured in bench/).
+// The runner's CLI as one CommonJS bundle (dist/runner/runner.cjs), made by
+// esbuild from what tsc wrote, and its start (dist/runner/main.js, from
+// src/cli/launch.ts), which compiles the bundle with V8's code cache
+// (src/cli/code-cache.ts): Node reads two files at start instead of several
+// hundred, and a start does not parse and compile again what an earlier start
+// of the same command did, which is most of the time `runner exec` takes
+// before it does anything (measured in bench/). Commands are still loaded
+// when run: esbuild wraps each module in a function called at its first import.
 // Libraries that find their own files by __dirname get their path in
 // node_modules, relative to the runner's root (dist/runner/../..).
 import { readFile, rm } from 'node:fs/promises';
@@ -12,13 +16,14 @@ const root = process.cwd();
 const out = 'dist/runner';
 await rm(out, { recursive: true, force: true });
 await build({
-  entryPoints: { main: 'dist/src/cli/main.js' },
+  entryPoints: { runner: 'dist/src/cli/main.js' },
   bundle: true,
   platform: 'node',
   target: 'node20',
-  format: 'esm',
-  splitting: true,
+  // CommonJS: V8's code cache is offered (vm.Script) to it only, in Node 20
+  format: 'cjs',
   outdir: out,
+  outExtension: { '.js': '.cjs' },
   minify: true,
   sourcemap: 'linked',
   logLevel: 'warning',
@@ -26,8 +31,9 @@ await build({
   external: ['*.node', 'cpu-features'],
   // jsonc-parser's main is a UMD whose requires esbuild cannot see: its ES module build instead
   alias: { 'jsonc-parser': './node_modules/jsonc-parser/lib/esm/main.js' },
-  // every output file: a require for the libraries that use it, and the runner's root (dist/runner/../..)
-  banner: { js: "import { createRequire as __runnerRequire } from 'node:module'; const require = __runnerRequire(import.meta.url); import { fileURLToPath as __runnerPath } from 'node:url'; const __runnerRoot = __runnerPath(new URL('../..', import.meta.url));" },
+  // the runner's root (dist/runner/../..), and import.meta.url (package-root.ts) as the bundle's own
+  banner: { js: "const __runnerRoot = require('node:path').join(__dirname, '../..') + '/'; const __runnerUrl = require('node:url').pathToFileURL(__filename).href;" },
+  define: { 'import.meta.url': '__runnerUrl' },
   plugins: [
     {
       // dockerode loads gRPC and protobufjs (for BuildKit sessions) and ssh2 (for ssh:// engines) at
@@ -70,4 +76,16 @@ await build({
       },
     },
   ],
+});
+
+// the start: Node's built-ins only, so it costs nothing before the bundle
+await build({
+  entryPoints: { main: 'dist/src/cli/launch.js' },
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'esm',
+  outdir: out,
+  minify: true,
+  logLevel: 'warning',
 });

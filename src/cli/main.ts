@@ -3,6 +3,7 @@
  * argv → a command. The only place that calls process.exit. Commands are
  * imported on demand so `runner --help` loads no docker or logging library.
  */
+import { readFile } from 'node:fs/promises';
 import { CLOSED_PIPE_EXIT, pipeClosed, watchOutput } from './closed-pipe.js';
 import { HELP, helpFor } from './help.js';
 
@@ -37,7 +38,6 @@ async function main(argv: string[]): Promise<number> {
     return first === undefined ? 2 : 0;
   }
   if (first === '--version' || first === '-v') {
-    const { readFile } = await import('node:fs/promises');
     const { packageRoot } = await import('../common/package-root.js');
     const pkg = JSON.parse(await readFile(`${packageRoot()}/package.json`, 'utf8')) as { version: string };
     process.stdout.write(`runner ${pkg.version}\n`);
