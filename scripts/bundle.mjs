@@ -1,11 +1,13 @@
-// The runner's CLI as one CommonJS bundle (dist/runner/runner.cjs), made by
-// esbuild from what tsc wrote, and its start (dist/runner/main.js, from
-// src/cli/launch.ts), which compiles the bundle with V8's code cache
-// (src/cli/code-cache.ts): Node reads two files at start instead of several
+// The runner's CLI, made by esbuild from what tsc wrote: its start
+// (dist/runner/main.js: src/cli/main.ts, the help, and bundled-commands.ts)
+// and its commands as one CommonJS bundle (dist/runner/runner.cjs, from
+// src/cli/commands.ts), which the start compiles with V8's code cache
+// (src/cli/code-cache.ts). Node reads two files at start instead of several
 // hundred, and a start does not parse and compile again what an earlier start
-// of the same command did, which is most of the time `runner exec` takes
-// before it does anything (measured in bench/). Commands are still loaded
-// when run: esbuild wraps each module in a function called at its first import.
+// of the same command did, which was most of the time `runner exec` takes
+// before it does anything (measured in bench/). `runner --help` and
+// `--version` do not load the bundle; a command loads only its own modules
+// (esbuild wraps each in a function called at its first import).
 // Libraries that find their own files by __dirname get their path in
 // node_modules, relative to the runner's root (dist/runner/../..).
 import { readFile, rm } from 'node:fs/promises';
@@ -16,7 +18,7 @@ const root = process.cwd();
 const out = 'dist/runner';
 await rm(out, { recursive: true, force: true });
 await build({
-  entryPoints: { runner: 'dist/src/cli/main.js' },
+  entryPoints: { runner: 'dist/src/cli/commands.js' },
   bundle: true,
   platform: 'node',
   target: 'node20',
@@ -78,9 +80,10 @@ await build({
   ],
 });
 
-// the start: Node's built-ins only, so it costs nothing before the bundle
-await build({
-  entryPoints: { main: 'dist/src/cli/launch.js' },
+// the start: main.ts with commands.ts's place taken by bundled-commands.ts (which loads runner.cjs); Node's
+// built-ins and the runner's own few modules only, so `runner --help` costs nothing more
+const start = await build({
+  entryPoints: { main: 'dist/src/cli/main.js' },
   bundle: true,
   platform: 'node',
   target: 'node20',
@@ -88,4 +91,15 @@ await build({
   outdir: out,
   minify: true,
   logLevel: 'warning',
+  metafile: true,
+  plugins: [
+    {
+      name: 'bundled-commands',
+      setup(b) {
+        b.onResolve({ filter: /^\.\/commands\.js$/ }, () => ({ path: path.resolve('dist/src/cli/bundled-commands.js') }));
+      },
+    },
+  ],
 });
+const inStart = Object.keys(start.metafile.inputs).filter((f) => !/^dist\/src\/(cli\/(main|help|closed-pipe|bundled-commands|code-cache)|common\/package-root)\.js$/.test(f));
+if (inStart.length > 0) throw new Error(`the runner's start (dist/runner/main.js) would hold ${inStart.join(', ')}: what it imports belongs in the bundle (src/cli/commands.ts)`);

@@ -31,10 +31,15 @@ export function cacheKey(source: string | Buffer, node = `${process.version} ${p
   return createHash('sha256').update(node).update('\0').update(flags.join('\0')).update('\0').update(source).digest('hex').slice(0, 32);
 }
 
-/** The command a start runs (its first argument), as a file name's part: each command loads its own part of the bundle. */
+/**
+ * The command a start runs (its first argument), as a file name's part: each command loads its own part of the
+ * bundle. `CMD --help` is a name of its own ("help"): it loads little, and a cache written then would serve CMD's
+ * runs with what they compile left out of it.
+ */
 export function commandOf(argv: readonly string[]): string {
-  const first = argv[0];
+  const [first, ...rest] = argv;
   if (first === '--version' || first === '-v') return 'version';
+  if (rest.length === 1 && (rest[0] === '--help' || rest[0] === '-h')) return 'help';
   return first !== undefined && /^[a-z]{1,16}$/.test(first) ? first : 'none';
 }
 

@@ -29,13 +29,16 @@ test('a cache key changes with the bundle, the Node and the flags, and only with
   assert.notEqual(cacheKey('code', 'v20 linux x64', ['--a', '']), k);
 });
 
-test('the command part of a name: the first word, "version" for --version, "none" for anything else', () => {
+test('the command part of a name: the first word, "version" for --version, "help" for CMD --help, "none" for anything else', () => {
   assert.equal(commandOf(['exec', 'p.yaml']), 'exec');
   assert.equal(commandOf(['--version']), 'version');
   assert.equal(commandOf(['-v']), 'version');
   assert.equal(commandOf([]), 'none');
   assert.equal(commandOf(['../x']), 'none');
   assert.equal(commandOf(['--help']), 'none');
+  assert.equal(commandOf(['exec', '--help']), 'help');
+  assert.equal(commandOf(['exec', '-h']), 'help');
+  assert.equal(commandOf(['exec', 'p.yaml', '--help']), 'exec');
   assert.equal(cacheName('abc', 'exec'), 'abc-exec.bin');
 });
 
