@@ -17,7 +17,7 @@ import { build } from 'esbuild';
 const root = process.cwd();
 const out = 'dist/runner';
 await rm(out, { recursive: true, force: true });
-await build({
+const commands = await build({
   entryPoints: { runner: 'dist/src/cli/commands.js' },
   bundle: true,
   platform: 'node',
@@ -36,7 +36,16 @@ await build({
   // the runner's root (dist/runner/../..), and import.meta.url (package-root.ts) as the bundle's own
   banner: { js: "const __runnerRoot = require('node:path').join(__dirname, '../..') + '/'; const __runnerUrl = require('node:url').pathToFileURL(__filename).href;" },
   define: { 'import.meta.url': '__runnerUrl' },
+  metafile: true,
   plugins: [
+    {
+      // a module with state the start and the commands share (closed-pipe.ts: whether the output closed, who
+      // is to hear of it) is the start's one copy: required as runner:NAME, which bundled-commands.ts gives
+      name: 'shared',
+      setup(b) {
+        b.onResolve({ filter: /(^|\/)closed-pipe\.js$/ }, () => ({ path: 'runner:closed-pipe', external: true }));
+      },
+    },
     {
       // dockerode loads gRPC and protobufjs (for BuildKit sessions) and ssh2 (for ssh:// engines) at
       // start; the runner needs them only when used, so they are loaded then (a third of its start),
@@ -103,3 +112,6 @@ const start = await build({
 });
 const inStart = Object.keys(start.metafile.inputs).filter((f) => !/^dist\/src\/(cli\/(main|help|closed-pipe|bundled-commands|code-cache)|common\/package-root)\.js$/.test(f));
 if (inStart.length > 0) throw new Error(`the runner's start (dist/runner/main.js) would hold ${inStart.join(', ')}: what it imports belongs in the bundle (src/cli/commands.ts)`);
+// a module in both is two copies: only those without state may be
+const twice = Object.keys(start.metafile.inputs).filter((f) => f in commands.metafile.inputs && !/^dist\/src\/(cli\/help|common\/package-root)\.js$/.test(f));
+if (twice.length > 0) throw new Error(`${twice.join(', ')} would be both in the start and in the bundle, two copies of its state: share it as closed-pipe.js is (scripts/bundle.mjs)`);

@@ -11,6 +11,7 @@ import { createRequire, Module } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import vm from 'node:vm';
+import * as closedPipe from './closed-pipe.js';
 import { cacheDir, cacheKey, cacheName, commandOf, readCache, writeCache } from './code-cache.js';
 import type * as Commands from './commands.js';
 
@@ -32,8 +33,15 @@ function load(): typeof Commands {
     });
   }
   const module = { exports: {} };
-  (script.runInThisContext() as (...a: unknown[]) => void)(module.exports, createRequire(file), module, file, path.dirname(file));
+  (script.runInThisContext() as (...a: unknown[]) => void)(module.exports, bundleRequire(file), module, file, path.dirname(file));
   return module.exports as typeof Commands;
+}
+
+/** The bundle's require: its own, and the modules it shares with the start (whose state is one) as runner:NAME. */
+function bundleRequire(file: string): NodeJS.Require {
+  const own = createRequire(file);
+  const shared: Record<string, unknown> = { 'runner:closed-pipe': closedPipe };
+  return Object.assign((id: string) => (Object.hasOwn(shared, id) ? shared[id] : own(id)), own);
 }
 
 const bundle = load();
