@@ -4,6 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { ModelServer } from '../test/fixtures/model-server.js';
+import { serveFolder, type Fixture } from '../test/fixtures/project.js';
 
 export const KEY = 'sk-ant-bench-not-a-key-000000000000';
 
@@ -39,3 +40,51 @@ export async function toFirstRequest(server: ModelServer, cmd: string, args: str
   return at;
 }
 
+/** Milliseconds from the API's trigger to the model's first request, then to the run's end. */
+export async function servedToFirstRequest(server: ModelServer, base: string): Promise<number> {
+  const before = server.agentRequests().length;
+  const t0 = performance.now();
+  const res = await fetch(`${base}/api/pipelines/bench/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  if (res.status !== 202) throw new Error(`trigger: ${res.status} ${await res.text()}`);
+  const { runId } = (await res.json()) as { runId: string };
+  let at: number | undefined;
+  for (let n = 0; at === undefined; n++) {
+    if (server.agentRequests().length > before) at = performance.now() - t0;
+    else await new Promise((r) => setTimeout(r, 5));
+    if (n % 200 === 199) {
+      const run = (await (await fetch(`${base}/api/runs/${runId}`)).json()) as { status: string; error?: { message: string } };
+      if (!['queued', 'starting', 'running'].includes(run.status)) throw new Error(`run ${runId} ${run.status} before its first model request: ${run.error?.message ?? ''}`);
+    }
+  }
+  for (;;) {
+    const run = (await (await fetch(`${base}/api/runs/${runId}`)).json()) as { status: string };
+    if (!['queued', 'starting', 'running'].includes(run.status)) {
+      if (run.status !== 'succeeded') throw new Error(`run ${runId} ${run.status}`);
+      return at;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * `rounds` runs of the agent pipeline (with `extra` lines under its step) under one `runner serve` (with `args`, and
+ * `--warm N` when `warm`), each from the API's trigger to the model's first request, after one run to warm up.
+ */
+export async function served(server: ModelServer, f: Fixture, o: { warm: number; rounds: number; extra?: string; args?: string[] }): Promise<number[]> {
+  const warm = o.warm;
+  // the served pipeline names its project by its full path (the folder is not the project's)
+  const s = await serveFolder(f, { 'bench.yaml': agentPipeline(server.url, o.extra).replace('path: project,', `path: ${f.project},`) }, '127.0.0.1:0', { env: { ANTHROPIC_API_KEY: KEY }, args: [...(o.args ?? []), ...(warm ? ['--warm', String(warm)] : [])] });
+  try {
+    await servedToFirstRequest(server, s.base);
+    const out: number[] = [];
+    for (let i = 0; i < o.rounds; i++) {
+      // the pool has made the gateway behind the one the last run took
+      await new Promise((r) => setTimeout(r, warm ? 1500 : 200));
+      out.push(await servedToFirstRequest(server, s.base));
+    }
+    return out;
+  } finally {
+    s.child.kill('SIGTERM');
+    await s.exited;
+  }
+}

@@ -41,7 +41,7 @@ export async function execCommand(args: string[]): Promise<number> {
   const settings = await orJsonError(json, async () => readSettings(values, process.env, (m) => early.push(m)));
   // --engine podman: every engine client of this command talks to Podman, its recovery of earlier runs too
   useEngine(settings.engine.name);
-  const warm = await orJsonError(json, async () => parseWarm('exec', values.warm ?? process.env.RUNNER_WARM, settings.engine.name));
+  const warm = await orJsonError(json, async () => parseWarm('exec', values.warm ?? process.env.RUNNER_WARM));
   // Runs a crashed runner left behind are recovered first (a home that does not exist yet is left alone).
   const home = (await openHome(values.home, { create: false })).root;
   return runForeground({ home, settings, json, early, waitAtGate: values['no-wait-at-gate'] !== true, ...(warm ? { warm } : {}) }, loaded, {

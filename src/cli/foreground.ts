@@ -68,8 +68,9 @@ export async function runForeground(f: Foreground, loaded: LoadedPipeline, opts:
   let pool: GatewayPool | undefined;
   try {
     const engine = openEngine(f.settings.engine.name, f.settings.engine);
-    // made while the run gets ready (its worktree, its checks), so that its first step's gateway is up sooner
-    pool = f.warm ? new GatewayPool(engine.runtime, { size: f.warm, home: f.home, egressNetwork: f.settings.egress.network, egressDns: f.settings.egress.dns, onProblem: (m) => reporter.warn(m), statusDir: warmDir(f.home), command: 'exec' }) : undefined;
+    // made while the run gets ready (its worktree, its checks), so that its first step's gateway is up sooner; where
+    // the engine's steps have theirs (a swarm's manager, on overlays the nodes share)
+    pool = f.warm ? new GatewayPool(engine.transport.gateways.runtime, { size: f.warm, home: f.home, egressNetwork: f.settings.egress.network, egressDns: f.settings.egress.dns, onProblem: (m) => reporter.warn(m), statusDir: warmDir(f.home), command: 'exec' }) : undefined;
     void pool?.start();
     const deps = { ...engine, ...(pool ? { warmGateways: pool } : {}), makeGit: (who: ConstructorParameters<typeof Git>[0]) => new Git(who), clock: () => new Date(), reporter, signal: cancel.signal, killSignal: kill.signal };
     const base = { home: f.home, settings: f.settings, keepWorkspace: false, secretSource: { ...process.env, ...fromFile } };

@@ -51,7 +51,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   useEngine(settings.engine.name);
   const maxConcurrent = values['max-concurrent'] ? Number(values['max-concurrent']) : os.availableParallelism();
   if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) throw new UsageError('serve: --max-concurrent takes a whole number of runs, at least 1');
-  const warm = parseWarm('serve', values.warm ?? process.env.RUNNER_WARM, settings.engine.name);
+  const warm = parseWarm('serve', values.warm ?? process.env.RUNNER_WARM);
   const graceMs = parseDuration(values.grace ?? '30s');
   if (graceMs === undefined) throw new UsageError(`serve: --grace takes a duration like 30s, got "${values.grace}"`);
 

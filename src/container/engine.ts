@@ -12,7 +12,7 @@ import Docker from 'dockerode';
 import { errorMessage, UsageError } from '../common/errors.js';
 import { RELAY_PORT } from '../gateway/config.js';
 import { checkGatewayImage, GATEWAY_IMAGE } from '../gateway/host/image.js';
-import { startGateway } from '../gateway/host/step-gateway.js';
+import { startGateway, type GatewayGift, type OpenGateway } from '../gateway/host/step-gateway.js';
 import { DockerRuntime } from './local/docker.js';
 import { mountTransport } from './local/mount-transport.js';
 import { podmanSocket } from './local/podman.js';
@@ -20,7 +20,7 @@ import { RegistryCredentials } from './registry-credentials.js';
 import { parseRegistry } from './registry-names.js';
 import type { ContainerRuntime, StepTransport } from './runtime.js';
 import { SwarmRuntime } from './swarm/runtime.js';
-import { TarTransport } from './swarm/tar-transport.js';
+import { TarTransport, type Relay } from './swarm/tar-transport.js';
 import { transferHelper } from './swarm/transfer-helper.js';
 
 export type EngineName = 'local' | 'swarm' | 'podman';
@@ -81,9 +81,16 @@ export function swarmTransport(api: Docker, manager: ContainerRuntime, address: 
     address,
     manager,
     helper: { check, bytes: () => transferHelper(api, GATEWAY_IMAGE, check) },
-    startRelay: async ({ name, labels, to }) => {
-      const gw = await startGateway(manager, { name, labels, egressNetwork: 'bridge', config: { allow: [], prices: {}, relay: { port: RELAY_PORT, to } }, onEvent: () => undefined });
-      return { network: gw.network, dns: gw.dns, address: { host: gw.dns[0]!, port: RELAY_PORT }, close: async () => void (await gw.close()) };
-    },
+    startRelay: async ({ name, labels, to }) => relayOf(await startGateway(manager, { name, labels, egressNetwork: 'bridge', ...relayGift(to) })),
+    relayOn: (held, to) => relayOf(held.give(relayGift(to))),
   });
+}
+
+/** A relay's gateway allows nothing: it only passes the step's connections to the runner's transfer server. */
+function relayGift(to: { host: string; port: number }): GatewayGift {
+  return { config: { allow: [], prices: {}, relay: { port: RELAY_PORT, to } }, onEvent: () => undefined };
+}
+
+function relayOf(gw: OpenGateway): Relay {
+  return { network: gw.network, dns: gw.dns, address: { host: gw.dns[0]!, port: RELAY_PORT }, close: async () => void (await gw.close()) };
 }

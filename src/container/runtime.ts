@@ -2,6 +2,7 @@
  * Our interface to a container engine, in our own types. No dockerode type
  * crosses this file: docker.ts implements it; tests may stand a fake in.
  */
+import type { HeldGateway } from '../gateway/host/step-gateway.js';
 import type { Isolation } from '../pipeline/schema.js';
 
 export interface Mount {
@@ -260,6 +261,8 @@ export interface Where {
   gitCopy?: ((into: string) => Promise<void>) | undefined;
   /** a line for the step's log, at any time while it runs */
   note?: ((text: string) => void) | undefined;
+  /** gateways made ahead (--warm): a step that needs a relay of its own (a swarm step with network: none) takes one as it */
+  warm?: { takeForRelay(): Promise<HeldGateway | undefined> } | undefined;
 }
 
 /**

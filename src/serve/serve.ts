@@ -102,8 +102,9 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
     });
     if (rec?.status === 'not_started') lastFailure.set(p.pipeline, rec);
   };
-  // Gateways made ahead, for steps behind one (gateway-pool.ts); given back after a while without a run.
-  const pool = o.warm ? new GatewayPool(deps.runtime, { size: o.warm, home: home.root, egressNetwork: o.settings.egress.network, egressDns: o.settings.egress.dns, onProblem: o.say, statusDir: warmDir(home.root), command: 'serve' }) : undefined;
+  // Gateways made ahead, for steps behind one (gateway-pool.ts), where the engine's steps have theirs (a swarm's
+  // manager, on overlays the nodes share); given back after a while without a run.
+  const pool = o.warm ? new GatewayPool(deps.transport?.gateways.runtime ?? deps.runtime, { size: o.warm, home: home.root, egressNetwork: o.settings.egress.network, egressDns: o.settings.egress.dns, onProblem: o.say, statusDir: warmDir(home.root), command: 'serve' }) : undefined;
   await pool?.start();
   // The runs this server runs: held from the queue's start until they end (runs/holder.ts, runner mcp's too).
   const holder = new RunHolder(home, {

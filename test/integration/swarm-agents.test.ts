@@ -228,6 +228,40 @@ test('the key never reaches the worker: the service, its secrets and configs, th
   for (const q of server.requests) assert.equal(q.headers['x-api-key'], ANTHROPIC_KEY, 'the model saw the real key');
 });
 
+test('runner exec --engine swarm --warm 2: an agent step on a worker behind a warm gateway (made ahead on the manager, on an overlay of its own): its workspace relayed, a denied host refused, the key on the manager only, nothing of the pool left', { timeout: 180_000 }, async () => {
+  const f = await fixture({ owner: 1000 });
+  const p = presets[0]!;
+  const server = await model({ turns: p.turns, usage: { input: 1500, output: 40 } });
+  // then a step without a way out: its relay (to the runner's transfer) is a warm gateway too
+  const check = `  - id: check\n    image: runner/base:latest\n    network: none\n    placement: ["node.role == worker"]\n    run: cat hello.txt > seen.txt\n`;
+  const r = await execPipeline(f, await writePipeline(f, agentPipeline({ preset: p.preset, server, secret: p.secret, step: check })), [...SWARM, '--warm', '2'], { env: p.env });
+  assert.equal(r.code, 0, r.stderr);
+  const step = r.json.steps.implement;
+  assert.equal(step.status, 'completed', JSON.stringify(step));
+  assert.match(record(f, r.json.runId).steps[0].node, /^lab-w\d$/, 'it ran on a worker');
+  const log = readFileSync(path.join(f.home, 'runs', r.json.runId, 'steps', 'implement.log'), 'utf8');
+  assert.match(log, /runner: gateway: a warm one, made ahead for no step in particular and given to this one alone/, log);
+  // the workspace came and went through the warm gateway's relay: the work is committed
+  assert.equal(git(f.project, 'show', `${r.json.branch}:hello.txt`), 'hello from a worker');
+  assert.equal(git(f.project, 'show', `${r.json.branch}:denied.txt`), '403', 'the warm gateway refused the denied host');
+  assert.notEqual(git(f.project, 'show', `${r.json.branch}:dns.txt`), '0', 'no name resolves in the step');
+  assert.equal(step.usage.calls, server.reportedUsage().calls, 'metered by the warm gateway');
+  assert.equal(r.json.steps.check.status, 'completed', JSON.stringify(r.json.steps.check));
+  assert.equal(git(f.project, 'show', `${r.json.branch}:seen.txt`), 'hello from a worker', 'the relayed step had the agent\'s work');
+  const checkLog = readFileSync(path.join(f.home, 'runs', r.json.runId, 'steps', 'check.log'), 'utf8');
+  assert.match(checkLog, /runner: relay: a warm gateway, made ahead for no step in particular and given to this one alone \(--warm\), allowing nothing/, checkLog);
+  for (const q of server.requests) assert.ok(JSON.stringify(q.headers).includes(ANTHROPIC_KEY), `request ${q.path} carried the key`);
+  assert.doesNotMatch(log, new RegExp(ANTHROPIC_KEY));
+  // the pool's gateways and their overlays went with the command; no service is left
+  const label = `label=dev.runner.home=${f.home}`;
+  assert.equal(execFileSync('docker', ['ps', '-aq', '--filter', label], { encoding: 'utf8' }).trim(), '', 'no container of the home is left on the manager');
+  // a swarm removes an overlay from its store at once, and from the manager's own engine a few seconds later
+  const overlays = () => execFileSync('docker', ['network', 'ls', '--filter', label, '--format', '{{.Name}}'], { encoding: 'utf8' }).trim();
+  for (let i = 0; i < 60 && overlays(); i++) await new Promise((r) => setTimeout(r, 250));
+  assert.equal(overlays(), '', 'no overlay of the home is left');
+  assert.equal(services(), '', 'no service left');
+});
+
 test('a budget on a worker: the call past it is refused, the step ends budget_exhausted with its work committed', { timeout: 180_000 }, async () => {
   const f = await fixture({ owner: 1000 });
   const server = await model({

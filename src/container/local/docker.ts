@@ -454,11 +454,17 @@ export class DockerRuntime implements ContainerRuntime {
   }
 
   async removeNetwork(name: string): Promise<void> {
-    try {
-      await this.docker.getNetwork(name).remove();
-    } catch (err) {
-      // a swarm's overlay already gone is a 500 saying "not found", not a 404
-      if (status(err) !== 404 && !/network \S+ not found/.test(errorMessage(err))) throw engineError(`removing network ${name}`, err);
+    // an overlay's last task (a step's, on a node) leaves it a few seconds after its service went: asked again meanwhile
+    for (let tries = this.networks === 'overlay' ? OVERLAY_BUSY_TRIES : 1; ; ) {
+      try {
+        await this.docker.getNetwork(name).remove();
+        return;
+      } catch (err) {
+        // a swarm's overlay already gone is a 500 saying "not found", not a 404
+        if (status(err) === 404 || /network \S+ not found/.test(errorMessage(err))) return;
+        if (--tries <= 0 || !overlayBusy(err)) throw engineError(`removing network ${name}`, err);
+        await new Promise((r) => setTimeout(r, 250));
+      }
     }
   }
 
@@ -481,6 +487,14 @@ export class DockerRuntime implements ContainerRuntime {
     }
     return list.length;
   }
+}
+
+/** An overlay is asked to go this many times, 250 ms apart, while a task that is going still holds it (about 10 s). */
+const OVERLAY_BUSY_TRIES = 40;
+
+/** How an engine says a network still has a member (a swarm: a task of a service being removed). Pure. */
+export function overlayBusy(err: unknown): boolean {
+  return /has active endpoints|is in use by/i.test(errorMessage(err));
 }
 
 class DockerContainer implements ContainerHandle {

@@ -8,6 +8,7 @@
  */
 import { rm } from 'node:fs/promises';
 import { ContainerError, errorMessage } from '../../common/errors.js';
+import type { HeldGateway } from '../../gateway/host/step-gateway.js';
 import type { Isolation } from '../../pipeline/schema.js';
 import { CONTAINER_PATHS } from '../../plan/render.js';
 import { replaceTree } from '../../workspace/tar-transfer.js';
@@ -39,6 +40,8 @@ export interface TarTransportNeeds {
   helper: { check(): Promise<void>; bytes(): Promise<Buffer> };
   /** starts a relay on the manager, under `name` (one per try), to `to` */
   startRelay(o: { name: string; labels: Record<string, string>; to: { host: string; port: number } }): Promise<Relay>;
+  /** a warm gateway (made ahead on the manager, on an overlay of its own) made the step's relay to `to` */
+  relayOn(held: HeldGateway, to: { host: string; port: number }): Relay;
 }
 
 /** Where a step's container has the transfer helper (a swarm config, mode 0555). */
@@ -89,7 +92,12 @@ export class TarTransport implements StepTransport {
     await this.server.listen();
     let to = where.relay ?? { host: await this.o.address(), port: this.server.port };
     let relay: Relay | undefined;
-    if (spec.network === 'none' && !where.relay) {
+    // a warm gateway made the step's relay (it allows nothing): its overlay and container are up already
+    const held = spec.network === 'none' && !where.relay ? await where.warm?.takeForRelay() : undefined;
+    if (held) {
+      relay = this.o.relayOn(held, to);
+      where.note?.('relay: a warm gateway, made ahead for no step in particular and given to this one alone (--warm), allowing nothing');
+    } else if (spec.network === 'none' && !where.relay) {
       // started, not waited for: the step's wrapper asks it until it listens, while its service is made and placed
       const target = to;
       const open = (attempt: number) => this.o.startRelay({ name: overlayName(`${spec.name}-relay`, attempt), labels: spec.labels, to: target });
@@ -103,8 +111,9 @@ export class TarTransport implements StepTransport {
           await new Promise((r) => setTimeout(r, 1000 * attempt));
         }
       }
-      to = relay.address;
     }
+    // the step reaches the runner through its relay
+    if (relay) to = relay.address;
     const staging: Record<Part, string> = { w: stagingFor(where.workspace, 'w'), io: stagingFor(where.io, 'io') };
     // beside the worktree, where git (as the project's owner) may write; removed with the staging directories
     const gitCopy = where.gitCopy ? stagingFor(where.workspace, 'git') : undefined;

@@ -43,6 +43,8 @@ export interface PoolOptions {
 export interface WarmGateways {
   /** a warm gateway, or one being made now (sooner than a cold one started after this); undefined: start cold */
   take(egressNetwork: string, egressDns: string[] | undefined): Promise<HeldGateway | undefined>;
+  /** a warm gateway to serve as a step's relay (a swarm step with network: none), whatever its egress: it is given no way out */
+  takeForRelay(): Promise<HeldGateway | undefined>;
 }
 
 export class GatewayPool implements WarmGateways {
@@ -101,8 +103,13 @@ export class GatewayPool implements WarmGateways {
     return this.started;
   }
 
-  async take(egressNetwork: string, egressDns: string[] | undefined): Promise<HeldGateway | undefined> {
-    if (this.closed || egressNetwork !== this.o.egressNetwork || !sameList(egressDns, this.o.egressDns)) return undefined;
+  take(egressNetwork: string, egressDns: string[] | undefined): Promise<HeldGateway | undefined> {
+    if (egressNetwork !== this.o.egressNetwork || !sameList(egressDns, this.o.egressDns)) return Promise.resolve(undefined);
+    return this.takeForRelay();
+  }
+
+  async takeForRelay(): Promise<HeldGateway | undefined> {
+    if (this.closed) return undefined;
     this.lastTake = Date.now();
     if (this.idle) this.idle = false;
     let held: HeldGateway | undefined;

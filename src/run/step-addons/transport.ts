@@ -23,6 +23,7 @@ export function transportAddon(transport: StepTransport): StepAddon {
             relay: way?.relay,
             gitCopy: ws.gitCopy && ((into: string) => ws.gitCopy!(into)),
             note: (text) => step.say(`runner: ${text}`),
+            warm: step.c.spending.warm,
           });
           return prepared.spec;
         },

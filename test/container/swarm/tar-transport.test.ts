@@ -5,10 +5,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ContainerError } from '../../../src/common/errors.js';
+import type { HeldGateway } from '../../../src/gateway/host/step-gateway.js';
 import type { ContainerRuntime, ContainerSpec } from '../../../src/container/runtime.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { TarTransport, type TarTransportNeeds } from '../../../src/container/swarm/tar-transport.js';
 
-function transport(calls: string[], helperProblem?: Error): TarTransport {
+function transport(calls: string[], helperProblem?: Error, more: Partial<TarTransportNeeds> = {}): TarTransport {
   const needs: TarTransportNeeds = {
     address: async () => '192.0.2.10',
     manager: {} as ContainerRuntime,
@@ -23,6 +27,8 @@ function transport(calls: string[], helperProblem?: Error): TarTransport {
       },
     },
     startRelay: async () => assert.fail('no relay for a step refused'),
+    relayOn: () => assert.fail('no relay for a step refused'),
+    ...more,
   };
   return new TarTransport(needs);
 }
@@ -61,4 +67,31 @@ test('a step on a named network without a gateway is refused before anything is 
   const spec = { name: 's', network: 'corp-net', cmd: ['true'], mounts: [], labels: {} } as unknown as ContainerSpec;
   await assert.rejects(transport(calls).prepare(spec, { workspace: '/w', io: '/io', owner: { uid: 1, gid: 1 } }), /network: corp-net cannot be used on --engine swarm/);
   assert.deepEqual(calls, []);
+});
+
+test('a step with network: none takes a warm gateway as its relay when the pool has one (none started), and says so; without one it starts its own', async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'runner-tar-warm-'));
+  try {
+    const held = { ended: () => false } as unknown as HeldGateway;
+    const used: string[] = [];
+    const relay = (network: string) => ({ network, dns: ['10.9.0.2'], address: { host: '10.9.0.2', port: 7000 }, close: async () => void used.push(`closed ${network}`) });
+    const t = transport([], undefined, {
+      relayOn: (h, to) => (used.push(`warm ${h === held} ${to.host}`), relay('warm-net')),
+      startRelay: async ({ to }) => (used.push(`cold ${to.host}`), relay('cold-net')),
+    });
+    const spec = { name: 's', network: 'none', cmd: ['true'], mounts: [], labels: {}, files: [] } as unknown as ContainerSpec;
+    const notes: string[] = [];
+    const where = { workspace: path.join(dir, 'w'), io: path.join(dir, 'io'), owner: { uid: 0, gid: 0 }, note: (n: string) => notes.push(n) };
+    const warm = await t.prepare(spec, { ...where, warm: { takeForRelay: async () => held } });
+    assert.equal(warm.spec.network, 'warm-net');
+    assert.deepEqual(warm.spec.dns, ['10.9.0.2']);
+    // the step's helper fetches through its relay, never from the runner's address
+    assert.deepEqual(warm.spec.cmd.slice(1, 3), ['10.9.0.2', '7000']);
+    assert.match(notes.join('\n'), /relay: a warm gateway, made ahead for no step in particular and given to this one alone/);
+    const cold = await t.prepare(spec, { ...where, warm: { takeForRelay: async () => undefined } });
+    assert.equal(cold.spec.network, 'cold-net');
+    assert.deepEqual(used, ['warm true 192.0.2.10', 'cold 192.0.2.10']);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
