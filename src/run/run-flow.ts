@@ -125,22 +125,20 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
 
   /**
    * A verify step after an agent step (or in a task's worktree holding earlier runs' work), in the run's worktree,
-   * starts from what the run committed: the paths git
-   * ignores (node_modules, build output, a venv: where the agent could plant a test runner that says all passed,
-   * and no commit or diff shows it) are removed first, and the after_create hook runs again to make its own.
+   * starts from what the run committed: the paths git ignores (node_modules, build output, a venv: where the agent
+   * could plant a test runner that says all passed, and no commit or diff shows it) are removed first. What the
+   * after_create hook made goes with them, and the hook is not run again: it runs on the host, and would run there on
+   * what the agent left (a rewritten setup script, a lockfile it installs from). The verify makes what it needs.
    */
-  const freshForVerify = async (plan: StepPlan, where: Workspace, agent: string | undefined): Promise<{ notes: string[]; refused?: string }> => {
+  const freshForVerify = async (plan: StepPlan, where: Workspace, agent: string | undefined): Promise<{ notes: string[] }> => {
     // after an agent step of this run, or in a task's worktree that holds earlier runs' (their agents' leftovers)
     const why = agent !== undefined ? `after agent step ${agent}` : ws.earlierWork !== undefined ? `in ${ws.earlierWork}` : undefined;
     if (!plan.verify || why === undefined || where !== ws || !(ws instanceof GitWorkspace)) return { notes: [] };
     const removed = await ws.removeIgnored();
     if (!removed) return { notes: [] };
     const hooks = c.pipeline.hooks?.after_create !== undefined;
-    const note = `verify ${why}: ${removed} path${removed === 1 ? '' : 's'} git ignores removed first (node_modules, build output: what no commit holds), so the verify starts from what the run committed${hooks ? '; after_create ran again' : ''}`;
+    const note = `verify ${why}: ${removed} path${removed === 1 ? '' : 's'} git ignores removed first (node_modules, build output: what no commit holds), so the verify starts from what the run committed${hooks ? "; what after_create made went too, and it is not run again (on the host, it would run on what the agent left): the verify's command makes what it needs" : ''}`;
     store.event('verify_fresh', { why, removed });
-    if (hooks && !(await new HookRunner(c.pipeline.hooks, ws, record, store, c.masker, deps.reporter).run('after_create'))) {
-      return { notes: [note], refused: `the after_create hook failed when run again before this verify step (the paths git ignores were removed: ${why})` };
-    }
     return { notes: [note] };
   };
 
@@ -182,13 +180,9 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
         ...(ws.earlierWork !== undefined ? { earlierWork: ws.earlierWork } : {}),
       });
       const fresh = await freshForVerify(plan, where, before.agentBefore);
-      if (fresh.refused) {
-        result = await refuseStep({ deps, plan, unit: u, masker: c.masker, store }, undefined, 'step_not_started', `not started: ${fresh.refused}`);
-      } else {
-        const ran = await runStep({ ...stepIn(where, u), notes: fresh.notes });
-        result = ran.result;
-        outputs = ran.outputs;
-      }
+      const ran = await runStep({ ...stepIn(where, u), notes: fresh.notes });
+      result = ran.result;
+      outputs = ran.outputs;
       if (baseCanTell(plan, result) && ws instanceof GitWorkspace && !deps.signal.aborted) await tellBase(u, result, stepIn);
     } catch (err) {
       // A lane that could not be made fails its step; anything else is the runner's own trouble: the run ends in error once the others end.
@@ -279,8 +273,15 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
       noteLanes();
       await save();
       store.event('lane_opened', { step: u.key, worktree: lane.path, branch: lane.branch });
-      // A lane is a new worktree of the run's: what after_create sets up (dependencies, say) is set up there too.
-      if (!(await new HookRunner(c.pipeline.hooks, lane, record, store, c.masker, deps.reporter).run('after_create'))) {
+      // A lane is a new worktree of the run's: what after_create sets up (dependencies, say) is set up there too;
+      // unless it holds an agent's work (it starts at the run's head, after an agent step, or in a task's worktree
+      // holding earlier runs'): the hook runs on the host, and would run there on what the agent left
+      const agent = atBase ? undefined : (agentBefore([...forkedAfter, ...record.steps]).agentBefore ?? ws.earlierWork);
+      if (agent !== undefined && c.pipeline.hooks?.after_create !== undefined) {
+        const from = [...forkedAfter, ...record.steps].some((s) => s.id === agent) ? `the work of agent step ${agent}` : agent;
+        deps.reporter.warn(`lane ${name}: after_create is not run in its worktree, which starts from ${from} (the hook runs on the host, and would run on what an agent left): its steps make what they need`);
+        store.event('hook_skipped', { hook: 'after_create', worktree: lane.path, why: agent });
+      } else if (!(await new HookRunner(c.pipeline.hooks, lane, record, store, c.masker, deps.reporter).run('after_create'))) {
         throw new LaneError(`the after_create hook failed in its worktree ${lane.path}`);
       }
     }

@@ -9,7 +9,8 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { ModelServer } from '../fixtures/model-server.js';
@@ -80,17 +81,73 @@ test('a verify step after an agent step does not run what the agent planted wher
   assert.equal(r.code, 1, r.stderr);
 });
 
-test('a verify after an agent step, with after_create: the hook runs again and makes its files; nothing planted, the verify passes', { timeout: 240_000 }, async () => {
-  const f = await fixture({ owner: 1000 });
+/** An agent that rewrites the committed script after_create runs, so that it writes `marker` wherever it is run. */
+const rewriteSetup = (marker: string) => ({
+  turns: [
+    { tool: { name: 'Bash', input: { command: `printf '#!/bin/sh\\necho pwned > ${marker}\\n' > setup.sh; cat setup.sh`, description: 'rewrite setup' } } },
+    { text: 'Done.' },
+  ],
+  usage: { input: 100, output: 10 },
+});
+
+async function withSetup(f: { project: string; root: string }): Promise<string> {
   await project(f);
-  const server = await ModelServer.start({ turns: [{ text: 'Nothing to do.' }], usage: { input: 10, output: 5 } });
+  await writeFile(path.join(f.project, 'setup.sh'), '#!/bin/sh\necho "made by after_create" > .env\n');
+  git(f.project, 'add', '-A');
+  git(f.project, '-c', 'user.name=t', '-c', 'user.email=t@localhost', 'commit', '-q', '-m', 'setup');
+  execFileSync('chown', ['-R', '1000:1000', f.project]);
+  // where the rewritten script would write, were it run on the host (the hook runs as the workspace's owner)
+  const drop = path.join(f.root, 'drop');
+  await mkdir(drop, { mode: 0o777 });
+  await chmod(drop, 0o777);
+  return path.join(drop, 'pwned');
+}
+
+test('after an agent step, after_create is not run again before a verify: it runs on the host, and would run the setup script the agent rewrote', { timeout: 240_000 }, async () => {
+  const f = await fixture({ owner: 1000 });
+  const marker = await withSetup(f);
+  const server = await ModelServer.start(rewriteSetup(marker));
   servers.push(server);
-  const hooks = 'hooks:\n  after_create: echo "made by after_create" > .env\n';
-  const yaml = pipeline(server, hooks).replace('    run: |\n      [ -x', '    run: |\n      cat .env\n      [ -x');
+  const yaml = pipeline(server, 'hooks:\n  after_create: sh setup.sh\n').replace('    run: |\n      [ -x', '    run: |\n      test -e .env && echo ".env is there" || echo ".env is gone"\n      [ -x');
+  const r = await execPipeline(f, await writePipeline(f, yaml), [], { env: { ANTHROPIC_API_KEY: KEY } });
+  const log = await readFile(path.join(f.home, 'runs', r.json.runId, 'steps', 'verify.log'), 'utf8');
+  assert.ok(server.agentRequests().length >= 2, 'the agent ran its shell');
+  assert.equal(git(f.project, 'show', `${r.json.branch}:setup.sh`), `#!/bin/sh\necho pwned > ${marker}`, 'the agent rewrote the script');
+  assert.equal(existsSync(marker), false, 'the rewritten script never ran on the host');
+  assert.match(log, /git ignores removed first .*; what after_create made went too, and it is not run again \(on the host, it would run on what the agent left\)/);
+  assert.match(log, /\.env is gone/);
+  assert.match(log, /the real check passed/);
+  assert.equal(r.code, 0, r.stderr);
+});
+
+test('lanes cut after an agent step do not run after_create (on the host) on what the agent left', { timeout: 240_000 }, async () => {
+  const f = await fixture({ owner: 1000 });
+  const marker = await withSetup(f);
+  const server = await ModelServer.start(rewriteSetup(marker));
+  servers.push(server);
+  const yaml = `version: 1
+name: lanes-after-agent
+project: { path: project }
+secrets: [ANTHROPIC_API_KEY]
+defaults: { image: runner/toolchain:latest, timeout: 2m, resources: { memory: 512m, cpus: 1, pids: 256 } }
+hooks:
+  after_create: sh setup.sh
+agents:
+  coder: { use: claude-code, base_url: ${server.url}, max_turns: 4 }
+steps:
+  - id: implement
+    agent: coder
+    prompt: Do the task.
+  - id: left
+    needs: [implement]
+    run: test -e .env && echo "left sees .env" || echo "left has no .env"
+  - id: right
+    needs: [implement]
+    run: echo right
+`;
   const r = await execPipeline(f, await writePipeline(f, yaml), [], { env: { ANTHROPIC_API_KEY: KEY } });
   assert.equal(r.code, 0, r.stderr);
-  const log = await readFile(path.join(f.home, 'runs', r.json.runId, 'steps', 'verify.log'), 'utf8');
-  assert.match(log, /2 paths git ignores removed first .*; after_create ran again/);
-  assert.match(log, /made by after_create/, "the hook's file is there again");
-  assert.match(log, /the real check passed/);
+  assert.equal(existsSync(marker), false, 'the rewritten script never ran on the host');
+  assert.match(r.stderr, /lane left: after_create is not run in its worktree, which starts from the work of agent step implement \(the hook runs on the host/);
+  assert.match(await readFile(path.join(f.home, 'runs', r.json.runId, 'steps', 'left.log'), 'utf8'), /left has no \.env/);
 });
