@@ -3,16 +3,18 @@
  * as swarm-agents.test.ts uses it: `up` is idempotent), real containers. A runner killed with -9 leaves its warm
  * gateways (containers on the manager, on overlays of their own); whatever the next runner of the home is (a
  * `runner serve --engine swarm` without --warm, whose recovery asks the swarm; a `runner runs ls`, whose recovery
- * asks this machine's engine), it removes them and their overlays.
+ * asks this machine's engine), it removes them and their overlays. A network: none step's warm relay allows nothing.
  */
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
+import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { projectsForThisFile, runCli, spawnServe, until, type Fixture, type ServeProcess } from '../fixtures/project.js';
+import { execPipeline, git, projectsForThisFile, runCli, spawnServe, until, writePipeline, type Fixture, type ServeProcess } from '../fixtures/project.js';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const LAB = path.join(REPO, 'scripts/swarm-lab.sh');
@@ -83,4 +85,55 @@ test('runner serve --engine swarm --warm 2 killed with -9: the next `runner runs
   const r = await runCli(['runs', 'ls', '--home', f.home]);
   assert.equal(r.code, 0, r.stderr);
   await noneLeft(f);
+});
+
+/** A raw HTTP request from a step (runner/base has bash, not curl): its status line, or `unreached`. */
+const ask = (port: number | string, request: string, file: string) =>
+  `timeout 5 bash -c 'exec 3<>/dev/tcp/'"$GW"'/${port}; printf "${request}" >&3; head -n 1 <&3' 2>/dev/null | tr -d '\\r' > ${file}; [ -s ${file} ] || echo unreached > ${file}`;
+
+test('runner exec --engine swarm --warm 2, a network: none step on a worker: its warm relay allows nothing (its proxy refuses every host, the runner\'s own address too, and it has no model route); nothing of the pool is left', { timeout: 180_000 }, async () => {
+  const f = await fixture({ owner: 1000 });
+  const host = execFileSync('docker', ['info', '-f', '{{.Swarm.NodeAddr}}'], { encoding: 'utf8' }).trim();
+  const seen: string[] = [];
+  const listener = net.createServer((s) => {
+    seen.push(s.remoteAddress ?? '?');
+    s.end('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n');
+  });
+  await new Promise<void>((r) => listener.listen(0, '0.0.0.0', r));
+  const port = (listener.address() as net.AddressInfo).port;
+  const script = [
+    // its relay: the one neighbour on its network (it fetched its workspace through it)
+    `GW=$(awk 'NR > 1 {print $1; exit}' /proc/net/arp)`,
+    'echo "$GW" > gw.txt',
+    ask(3128, 'GET http://denied.example/ HTTP/1.1\\r\\nHost: denied.example\\r\\nConnection: close\\r\\n\\r\\n', 'proxy.txt'),
+    ask(3128, `CONNECT ${host}:${port} HTTP/1.1\\r\\nHost: ${host}:${port}\\r\\n\\r\\n`, 'connect.txt'),
+    ask(3128, `GET http://${host}:${port}/ HTTP/1.1\\r\\nHost: ${host}:${port}\\r\\nConnection: close\\r\\n\\r\\n`, 'plain.txt'),
+    ask(3128, 'POST /v1/messages HTTP/1.1\\r\\nHost: api.anthropic.com\\r\\nContent-Type: application/json\\r\\nContent-Length: 2\\r\\nConnection: close\\r\\n\\r\\n{}', 'model.txt'),
+  ].join('\n');
+  try {
+    const file = await writePipeline(f, `version: 1
+name: relayed
+project: { path: project, push: never }
+defaults: { image: runner/base:latest, resources: { memory: 64m, cpus: 0.2, pids: 64 }, timeout: 2m }
+steps:
+  - id: closed
+    network: none
+    placement: ["node.role == worker"]
+    run: ${JSON.stringify(script)}
+`);
+    const r = await execPipeline(f, file, ['--engine', 'swarm', '--warm', '2']);
+    assert.equal(r.code, 0, r.stderr);
+    const log = readFileSync(path.join(f.home, 'runs', r.json.runId, 'steps', 'closed.log'), 'utf8');
+    assert.match(log, /runner: relay: a warm gateway/, log);
+    const out = (name: string) => git(f.project, 'show', `${r.json.branch}:${name}`);
+    assert.match(out('gw.txt'), /^\d+\.\d+\.\d+\.\d+$/, 'the step has its relay as its name server');
+    assert.match(out('proxy.txt'), /^HTTP\/1\.1 403/, `a host through the relay's proxy: ${out('proxy.txt')}`);
+    assert.match(out('connect.txt'), /^HTTP\/1\.1 403/, `a tunnel to the runner's machine: ${out('connect.txt')}`);
+    assert.match(out('plain.txt'), /^HTTP\/1\.1 403/, `a plain request to the runner's machine: ${out('plain.txt')}`);
+    assert.match(out('model.txt'), /^HTTP\/1\.1 404/, `the model route: ${out('model.txt')}`);
+    assert.deepEqual(seen, [], 'nothing reached the runner\'s machine past the relay');
+    await noneLeft(f);
+  } finally {
+    listener.close();
+  }
 });
