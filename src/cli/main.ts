@@ -1,34 +1,12 @@
 #!/usr/bin/env node
 /**
  * argv → a command. The only place that calls process.exit. Commands are
- * imported on demand so `runner --help` loads no docker or logging library.
+ * imported on demand (commands.ts) so `runner --help` loads no docker or logging library: in the runner's
+ * bundle this module is the start (dist/runner/main.js) and the commands the bundle it loads (runner.cjs).
  */
+import { readFile } from 'node:fs/promises';
 import { CLOSED_PIPE_EXIT, pipeClosed, watchOutput } from './closed-pipe.js';
 import { HELP, helpFor } from './help.js';
-
-type Command = (args: string[]) => Promise<number>;
-
-const COMMANDS: Record<string, () => Promise<Command>> = {
-  exec: async () => (await import('./exec-command.js')).execCommand,
-  approve: async () => (await import('./continue-commands.js')).approveCommand,
-  reject: async () => (await import('./continue-commands.js')).rejectCommand,
-  resume: async () => (await import('./continue-commands.js')).resumeCommand,
-  fork: async () => (await import('./continue-commands.js')).forkCommand,
-  validate: async () => (await import('./validate-command.js')).validateCommand,
-  task: async () => (await import('./task-command.js')).taskCommand,
-  runs: async () => (await import('./runs-command.js')).runsCommand,
-  logs: async () => (await import('./logs-command.js')).logsCommand,
-  diff: async () => (await import('./diff-command.js')).diffCommand,
-  push: async () => (await import('./push-command.js')).pushCommand,
-  apply: async () => (await import('./apply-command.js')).applyCommand,
-  merge: async () => (await import('./merge-command.js')).mergeCommand,
-  serve: async () => (await import('./serve-command.js')).serveCommand,
-  mcp: async () => (await import('./mcp-command.js')).mcpCommand,
-  gc: async () => (await import('./gc-command.js')).gcCommand,
-  cache: async () => (await import('./cache-command.js')).cacheCommand,
-  init: async () => (await import('./init-command.js')).initCommand,
-  images: async () => (await import('./images-command.js')).imagesCommand,
-};
 
 async function main(argv: string[]): Promise<number> {
   const [first, ...rest] = argv;
@@ -37,12 +15,12 @@ async function main(argv: string[]): Promise<number> {
     return first === undefined ? 2 : 0;
   }
   if (first === '--version' || first === '-v') {
-    const { readFile } = await import('node:fs/promises');
     const { packageRoot } = await import('../common/package-root.js');
     const pkg = JSON.parse(await readFile(`${packageRoot()}/package.json`, 'utf8')) as { version: string };
     process.stdout.write(`runner ${pkg.version}\n`);
     return 0;
   }
+  const { COMMANDS } = await import('./commands.js');
   const load = COMMANDS[first];
   if (!load) {
     process.stderr.write(`runner: unknown command "${first}"; commands: ${Object.keys(COMMANDS).join(', ')} (runner --help)\n`);
@@ -67,11 +45,10 @@ main(process.argv.slice(2)).then(
   },
   async (err: unknown) => {
     if (pipeClosed()) process.exit(CLOSED_PIPE_EXIT);
-    const { exitCodeForError } = await import('./exit-codes.js');
+    const { exitCodeForError, visibleLines, visibleMessage } = await (await import('./commands.js')).errorTools();
     // An error may quote step-made text (a file name, git's words about it): its control characters shown, not
     // sent, and its lines after the first indented. Only the problems of a pipeline file or of inputs (the user's
     // own text) keep their lines as they are.
-    const { visibleLines, visibleMessage } = await import('../common/visible.js');
     const message = err instanceof Error ? err.message : String(err);
     const ownLines = err instanceof Error && ['pipeline_invalid', 'bad_input', 'usage'].includes((err as { code?: string }).code ?? '');
     process.stderr.write(`${ownLines ? `runner: ${visibleLines(message)}` : visibleMessage(message, 'runner: ')}\n`);
