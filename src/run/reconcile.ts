@@ -18,6 +18,7 @@ import path from 'node:path';
 import { visibleBytes } from '../common/visible.js';
 import { errorMessage } from '../common/errors.js';
 import { LABELS, type ContainerRuntime } from '../container/runtime.js';
+import { SwarmRuntime } from '../container/swarm/runtime.js';
 import { removeDeadWarmGateways } from '../gateway/host/gateway-pool.js';
 import type { Git, GitIdentity } from '../git/git.js';
 import { tryLock } from '../common/kernel-lock.js';
@@ -80,8 +81,11 @@ export async function reconcile(deps: ReconcileDeps, home: RunnerHome): Promise<
       // one listing of the home's containers for both (every command that touches runs starts here)
       const listed = await deps.runtime.listByLabels({ [LABELS.home]: home.root });
       report.containersRemoved = await removeOrphanContainers(deps.runtime, home.root, listed);
-      // warm gateways of a runner that died (one a step had taken held its config): a run's recovery does not see them
-      report.containersRemoved += await removeDeadWarmGateways(deps.runtime, home.root, undefined, listed);
+      // warm gateways of a runner that died (one a step had taken held its config): a run's recovery does not see them.
+      // They are containers where the engine's gateways are: on a swarm, its manager, whose containers a swarm's
+      // listing (its services) does not show; asked there
+      const gateways = deps.runtime instanceof SwarmRuntime ? deps.runtime.manager : deps.runtime;
+      report.containersRemoved += await removeDeadWarmGateways(gateways, home.root, undefined, gateways === deps.runtime ? listed : undefined);
     } catch (err) {
       deps.say(`could not look for leftover containers: ${errorMessage(err)}`);
     }

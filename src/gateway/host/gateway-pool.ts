@@ -13,6 +13,7 @@ import { pidAlive } from '../../common/pid-alive.js';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errorMessage } from '../../common/errors.js';
+import { overlayBusy } from '../../container/local/docker.js';
 import { LABELS, type ContainerRuntime } from '../../container/runtime.js';
 import { holdGateway, type HeldGateway } from './step-gateway.js';
 import { readWarmStatuses, removeWarmStatus, writeWarmStatus } from './warm-status.js';
@@ -230,9 +231,26 @@ export async function removeDeadWarmGateways(
   let removed = 0;
   for (const owner of new Set(stale.map((c) => c.labels[WARM_OWNER_LABEL]!))) {
     removed += await runtime.removeByLabels({ [LABELS.home]: home, [WARM_OWNER_LABEL]: owner });
-    await runtime.removeNetworksByLabels({ [LABELS.home]: home, [WARM_OWNER_LABEL]: owner });
+    await removeOverlays(runtime, { [LABELS.home]: home, [WARM_OWNER_LABEL]: owner });
   }
   return removed;
+}
+
+/**
+ * A swarm's overlay whose gateway was just removed is still in use on the manager's engine for a few seconds; a
+ * runtime that does not know it asks of overlays (this machine's engine, in a CLI command's recovery) asked once
+ * and left it. Asked again, 250 ms apart, for up to about 10 s.
+ */
+async function removeOverlays(runtime: ContainerRuntime, labels: Record<string, string>): Promise<void> {
+  for (let tries = 40; ; ) {
+    try {
+      await runtime.removeNetworksByLabels(labels);
+      return;
+    } catch (err) {
+      if (--tries <= 0 || !overlayBusy(err)) throw err;
+      await sleep(250);
+    }
+  }
 }
 
 function sameList(a: readonly string[] | undefined, b: readonly string[] | undefined): boolean {
