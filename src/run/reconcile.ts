@@ -18,7 +18,6 @@ import path from 'node:path';
 import { visibleBytes } from '../common/visible.js';
 import { errorMessage } from '../common/errors.js';
 import { LABELS, type ContainerRuntime } from '../container/runtime.js';
-import { SwarmRuntime } from '../container/swarm/runtime.js';
 import { removeDeadWarmGateways } from '../gateway/host/gateway-pool.js';
 import type { Git, GitIdentity } from '../git/git.js';
 import { tryLock } from '../common/kernel-lock.js';
@@ -36,6 +35,8 @@ import { removeRecordlessDirs } from './recordless-dirs.js';
 
 export interface ReconcileDeps {
   runtime: ContainerRuntime | undefined;
+  /** where the engine's step gateways run, when not on `runtime` (a swarm's manager, whose containers its services do not show) */
+  gateways?: ContainerRuntime | undefined;
   makeGit: (who: GitIdentity) => Git;
   clock: () => Date;
   say: (message: string) => void;
@@ -84,7 +85,7 @@ export async function reconcile(deps: ReconcileDeps, home: RunnerHome): Promise<
       // warm gateways of a runner that died (one a step had taken held its config): a run's recovery does not see them.
       // They are containers where the engine's gateways are: on a swarm, its manager, whose containers a swarm's
       // listing (its services) does not show; asked there
-      const gateways = deps.runtime instanceof SwarmRuntime ? deps.runtime.manager : deps.runtime;
+      const gateways = deps.gateways ?? deps.runtime;
       report.containersRemoved += await removeDeadWarmGateways(gateways, home.root, undefined, gateways === deps.runtime ? listed : undefined);
     } catch (err) {
       deps.say(`could not look for leftover containers: ${errorMessage(err)}`);

@@ -82,7 +82,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
   if (!serverLock) throw new UsageError(`another runner serve is using the runner home ${home.root}: stop it, or give this one another --home`);
   // In a container (docker compose), the home must be the host's directory at the same path: steps mount from it.
   await deps.runtime.checkHostPaths([home.root]);
-  const recovered = await reconcile({ runtime: deps.runtime, makeGit: deps.makeGit, clock: () => new Date(), say: o.say }, home);
+  const recovered = await reconcile({ runtime: deps.runtime, gateways: deps.transport?.gateways.runtime, makeGit: deps.makeGit, clock: () => new Date(), say: o.say }, home);
   if (recovered.interrupted.length) o.say(`recovered ${recovered.interrupted.length} interrupted run(s)`);
 
   const fires = await FireLog.open(path.join(home.root, 'schedule.json'));

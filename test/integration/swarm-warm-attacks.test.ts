@@ -27,6 +27,11 @@ before(async () => {
   await run('bash', [LAB, 'up'], { env: { ...process.env, LAB_IMAGES: 'runner/base:latest' }, maxBuffer: 1 << 24 });
 }, { timeout: 600_000 });
 
+// as every swarm file: the lab down after it (unless its caller brought it up)
+after(async () => {
+  if (process.env.RUNNER_LAB_UP !== '1') await run('bash', [LAB, 'down'], { maxBuffer: 1 << 24 });
+}, { timeout: 300_000 });
+
 const serves: ServeProcess[] = [];
 after(() => {
   for (const s of serves) if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
