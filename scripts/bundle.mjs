@@ -113,5 +113,5 @@ const start = await build({
 const inStart = Object.keys(start.metafile.inputs).filter((f) => !/^dist\/src\/(cli\/(main|help|closed-pipe|bundled-commands|code-cache)|common\/package-root)\.js$/.test(f));
 if (inStart.length > 0) throw new Error(`the runner's start (dist/runner/main.js) would hold ${inStart.join(', ')}: what it imports belongs in the bundle (src/cli/commands.ts)`);
 // a module in both is two copies: only those without state may be
-const twice = Object.keys(start.metafile.inputs).filter((f) => f in commands.metafile.inputs && !/^dist\/src\/(cli\/help|common\/package-root)\.js$/.test(f));
+const twice = Object.keys(start.metafile.inputs).filter((f) => f in commands.metafile.inputs && !/^dist\/src\/(cli\/(help|code-cache)|common\/package-root)\.js$/.test(f));
 if (twice.length > 0) throw new Error(`${twice.join(', ')} would be both in the start and in the bundle, two copies of its state: share it as closed-pipe.js is (scripts/bundle.mjs)`);

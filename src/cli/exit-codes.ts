@@ -23,6 +23,8 @@ const BAD_INPUT_CODES = new Set(['not_waiting', 'already_decided', 'gate_timed_o
   'secret_invalid',
   'unsafe_name',
   'project_symlink',
+  // a persistent directory holding the runner's code cache
+  'project_holds_runner',
   'user_mismatch',
   'task_project_mismatch',
   'task_unknown_dir',

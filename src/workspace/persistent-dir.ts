@@ -4,6 +4,8 @@
  * Runs on one directory are serialized; each step's changes are listed.
  */
 import { lstat, readlink, realpath } from 'node:fs/promises';
+import path from 'node:path';
+import { cacheDir } from '../cli/code-cache.js';
 import { WorkspaceError } from '../common/errors.js';
 import type { Mount } from '../container/runtime.js';
 import { resolveUser } from '../plan/step-plan.js';
@@ -25,6 +27,12 @@ export async function checkPersistentDir(
     throw new WorkspaceError('project_symlink', `project path ${dir} is a symlink (to ${to}): point project.path at the directory itself`);
   }
   if (!st.isDirectory()) throw new WorkspaceError('project_not_dir', `project path ${dir} is not a directory: fix project.path`);
+  // the runner's code cache is bytecode it runs on the host (src/cli/code-cache.ts): no step may write it
+  const real = await realpath(dir);
+  const cache = path.resolve(cacheDir());
+  if (isWithin(real, cache)) {
+    throw new WorkspaceError('project_holds_runner', `persistent directory ${dir} holds the runner's code cache (${cache}), which the runner runs on the host, and every step may write the directory: use a directory that does not hold it (not your home), or set XDG_CACHE_HOME outside it`);
+  }
   const owner = { uid: st.uid, gid: st.gid };
   const other = userSettings.map((u) => resolveUser(u, owner)).find((u) => u.uid !== owner.uid);
   if (other) {
@@ -117,4 +125,10 @@ export class PersistentDirWorkspace implements Workspace {
   async release(): Promise<void> {
     await this.unlock();
   }
+}
+
+/** `inner` is `outer` or below it (both resolved). Pure. */
+function isWithin(outer: string, inner: string): boolean {
+  const rel = path.relative(outer, inner);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }
