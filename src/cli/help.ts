@@ -155,7 +155,7 @@ Usage:
              [--agent-base-url URL] [--egress-network NET] [--egress-private CIDR[,CIDR]]
              [--egress-proxy URL] [--ca-file F] [--npm-registry URL] [--pip-index URL]
              [--isolation runc|gvisor] [--engine local|swarm|podman] [--registry HOST:PORT]
-             [--registry-auth F]
+             [--registry-auth F] [--warm N]
       The runner as MCP tools over stdio, for an interactive agent (Claude
       Code, Codex): list and start the pipelines under --pipelines, start an
       agent task on a git project under --project, follow runs, read their
@@ -163,7 +163,8 @@ Usage:
       in this process and are recorded in the home like any other, with the
       settings exec's runs get (the same flags and variables: isolation,
       egress, proxy, CA, mirrors, engine, registry auth). Secrets come from
-      --secrets-file only, never from the environment. Claude Code:
+      --secrets-file only, never from the environment. --warm N keeps N step
+      gateways made ahead for its runs' steps, as serve's. Claude Code:
         claude mcp add runner -- runner mcp --home H --pipelines DIR --project DIR
       runner serve offers the same tools at /mcp (its --project DIR... for agent tasks).
   runner images push --registry HOST:PORT [IMAGE...] [--json]

@@ -1,5 +1,5 @@
 /**
- * `runner mcp [--home DIR] [--pipelines DIR]... [--project DIR]... [--agent-base-url URL]` and the run settings
+ * `runner mcp [--home DIR] [--pipelines DIR]... [--project DIR]... [--agent-base-url URL] [--warm N]` and the run settings
  * exec and serve take (src/settings/flags.ts): the runner as MCP tools over stdio, for an interactive agent
  * (Claude Code, Codex) to hand work to sandboxed runs. stdout carries the protocol only: anything else the
  * runner would print there goes to stderr.
@@ -25,6 +25,9 @@ import { parseFlags } from './args.js';
 import { ConsoleReporter } from './console-reporter.js';
 import { openHome } from './context.js';
 import { cliActor } from './os-user.js';
+import { parseWarm } from './warm-flag.js';
+import { GatewayPool } from '../gateway/host/gateway-pool.js';
+import { warmDir } from '../gateway/host/warm-status.js';
 
 /** At most this many runs at once: a client (a model a prompt may steer) cannot start containers without end. */
 export const MAX_RUNS = 8;
@@ -38,6 +41,7 @@ export async function mcpCommand(args: string[]): Promise<number> {
       pipelines: { type: 'string', multiple: true, default: [] },
       project: { type: 'string', multiple: true, default: [] },
       'agent-base-url': { type: 'string' },
+      warm: { type: 'string' },
       ...SETTINGS_FLAGS,
     },
     [],
@@ -47,6 +51,7 @@ export async function mcpCommand(args: string[]): Promise<number> {
   if (!pipelineDirs.length && !projectDirs.length) throw new UsageError('mcp: give --pipelines DIR (pipelines it may run) or --project DIR (projects agent tasks may work on), or both (runner --help)');
   const baseUrl = values['agent-base-url'];
   if (baseUrl !== undefined && !/^https?:\/\/[^\s'"\\$`]+$/.test(baseUrl)) throw new UsageError(`mcp: --agent-base-url takes an http or https URL, got "${baseUrl}"`);
+  const warm = parseWarm('mcp', values.warm ?? process.env.RUNNER_WARM);
   const say = (m: string) => process.stderr.write(`runner mcp: ${visible(m)}\n`);
   // The same settings as exec and serve, from the same flags and variables; every run this server starts gets them.
   const settings = { ...readSettings(values, process.env, (m) => say(`warning: ${m}`)), secretsFromEnvironment: false };
@@ -64,9 +69,13 @@ export async function mcpCommand(args: string[]): Promise<number> {
 
   const home = await openHome(values.home, { quiet: true });
   const { runtime, transport } = openEngine(settings.engine.name, settings.engine);
+  // gateways made ahead for its runs' steps (gateway-pool.ts), as serve's, where the engine's steps have theirs
+  const pool = warm ? new GatewayPool(transport.gateways.runtime, { size: warm, home: home.root, egressNetwork: settings.egress.network, egressDns: settings.egress.dns, onProblem: say, statusDir: warmDir(home.root), command: 'mcp' }) : undefined;
+  await pool?.start();
   const runs = new RunHolder(home, {
     door: 'runner mcp',
     runtime,
+    ...(pool ? { warmGateways: pool } : {}),
     maxLive: MAX_RUNS,
     settings,
     ...(transport ? { transport } : {}),
@@ -117,6 +126,7 @@ export async function mcpCommand(args: string[]): Promise<number> {
   // The client went away: its runs end on their own (their timeouts bound them). A signal: they are canceled now, their work committed.
   if (runs.active().length) say(why === 'closed' ? 'the client closed: waiting for the runs it started to end' : `${why}: canceling the runs this server started`);
   await runs.stop(why === 'closed' ? 24 * 3600_000 : 0);
+  await pool?.close();
   await server.close().catch(() => undefined);
   return 0;
 }

@@ -80,7 +80,7 @@ async function ok(c: Client, name: string, args: Record<string, unknown>, log: (
 const said = (log: string) => Object.fromEntries(log.split('\n').filter((l) => /^[a-z_]+=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
 
 /** Starts the probe through `c`, waits for it, and checks what the run and its step got from the settings. */
-async function probeThrough(c: Client, f: Fixture, door: string, log: () => string): Promise<void> {
+async function probeThrough(c: Client, f: Fixture, door: string, log: () => string): Promise<string> {
   const { runId } = await ok(c, 'start_run', { pipeline: 'probe', inputs: { door } }, log);
   const end = await ok(c, 'wait_for_run', { run_id: runId, timeout_seconds: 200 }, log);
   const stepLog = (() => {
@@ -104,9 +104,10 @@ async function probeThrough(c: Client, f: Fixture, door: string, log: () => stri
   assert.ok(heard.split('\n').includes(`GET http://plain.example/through-${door} auth=${AUTH}`), `the proxy heard the gateway with its credentials:\n${heard}`);
   assert.ok(heard.split('\n').includes(`CONNECT secure.example:443 auth=${AUTH}`), heard);
   assert.doesNotMatch(log(), /Secr3t/, 'the password is printed nowhere');
+  return stepLog;
 }
 
-test('runner mcp: RUNNER_ISOLATION, RUNNER_EGRESS_NETWORK, HTTPS_PROXY, RUNNER_CA_FILE and RUNNER_NPM_REGISTRY reach its runs', { timeout: 300_000 }, async () => {
+test('runner mcp: RUNNER_ISOLATION, RUNNER_EGRESS_NETWORK, HTTPS_PROXY, RUNNER_CA_FILE, RUNNER_NPM_REGISTRY and RUNNER_WARM reach its runs (the step behind a warm gateway, given the proxy and the CA at its take)', { timeout: 300_000 }, async () => {
   const f = await fixture();
   const pipes = path.join(f.root, 'pipelines');
   await mkdir(pipes);
@@ -115,14 +116,15 @@ test('runner mcp: RUNNER_ISOLATION, RUNNER_EGRESS_NETWORK, HTTPS_PROXY, RUNNER_C
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [CLI, 'mcp', '--home', f.home, '--pipelines', pipes],
-    env: settingsEnv({ HTTPS_PROXY: proxyWith(net.proxyUrl) }),
+    env: { ...settingsEnv({ HTTPS_PROXY: proxyWith(net.proxyUrl) }), RUNNER_WARM: '1' },
     stderr: 'pipe',
   });
   transport.stderr?.on('data', (b) => (stderr += b));
   const c = new Client({ name: 'mcp-settings', version: '1' });
   await c.connect(transport);
   try {
-    await probeThrough(c, f, 'stdio', () => stderr);
+    const stepLog = await probeThrough(c, f, 'stdio', () => stderr);
+    assert.match(stepLog, /runner: gateway: a warm one, made ahead for no step in particular and given to this one alone/, stepLog);
   } finally {
     await c.close();
   }
