@@ -27,6 +27,12 @@ const emit = (e: GatewayEvent) => process.stdout.write(`${JSON.stringify(e)}\n`)
 /** the config is small; a runner that sends nothing is not waited for long */
 const MAX_CONFIG = 4 * 1024 * 1024;
 const CONFIG_MS = 15_000;
+/**
+ * A held gateway (a warm pool's: RUNNER_GATEWAY_HELD=1) waits for its step this long at most: the pool gives its
+ * gateways back after 10 idle minutes, and a runner that dies closes the gateway's standard input (StdinOnce), which
+ * ends the wait at once.
+ */
+const HELD_MS = 6 * 3_600_000;
 const HOUR_MS = 3_600_000;
 /** how long the run's CA is valid when the gateway has no deadline */
 const WEEK_MS = 7 * 24 * HOUR_MS;
@@ -35,7 +41,8 @@ const WEEK_MS = 7 * 24 * HOUR_MS;
 function readConfigLine(): Promise<string> {
   return new Promise((resolve, reject) => {
     let text = '';
-    const timer = setTimeout(() => reject(new Error(`no config on standard input within ${CONFIG_MS / 1000} s`)), CONFIG_MS);
+    const wait = process.env.RUNNER_GATEWAY_HELD === '1' ? HELD_MS : CONFIG_MS;
+    const timer = setTimeout(() => reject(new Error(`no config on standard input within ${wait / 1000} s`)), wait);
     const done = () => {
       clearTimeout(timer);
       process.stdin.pause();

@@ -100,8 +100,9 @@ export async function removeOrphanContainers(runtime: ContainerRuntime, home: st
   let removed = 0;
   for (const c of listed ?? (await runtime.listByLabels({ [LABELS.home]: home }))) {
     const runId = c.labels[LABELS.runId];
-    if (runId && (await ownerAlive(home, runId))) continue;
-    removed += await runtime.removeByLabels({ [LABELS.home]: home, [LABELS.runId]: runId ?? '' });
+    // a container of no run (a warm gateway: removeDeadWarmGateways's) is not a run's to remove
+    if (!runId || (await ownerAlive(home, runId))) continue;
+    removed += await runtime.removeByLabels({ [LABELS.home]: home, [LABELS.runId]: runId });
   }
   return removed;
 }

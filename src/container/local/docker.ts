@@ -397,7 +397,7 @@ export class DockerRuntime implements ContainerRuntime {
   }
 
   async removeByLabels(labels: Record<string, string>): Promise<number> {
-    const filters = { label: Object.entries(labels).map(([k, v]) => `${k}=${v}`) };
+    const filters = { label: labelFilters(labels) };
     const list = await this.docker.listContainers({ all: true, filters });
     await Promise.all(list.map((c) => new DockerContainer(this.docker.getContainer(c.Id), this.docker).remove()));
     // A run on --engine swarm left job services (and their secrets and configs): on a swarm manager they go too,
@@ -487,6 +487,17 @@ export class DockerRuntime implements ContainerRuntime {
     }
     return list.length;
   }
+}
+
+/**
+ * Label filters for what is removed by its labels. A label without a value is refused: a swarm's service filter
+ * `key=` matches the key with any value, so it would remove every service of the home (a live run's step among
+ * them). Pure.
+ */
+export function labelFilters(labels: Record<string, string>): string[] {
+  const empty = Object.entries(labels).find(([, v]) => v === '');
+  if (empty) throw new ContainerError('docker_failed', `removing by label ${empty[0]} with no value would match any value: a bug in the runner`);
+  return Object.entries(labels).map(([k, v]) => `${k}=${v}`);
 }
 
 /** An overlay is asked to go this many times, 250 ms apart, while a task that is going still holds it (about 10 s). */

@@ -291,7 +291,8 @@ async function makeGateway(runtime: ContainerRuntime, o: GatewayBase, gift: Gate
       name: o.name,
       image: GATEWAY_IMAGE,
       cmd: [],
-      env: {},
+      // held: it waits for its step (its config) as long as the pool keeps it, not the 15 s a step's own gateway waits
+      env: now ? {} : { RUNNER_GATEWAY_HELD: '1' },
       // its key on standard input, never in its environment: `docker inspect` shows that to anyone with the engine's API
       stdin: now ? configLine(now, hostAddresses, hostNetworks, subnet) : heldConfig(),
       workingDir: '/',
