@@ -38,7 +38,7 @@ export function starterPipeline(f: StarterFacts): string {
     ``,
     `# Made by runner init. Found: ${d.ecosystem} (${d.evidence}).`,
     `# Run it: runner exec ${f.fileName ?? 'runner.yaml'} --input task="Fix the failing test in ..."`,
-    `# Steps trust this machine's CA bundle (behind a TLS-inspecting proxy too); --ca-file F names another, --ca-file none none`,
+    `# Steps trust this machine's CA bundle (behind a TLS-inspecting proxy too); --ca-file F names another, --ca-file none trusts none`,
     `project:`,
     `  path: ${JSON.stringify(f.projectPath ?? '.')}`,
     ...(f.git
