@@ -7,8 +7,11 @@ import { transportAddon } from '../../../src/run/step-addons/transport.js';
 
 const spec = { name: 's', cmd: ['true'], mounts: [] } as unknown as ContainerSpec;
 
-function stepIn(ws: { path: string; gitCopy?: (into: string) => Promise<void> }, said: string[]): AddonStep {
-  return { c: { ws }, ioDir: '/io', user: { uid: 1000, gid: 1000 }, say: (l: string) => said.push(l) } as unknown as AddonStep;
+/** the run's warm gateways (--warm): the transport hands them on, for a step that needs a relay of its own */
+const warm = { takeForRelay: async () => undefined, take: async () => undefined };
+
+function stepIn(ws: { path: string; gitCopy?: (into: string) => Promise<void> }, said: string[], pool?: typeof warm): AddonStep {
+  return { c: { ws, spending: pool ? { warm: pool } : {} }, ioDir: '/io', user: { uid: 1000, gid: 1000 }, say: (l: string) => said.push(l) } as unknown as AddonStep;
 }
 
 /** A transport that carries the step to "another node": what it was given, and a problem at the finish. */
@@ -27,13 +30,14 @@ test("the transport makes the finished spec over, with the workspace, the gatewa
   const seen: Where[] = [];
   const said: string[] = [];
   const copies: string[] = [];
-  const open = await transportAddon(farTransport(seen, undefined)).open(stepIn({ path: '/wt', gitCopy: async (into) => void copies.push(into) }, said));
+  const open = await transportAddon(farTransport(seen, undefined)).open(stepIn({ path: '/wt', gitCopy: async (into) => void copies.push(into) }, said, warm));
   const made = await open.reshape!(spec, { network: 'n', relay: { host: '10.0.0.2', port: 8099 } });
   assert.deepEqual(made.cmd, ['/run/runner/runner-transfer', 'true']);
   assert.equal(seen[0]!.workspace, '/wt');
   assert.equal(seen[0]!.io, '/io');
   assert.deepEqual(seen[0]!.owner, { uid: 1000, gid: 1000 });
   assert.deepEqual(seen[0]!.relay, { host: '10.0.0.2', port: 8099 });
+  assert.equal(seen[0]!.warm, warm, "the run's warm gateways");
   await seen[0]!.gitCopy!('/staging/git');
   assert.deepEqual(copies, ['/staging/git']);
   assert.deepEqual(said, ['runner: the copy of its history could not be made']);
@@ -46,6 +50,7 @@ test("work that did not come back is the step's problem; a workspace without git
   await open.reshape!(spec, undefined);
   assert.equal(seen[0]!.gitCopy, undefined);
   assert.equal(seen[0]!.relay, undefined);
+  assert.equal(seen[0]!.warm, undefined, 'no pool, none handed on');
   assert.deepEqual(await open.close({ reason: 'exit' }), { problems: ["the step's work did not come back from its node"] });
 });
 
