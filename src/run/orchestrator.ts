@@ -157,7 +157,9 @@ export async function executeRun(deps: ExecDeps, opts: ExecOptions): Promise<Run
   const runId = resuming ? cont.prior.runId : (opts.runId ?? newRunId(deps.clock()));
   // Held while the run lives: recovery tells a live run from a dead one by it. Taken before the run's
   // directory exists, so a directory without its record whose owner is gone is known to be a crash's.
-  const owner = await holdOwnerLock(opts.home, runId).catch((err: unknown) => {
+  // A continuation waits a moment for it: a decision refused at the same gate (another `runner approve`) holds the
+  // lock while it reads the record; one that another door is continuing is refused below, once held.
+  const owner = await holdOwnerLockWithin(opts.home, runId, resuming ? RESUME_LOCK_MS : 0).catch((err: unknown) => {
     throw resuming ? new RunnerError('not_resumable', `run ${runId} is being run or continued by another process right now (runner runs show ${runId})`) : err;
   });
   let store: RunStore;
@@ -437,4 +439,19 @@ async function push(
     if (outcome.reason === 'no_remote') deps.reporter.info(`not pushed: the project has no remote "${project.remote}" (push: auto)`);
   }
   store.event('push', { ...record.push, pushed: record.pushed });
+}
+
+/** How long a continuation waits for a run's lock that another process holds (a moment's check, or its run). */
+const RESUME_LOCK_MS = 5000;
+
+async function holdOwnerLockWithin(home: string, runId: string, ms: number): Promise<Awaited<ReturnType<typeof holdOwnerLock>>> {
+  const until = Date.now() + ms;
+  for (;;) {
+    try {
+      return await holdOwnerLock(home, runId);
+    } catch (err) {
+      if (Date.now() >= until) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
 }
