@@ -5,8 +5,8 @@
  * decide, holds nothing but a lock that says it waits, and goes on when
  * someone approves (from any door), or ends when someone rejects.
  */
-import { GatewayPool } from '../gateway/host/gateway-pool.js';
-import { warmDir } from '../gateway/host/warm-status.js';
+import { warmPool } from '../run/warm/warm-pool.js';
+import type { GatewayPool } from '../gateway/host/gateway-pool.js';
 import { errorMessage, RunnerError } from '../common/errors.js';
 import { formatDuration } from '../common/durations.js';
 import { openEngine } from '../container/engine.js';
@@ -70,7 +70,7 @@ export async function runForeground(f: Foreground, loaded: LoadedPipeline, opts:
     const engine = openEngine(f.settings.engine.name, f.settings.engine);
     // made while the run gets ready (its worktree, its checks), so that its first step's gateway is up sooner; where
     // the engine's steps have theirs (a swarm's manager, on overlays the nodes share)
-    pool = f.warm ? new GatewayPool(engine.transport.gateways.runtime, { size: f.warm, home: f.home, egressNetwork: f.settings.egress.network, egressDns: f.settings.egress.dns, onProblem: (m) => reporter.warn(m), statusDir: warmDir(f.home), command: 'exec' }) : undefined;
+    pool = f.warm ? warmPool(engine, { size: f.warm, home: f.home, settings: f.settings, onProblem: (m) => reporter.warn(m), command: 'exec' }) : undefined;
     void pool?.start();
     const deps = { ...engine, ...(pool ? { warmGateways: pool } : {}), makeGit: (who: ConstructorParameters<typeof Git>[0]) => new Git(who), clock: () => new Date(), reporter, signal: cancel.signal, killSignal: kill.signal };
     const base = { home: f.home, settings: f.settings, keepWorkspace: false, secretSource: { ...process.env, ...fromFile } };

@@ -4,6 +4,7 @@
  * (Claude Code, Codex) to hand work to sandboxed runs. stdout carries the protocol only: anything else the
  * runner would print there goes to stderr.
  */
+import { warmPool } from '../run/warm/warm-pool.js';
 import { createWriteStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -26,8 +27,6 @@ import { ConsoleReporter } from './console-reporter.js';
 import { openHome } from './context.js';
 import { cliActor } from './os-user.js';
 import { parseWarm } from './warm-flag.js';
-import { GatewayPool } from '../gateway/host/gateway-pool.js';
-import { warmDir } from '../gateway/host/warm-status.js';
 
 /** At most this many runs at once: a client (a model a prompt may steer) cannot start containers without end. */
 export const MAX_RUNS = 8;
@@ -70,7 +69,7 @@ export async function mcpCommand(args: string[]): Promise<number> {
   const home = await openHome(values.home, { quiet: true });
   const { runtime, transport } = openEngine(settings.engine.name, settings.engine);
   // gateways made ahead for its runs' steps (gateway-pool.ts), as serve's, where the engine's steps have theirs
-  const pool = warm ? new GatewayPool(transport.gateways.runtime, { size: warm, home: home.root, egressNetwork: settings.egress.network, egressDns: settings.egress.dns, onProblem: say, statusDir: warmDir(home.root), command: 'mcp' }) : undefined;
+  const pool = warm ? warmPool({ runtime, transport }, { size: warm, home: home.root, settings, onProblem: say, command: 'mcp' }) : undefined;
   await pool?.start();
   const runs = new RunHolder(home, {
     door: 'runner mcp',

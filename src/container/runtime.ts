@@ -76,6 +76,25 @@ export interface ContainerSpec {
   labels: Record<string, string>;
   /** the sandbox it runs in (default runc); gvisor only after checkIsolation said the engine has it */
   isolation?: Isolation;
+  /**
+   * A warm container made ahead for this spec (src/run/warm-steps.ts): `create` hands it over, its command and
+   * variables written to it then, rather than make one. Whoever sets it has checked that it was made to this
+   * spec's shape, on this spec's directories.
+   */
+  warm?: HeldContainer;
+}
+
+/**
+ * A container made and started ahead of any step, its command not begun (runtime.createHeld): it waits for a
+ * step's command and variables, given at `claim`, or is discarded. Used once.
+ */
+export interface HeldContainer {
+  readonly id: string;
+  /** its container ended while it waited (or was discarded): it cannot be claimed */
+  ended(): boolean;
+  /** the handle of the step's container; its start hands over the spec's command and variables (env, secrets) */
+  claim(spec: ContainerSpec): ContainerHandle;
+  discard(): Promise<void>;
 }
 
 export interface NetworkSpec {
@@ -176,6 +195,11 @@ export interface ContainerRuntime {
   /** the image's labels, or undefined when the engine does not have it */
   imageLabels(image: string): Promise<Record<string, string> | undefined>;
   create(spec: ContainerSpec): Promise<ContainerHandle>;
+  /**
+   * Makes and starts a container of `spec` whose command waits for a step (its `cmd`, `env` and `secretEnv` are
+   * not used: each claim gives its own). Engines that cannot keep one: absent.
+   */
+  createHeld?(spec: ContainerSpec): Promise<HeldContainer>;
   /**
    * Builds an image on the engine (a dev container's, src/container/devcontainer/), each line of its progress to
    * `onLine`; a failed build throws a ContainerError with the build's last words. Engines that cannot: absent.

@@ -44,9 +44,59 @@ export function encodeSecretEnv(env: Readonly<Record<string, string>>): string {
     const problem = secretNameProblem(name);
     if (problem) throw new Error(problem);
     if (value.includes('\0')) throw new Error(`secret ${name} holds a NUL byte, which no environment variable can`);
-    let escaped = '';
-    for (const b of Buffer.from(value, 'utf8')) escaped += `\\0${b.toString(8).padStart(3, '0')}`;
-    out += `${name} ${escaped}\n`;
+    out += `${name} ${escapeBytes(value)}\n`;
+  }
+  return out;
+}
+
+/** Each byte a `\0ooo` escape, which `printf %b` decodes exactly. Pure. */
+export function escapeBytes(value: string): string {
+  let escaped = '';
+  for (const b of Buffer.from(value, 'utf8')) escaped += `\\0${b.toString(8).padStart(3, '0')}`;
+  return escaped;
+}
+
+/**
+ * A warm step container's command (src/run/warm-steps.ts): made and started before any step claims it, it waits
+ * in this prelude for its standard input, which the claim writes: the step's variables (`E NAME value`, secrets
+ * among them) and its command, word by word (`A word`), each value escaped as the secrets' are. Nothing of the
+ * step is in the container's config, nor known when it is made. It runs nothing before its input ends.
+ */
+export const WARM_PRELUDE = [
+  'set --',
+  'while IFS=" " read -r RUNNER_WARM_KIND RUNNER_WARM_NAME RUNNER_WARM_VALUE; do',
+  '  RUNNER_WARM_VALUE=$(printf "%b_" "$RUNNER_WARM_VALUE") || exit 125',
+  '  case $RUNNER_WARM_KIND in',
+  '    E) case $RUNNER_WARM_NAME in ""|[0-9]*|*[!A-Za-z0-9_]*) echo "runner-warm: a variable came without a valid name" >&2; exit 125;; esac',
+  '       export "$RUNNER_WARM_NAME=${RUNNER_WARM_VALUE%_}";;',
+  '    A) set -- "$@" "${RUNNER_WARM_VALUE%_}";;',
+  '    *) echo "runner-warm: a line it does not know" >&2; exit 125;;',
+  '  esac',
+  'done',
+  'unset RUNNER_WARM_KIND RUNNER_WARM_NAME RUNNER_WARM_VALUE',
+  '[ $# -gt 0 ] || { echo "runner-warm: no command came (the runner gave the container back)" >&2; exit 125; }',
+  'exec "$@" </dev/null',
+].join('\n');
+
+/** the warm prelude's own variables: a step's variable of one of these names could not pass through it */
+export const WARM_PRELUDE_VARIABLES = ['RUNNER_WARM_KIND', 'RUNNER_WARM_NAME', 'RUNNER_WARM_VALUE'] as const;
+
+export const WARM_PRELUDE_NAME = 'runner-warm';
+
+/** The warm prelude's input: the step's variables, then its command (at least one word). Pure. */
+export function encodeWarmStart(env: Readonly<Record<string, string>>, argv: readonly string[]): string {
+  if (!argv.length) throw new Error('a warm container is handed a command of at least one word');
+  let out = '';
+  for (const [name, value] of Object.entries(env)) {
+    if (!ENV_NAME.test(name)) throw new Error(`variable name ${JSON.stringify(name)} is not an environment variable name`);
+    if ((WARM_PRELUDE_VARIABLES as readonly string[]).includes(name)) throw new Error(`variable name ${name} is the runner's own (a warm container's start reads it): rename it`);
+    if (value.includes('\0')) throw new Error(`variable ${name} holds a NUL byte, which no environment variable can`);
+    out += `E ${name} ${escapeBytes(value)}\n`;
+  }
+  for (const word of argv) {
+    if (word.includes('\0')) throw new Error('a word of the command holds a NUL byte, which no argument can');
+    // the name field is a placeholder: `read` splits on the first two spaces
+    out += `A - ${escapeBytes(word)}\n`;
   }
   return out;
 }

@@ -4,6 +4,7 @@
  * holds the model's credential and meters what the step may spend. run-step
  * asks for a way and closes it; it does not know which it got.
  */
+import type { WarmStep } from './warm/warm-steps.js';
 import type { AgentUsage } from '../agents/preset.js';
 import { errorMessage } from '../common/errors.js';
 import type { Masker } from '../common/mask.js';
@@ -67,6 +68,8 @@ export interface StepWayReport {
 
 export interface StepWay {
   network: string;
+  /** the step's container, made ahead beside its warm gateway: the step claims it, or discards it (src/run/warm/) */
+  warmStep?: WarmStep;
   dns?: string[];
   /** the step's command waits for this (its gateway listening): its container is made and started meanwhile */
   up?: Promise<void>;
@@ -187,6 +190,7 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
     hosts: { [GATEWAY_HOST]: gw.dns[0]! },
     ...(relayTo ? { relay: { host: gw.dns[0]!, port: RELAY_PORT } } : {}),
     caPem: gw.caPem,
+    ...(held?.step ? { warmStep: held.step } : {}),
     close: async (cliUsage) => {
       unwatch();
       const r = await gw.close();

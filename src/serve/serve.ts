@@ -4,8 +4,7 @@
  * fire of each schedule (for catch-up) in `<home>/schedule.json`, and on stop
  * lets running steps finish up to a grace period, then cancels them cleanly.
  */
-import { GatewayPool } from '../gateway/host/gateway-pool.js';
-import { warmDir } from '../gateway/host/warm-status.js';
+import { warmPool } from '../run/warm/warm-pool.js';
 import type { RunSettings } from '../settings/run-settings.js';
 import { watch, type FSWatcher } from 'node:fs';
 import http from 'node:http';
@@ -104,7 +103,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
   };
   // Gateways made ahead, for steps behind one (gateway-pool.ts), where the engine's steps have theirs (a swarm's
   // manager, on overlays the nodes share); given back after a while without a run.
-  const pool = o.warm ? new GatewayPool(deps.transport?.gateways.runtime ?? deps.runtime, { size: o.warm, home: home.root, egressNetwork: o.settings.egress.network, egressDns: o.settings.egress.dns, onProblem: o.say, statusDir: warmDir(home.root), command: 'serve' }) : undefined;
+  const pool = o.warm ? warmPool(deps, { size: o.warm, home: home.root, settings: o.settings, onProblem: o.say, command: 'serve' }) : undefined;
   await pool?.start();
   // The runs this server runs: held from the queue's start until they end (runs/holder.ts, runner mcp's too).
   const holder = new RunHolder(home, {

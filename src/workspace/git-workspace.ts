@@ -11,7 +11,8 @@ import type { Git } from '../git/git.js';
 import { pushBranch, type PushOutcome, type PushPolicy } from '../git/push.js';
 import type { WorktreePool } from './worktree-pool.js';
 import { removeTree } from './remove-tree.js';
-import { commitAll, createWorktree, deleteBranches, diffToFile, headOf, mergeIntoWorktree, removeWorktree, savePatch, verifyGitLinks, workCall, type GitWorktree } from './git-worktree.js';
+import { takePlace } from './take-place.js';
+import { commitAll, createWorktree, deleteBranches, diffToFile, headOf, mergeIntoWorktree, removeWorktree, savePatch, verifyGitLinks, verifyWorktreeDir, workCall, type GitWorktree } from './git-worktree.js';
 import { makeGitCopy } from './git-copy.js';
 import { handOver } from './ownership.js';
 import type { LaneMergeResult, StepWork, Workspace, WorkspaceKind } from './workspace.js';
@@ -110,6 +111,16 @@ export class GitWorkspace implements Workspace {
       removed++;
     }
     return removed;
+  }
+
+  /** Defined for a worktree the run made and removes at its end (`disposable`); see Workspace.takePlace. */
+  get takePlace(): ((slot: string) => Promise<void>) | undefined {
+    if (!this.disposable) return undefined;
+    return async (slot) => {
+      await verifyWorktreeDir(this.wt);
+      // in place: the run's record holds this object (its recovery), and says the new directory at its next write
+      Object.assign(this.wt.dirId, await takePlace(this.wt.path, slot));
+    };
   }
 
   async prepareStep(user: { uid: number; gid: number }): Promise<void> {

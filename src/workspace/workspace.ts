@@ -49,6 +49,12 @@ export interface Workspace {
   readonly earlierWork?: string;
   /** read-only mounts besides the workspace (the project, its git directory) */
   mounts(): Mount[];
+  /**
+   * A run's own worktree only: after prepareStep, `slot` (an empty directory a warm step container mounts) takes
+   * the workspace's place, holding what it held (take-place.ts). Absent where the directory is not the runner's to
+   * swap (a persistent directory, a task's worktree kept across runs).
+   */
+  takePlace?(slot: string): Promise<void>;
   /** Before a step: checks the workspace is intact and gives it to the step's user. */
   prepareStep(user: { uid: number; gid: number }): Promise<void>;
   /** After a step: commits (git kinds) or lists the changes (persistent). Never loses the work. */

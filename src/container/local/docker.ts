@@ -12,11 +12,11 @@ import { hostPathProblem, ownContainerId, type OwnMount } from '../host-paths.js
 import { isOwnImage, ownImageMissing } from '../own-images.js';
 import { engineReason, isAuthRefusal, pullRefused } from '../registry-auth.js';
 import { RegistryCredentials } from '../registry-credentials.js';
-import { encodeSecretEnv, preludeArgv } from '../secret-env.js';
+import { encodeSecretEnv, encodeWarmStart, preludeArgv, WARM_PRELUDE, WARM_PRELUDE_NAME } from '../secret-env.js';
 import { checkIsolationRule } from './podman-firewall.js';
 import { isolatedNetworkOptions, isPodmanVersion, PODMAN_OWN_IMAGES, ownProcessLimit, podmanNetworkBody, podmanOverlayBind, podmanHint, podmanSysctls, podmanHost, podmanOomUnreported, podmanRefusal } from './podman.js';
 import type { Isolation } from '../../pipeline/schema.js';
-import { LABELS, type ContainerHandle, type ContainerRuntime, type ContainerSpec, type ExitState, type ImageBuild, type ImageConfig, type Mount, type NetworkSpec, type OutputHandler, type PullProgress } from '../runtime.js';
+import { LABELS, type ContainerHandle, type ContainerRuntime, type ContainerSpec, type ExitState, type HeldContainer, type ImageBuild, type ImageConfig, type Mount, type NetworkSpec, type OutputHandler, type PullProgress } from '../runtime.js';
 
 interface HttpError {
   statusCode?: number;
@@ -276,6 +276,13 @@ export class DockerRuntime implements ContainerRuntime {
   }
 
   async create(spec: ContainerSpec): Promise<ContainerHandle> {
+    if (spec.warm) {
+      if (!spec.warm.ended()) return spec.warm.claim(spec);
+      // it ended while it waited: the step's container is made as it would have been
+      await spec.warm.discard().catch(() => undefined);
+      const { warm: _gone, ...cold } = spec;
+      spec = cold;
+    }
     await this.checkHostPaths(spec.mounts.flatMap((m) => [m.source, ...(m.overlay ? [m.overlay.upper, m.overlay.work] : [])]));
     const secrets = spec.secretEnv && Object.keys(spec.secretEnv).length ? spec.secretEnv : undefined;
     if ((secrets || spec.holdUntil) && spec.stdin !== undefined) throw new ContainerError('docker_failed', `a container cannot be given both stdin and ${secrets ? 'secrets' : 'a held start'} (${spec.name}): a bug in the runner`);
@@ -305,16 +312,63 @@ export class DockerRuntime implements ContainerRuntime {
     return new DockerContainer(c, this.docker, stdin, this.sandboxOf(c, spec), hold ? { stdin: hold } : undefined, this.oomUnreported);
   }
 
+  /**
+   * A container of `spec`'s shape made and started now, its command the warm prelude (secret-env.ts), which waits
+   * for a step's variables and command on its standard input. Attached now: the runner's death ends that input, and
+   * the prelude then exits having run nothing.
+   */
+  async createHeld(spec: ContainerSpec): Promise<HeldContainer> {
+    await this.checkHostPaths(spec.mounts.flatMap((m) => [m.source, ...(m.overlay ? [m.overlay.upper, m.overlay.work] : [])]));
+    const settings = await this.sandboxSettings(spec);
+    const nproc = settings.nproc === undefined && (await this.isPodman()) ? ownProcessLimit() : undefined;
+    if (nproc !== undefined) settings.nproc = nproc;
+    const image = await this.imageConfig(spec.image);
+    if (!image) throw new ContainerError('docker_failed', `image ${spec.image} is not on the engine: a warm container of it cannot be made`);
+    const { secretEnv: _s, holdUntil: _h, stdin: _i, warm: _w, ...shape } = spec;
+    const c = await this.createContainer({ ...shape, cmd: [], env: {} }, settings, undefined, 'warm');
+    const gone = () => c.remove({ force: true }).then(() => undefined, () => undefined);
+    let stream: NodeJS.ReadableStream;
+    try {
+      if (!(await hasShell(c))) throw new ContainerError('no_shell', `image ${spec.image} has no /bin/sh, which a warm container waits in: its steps start cold`);
+      stream = await attachWithInput(c);
+      await c.start();
+    } catch (err) {
+      await gone();
+      throw err instanceof ContainerError ? err : engineError('starting a warm container', err);
+    }
+    let ended = false;
+    void c.wait({ condition: 'not-running' }).then(() => (ended = true), () => (ended = true));
+    let claimed = false;
+    const sandbox = this.sandboxOf(c, spec);
+    return {
+      id: c.id,
+      ended: () => ended,
+      claim: (step) => {
+        if (claimed || ended) throw new Error('a warm container is claimed once, while it waits: a bug in the runner');
+        claimed = true;
+        const argv = [...(image.entrypoint ?? []), ...(step.cmd.length ? step.cmd : (image.cmd ?? []))];
+        const input = encodeWarmStart({ ...step.env, ...(step.secretEnv ?? {}) }, argv);
+        return new DockerContainer(c, this.docker, input, sandbox, step.holdUntil ? { stdin: step.holdUntil } : undefined, this.oomUnreported, stream);
+      },
+      discard: async () => {
+        ended = true;
+        (stream as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
+        await gone();
+      },
+    };
+  }
+
   private sandboxOf(c: Docker.Container, spec: ContainerSpec): ConstructorParameters<typeof DockerContainer>[3] {
     if (spec.isolation !== 'gvisor') return undefined;
     return { nproc: gvisorPidLimits(spec.pids).nproc, tasks: (pid: number) => this.gvisor.tasks(c.id, pid) };
   }
 
   /** `prelude`: the command starts through the secrets prelude (secrets, or a command held until its way out is up), its input on stdin */
-  private async createContainer(spec: ContainerSpec, settings: SandboxSettings, secrets: Record<string, string> | undefined, prelude: boolean): Promise<Docker.Container> {
-    const viaPrelude = secrets !== undefined || prelude;
+  /** `warm`: a warm container's, waiting in the warm prelude for a step's command (createHeld) */
+  private async createContainer(spec: ContainerSpec, settings: SandboxSettings, secrets: Record<string, string> | undefined, prelude: boolean | 'warm'): Promise<Docker.Container> {
+    const viaPrelude = secrets !== undefined || prelude !== false;
     // secrets go on its standard input, to the prelude that exports them and execs the command
-    const command = viaPrelude ? await this.throughPrelude(spec) : { Cmd: spec.cmd };
+    const command = prelude === 'warm' ? { Entrypoint: ['/bin/sh', '-c', WARM_PRELUDE, WARM_PRELUDE_NAME], Cmd: [] } : viaPrelude ? await this.throughPrelude(spec) : { Cmd: spec.cmd };
     const stdin = viaPrelude ? '' : spec.stdin;
     const podman = await this.isPodman();
     // on Podman a step's IPv6 is off, as Docker has it (podman.ts podmanSysctls)
@@ -520,6 +574,8 @@ class DockerContainer implements ContainerHandle {
     private readonly hold?: { stdin?: Promise<void>; start?: Promise<void> },
     /** the engine never reports a kill at the memory cap (ExitState.oomUnreported) */
     private readonly oomUnreported = false,
+    /** a warm container's: attached (with its input) and started when it was made */
+    private readonly attached?: NodeJS.ReadableStream,
   ) {}
 
   get id(): string {
@@ -528,7 +584,7 @@ class DockerContainer implements ContainerHandle {
 
   async attach(onStdout: OutputHandler, onStderr: OutputHandler): Promise<{ ended: Promise<void>; close: () => void }> {
     const withStdin = this.stdin !== undefined;
-    const stream = withStdin ? await attachWithInput(this.c) : ((await this.c.attach({ stream: true, stdout: true, stderr: true })) as NodeJS.ReadableStream);
+    const stream = this.attached ?? (withStdin ? await attachWithInput(this.c) : ((await this.c.attach({ stream: true, stdout: true, stderr: true })) as NodeJS.ReadableStream));
     if (withStdin) {
       const input = stream as unknown as NodeJS.WritableStream;
       const given = this.stdin!;
@@ -580,6 +636,8 @@ class DockerContainer implements ContainerHandle {
   }
 
   async start(): Promise<void> {
+    // a warm container runs already: its command begins once its input is written (attach)
+    if (this.attached) return;
     if (this.hold?.start && !(await this.hold.start.then(() => true, () => false))) {
       throw new ContainerError('way_failed', "the step's way out did not come up: it was not started");
     }

@@ -14,7 +14,9 @@ import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errorMessage } from '../../common/errors.js';
 import { overlayBusy } from '../../container/local/docker.js';
-import { LABELS, type ContainerRuntime } from '../../container/runtime.js';
+import { LABELS, type ContainerRuntime, type ContainerSpec } from '../../container/runtime.js';
+import type { WarmStep, WarmSteps } from '../../run/warm/warm-steps.js';
+import { GATEWAY_HOST } from '../config.js';
 import { holdGateway, type HeldGateway } from './step-gateway.js';
 import { readWarmStatuses, removeWarmStatus, writeWarmStatus } from './warm-status.js';
 
@@ -38,6 +40,8 @@ export interface PoolOptions {
   statusDir?: string;
   /** the command keeping it, said there: `serve` or `exec` */
   command?: string;
+  /** a warm step container beside each gateway (src/run/warm/), where steps run on the gateways' engine */
+  steps?: WarmSteps;
 }
 
 /** What a step's way asks of the pool: a gateway for its egress, if one is warm. */
@@ -46,6 +50,8 @@ export interface WarmGateways {
   take(egressNetwork: string, egressDns: string[] | undefined): Promise<HeldGateway | undefined>;
   /** a warm gateway to serve as a step's relay (a swarm step with network: none), whatever its egress: it is given no way out */
   takeForRelay(): Promise<HeldGateway | undefined>;
+  /** the spec of a step that took a warm gateway: the shape of the warm step containers made from now on (a pool that keeps them) */
+  learn?(spec: ContainerSpec): void;
 }
 
 export class GatewayPool implements WarmGateways {
@@ -122,6 +128,34 @@ export class GatewayPool implements WarmGateways {
     return this.making > this.waiters.length ? new Promise<HeldGateway | undefined>((r) => this.waiters.push(r)) : undefined;
   }
 
+  learn(spec: ContainerSpec): void {
+    const steps = this.o.steps;
+    if (!steps || this.closed || !steps.learn(spec)) return;
+    // a new shape: the gateways waiting get containers of it (one of another shape would not be claimed)
+    for (const held of this.ready) void this.giveStep(held);
+  }
+
+  /** A warm step container of the shape last learned beside `held` (one of an older shape goes). */
+  private async giveStep(held: HeldGateway): Promise<void> {
+    const steps = this.o.steps;
+    if (!steps?.knows) return;
+    const old = held.step;
+    held.step = undefined;
+    const making = (async () => {
+      await old?.discard().catch(() => undefined);
+      const step = await this.makeStep(held);
+      // taken (or discarded) meanwhile: the container is not for it any more
+      if (step && (held.step !== undefined || !this.ready.includes(held) || this.closed)) await step.discard().catch(() => undefined);
+      else if (step) held.step = step;
+    })();
+    this.inFlight.add(making);
+    await making.finally(() => this.inFlight.delete(making));
+  }
+
+  private makeStep(held: HeldGateway): Promise<WarmStep | undefined> {
+    return this.o.steps?.make({ network: held.way.network, dns: held.way.dns, hosts: { [GATEWAY_HOST]: held.way.dns[0]! } }, `${held.way.network.replace(/-net$/, '')}-step`) ?? Promise.resolve(undefined);
+  }
+
   /** Removes every warm gateway; the pool makes no more. */
   async close(): Promise<void> {
     this.closed = true;
@@ -162,6 +196,8 @@ export class GatewayPool implements WarmGateways {
         ...(this.o.egressDns ? { egressDns: this.o.egressDns } : {}),
       });
       this.failures = 0;
+      // its step's container made before it is offered (a step waiting for it would not wait for that)
+      if (this.o.steps?.knows && !this.waiters.length && !this.closed) held.step = await this.makeStep(held);
       const waiter = this.waiters.shift();
       if (waiter) waiter(held);
       else if (this.closed || this.idle) await held.discard();
@@ -203,6 +239,7 @@ export class GatewayPool implements WarmGateways {
   /** Warm gateways (and their networks) of this home whose runner is gone: on this host, a pid that is not alive. */
   private async removeStale(): Promise<void> {
     await removeDeadWarmGateways(this.runtime, this.o.home, this.owner);
+    await this.o.steps?.removeStale();
     if (this.o.statusDir) await readWarmStatuses(this.o.statusDir, true);
   }
 }

@@ -10,6 +10,7 @@ import { LABELS, type ContainerHandle, type ContainerRuntime } from '../../conta
 import { GATEWAY_HOST, type CallEvent, type CallStartEvent, type GatewayConfig, type GatewayEvent } from '../config.js';
 import { thisMachineAddresses, thisMachineNetworks } from './host-addresses.js';
 import { GATEWAY_IMAGE } from './image.js';
+import type { WarmStep } from '../../run/warm/warm-steps.js';
 
 /** A step's model calls, summed as they come (a step making a million calls costs the runner no memory). */
 export interface CallTotals {
@@ -114,7 +115,12 @@ export interface HeldGateway {
   /** its container ended while held: it cannot be given */
   ended(): boolean;
   give(gift: GatewayGift): OpenGateway;
+  /** removes it (and its warm step container, first: its network goes with it) */
   discard(): Promise<void>;
+  /** the network its step gets, and the name server there */
+  readonly way: { network: string; dns: string[] };
+  /** a step's container made ahead on its network (src/run/warm/), when the pool keeps them */
+  step?: WarmStep | undefined;
 }
 
 const READY_MS = 20_000;
@@ -154,8 +160,9 @@ export async function holdGateway(runtime: ContainerRuntime, base: GatewayBase):
   later.catch(() => undefined);
   const made = await makeGateway(runtime, base, later);
   let given = false;
-  return {
+  const held: HeldGateway = {
     ended: made.ended,
+    way: { network: made.gateway.network, dns: made.gateway.dns },
     give: (gift) => {
       if (given) throw new Error('a warm gateway is given once');
       given = true;
@@ -164,9 +171,11 @@ export async function holdGateway(runtime: ContainerRuntime, base: GatewayBase):
     },
     discard: async () => {
       refuse!();
+      await held.step?.discard().catch(() => undefined);
       await made.gateway.close();
     },
   };
+  return held;
 }
 
 /**

@@ -20,6 +20,7 @@ import { MIN_SECRET_BYTES } from '../../gateway/secret-scan.js';
 import { MODEL_UNREACHABLE } from '../../gateway/host/host-model-way.js';
 import { inspectsTls } from '../../plan/gateway-inspection.js';
 import { trustBundle, trustPart } from '../../plan/gateway-trust.js';
+import { claimWarm } from '../warm/warm-steps.js';
 import { openStepWay, type StepWay, type StepWayReport } from '../step-network.js';
 import type { RunStore } from '../store.js';
 import { StepRefused, type AddonPart, type AddonReport, type AddonStep, type StepAddon } from './addon.js';
@@ -68,6 +69,7 @@ export function gatewayAddon(place: GatewayPlace): StepAddon {
       } catch (err) {
         throw new StepRefused(err instanceof ContainerError && err.code === MODEL_UNREACHABLE ? MODEL_UNREACHABLE : 'gateway_failed', errorMessage(err));
       }
+      let claimed = false;
       const short = shortSecrets(c.secrets);
       if (short.length) {
         step.say(`runner gateway: ${short.join(', ')} ${short.length === 1 ? 'is' : 'are'} shorter than ${MIN_SECRET_BYTES} bytes: the gateway does not look for ${short.length === 1 ? 'it' : 'them'} in requests (too short to tell from ordinary traffic)`);
@@ -78,6 +80,7 @@ export function gatewayAddon(place: GatewayPlace): StepAddon {
         try {
           trust = await gatewayTrust(step, way);
         } catch (err) {
+          await way.warmStep?.discard().catch(() => undefined);
           await way.close(undefined).catch(() => undefined);
           throw new StepRefused('gateway_failed', errorMessage(err));
         }
@@ -87,8 +90,21 @@ export function gatewayAddon(place: GatewayPlace): StepAddon {
         ...(way.notes ? { notes: [...(trust?.part.notes ?? []), ...way.notes] } : {}),
         way: { network: way.network, ...(way.dns ? { dns: way.dns } : {}), ...(way.hosts ? { hosts: way.hosts } : {}), ...(way.relay ? { relay: way.relay } : {}) },
         ...(way.up ? { holdUntil: way.up } : {}),
+        // the step's container as it will be made: the shape of the pool's next warm ones, and this one's, made ahead, claimed if it fits
+        reshape: async (spec) => {
+          c.spending.warm?.learn?.(spec);
+          const warm = way.warmStep;
+          if (!warm) return spec;
+          const r = await claimWarm(warm, spec, { ws: c.ws, ioDir: step.ioDir, runtime: c.deps.runtime });
+          if (r.spec.warm) {
+            claimed = true;
+            step.say('runner: container: a warm one, made ahead beside its gateway and given to this step alone (--warm)');
+          } else step.log(`runner: container: the warm one made beside its gateway was not used: ${r.why}; made now`);
+          return r.spec;
+        },
         close: async (end) => {
           if (trust) await rm(trust.file, { force: true }).catch(() => undefined);
+          if (way.warmStep && !claimed) await way.warmStep.discard().catch(() => undefined);
           const r = await way.close(end.usage).catch((e: unknown) => {
             c.deps.reporter.warn(`closing the step's gateway: ${errorMessage(e)}`);
             return undefined;

@@ -10,6 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { GatewayPool } from '../../../src/gateway/host/gateway-pool.js';
+import type { ContainerSpec } from '../../../src/container/runtime.js';
+import type { WarmStep, WarmSteps } from '../../../src/run/warm/warm-steps.js';
 import { holdGateway } from '../../../src/gateway/host/step-gateway.js';
 import { readWarmStatuses } from '../../../src/gateway/host/warm-status.js';
 import { engine, ScriptedGateway } from '../../fixtures/scripted-gateway.js';
@@ -205,4 +207,49 @@ test('a warm gateway that dies while no step comes: the status file stops counti
   for (const end = Date.now() + 30_000; (await said()) !== 'serve 2/2'; await tick()) if (Date.now() > end) assert.fail(`never said 2 of 2 again: ${await said()}`);
   await p.close();
   await rm(dir, { recursive: true, force: true });
+});
+
+/** Warm steps that make a fake container per call, of the shape last learned, and say what became of each. */
+function fakeSteps() {
+  let shape: string | undefined;
+  const made: Array<{ network: string; shape: string; discarded: boolean }> = [];
+  const steps = {
+    learn: (s: ContainerSpec) => {
+      const changed = s.image !== shape;
+      shape = s.image;
+      return changed;
+    },
+    get knows() {
+      return shape !== undefined;
+    },
+    make: async (way: { network: string }) => {
+      await tick();
+      const m = { network: way.network, shape: shape!, discarded: false };
+      made.push(m);
+      return { network: way.network, held: {}, shape: m.shape, imageId: 'x', slots: { workspace: '', io: '' }, discard: async () => void (m.discarded = true), claimed: async () => undefined } as unknown as WarmStep;
+    },
+    removeStale: async () => undefined,
+  };
+  return { steps: steps as unknown as WarmSteps, made };
+}
+
+test('warm step containers: none before a shape is learned; then one beside each waiting gateway, on its network; a new shape replaces them; the close discards them', async () => {
+  const { steps, made } = fakeSteps();
+  const rt = engine(() => new ScriptedGateway('10.99.0.2'));
+  const p = new GatewayPool(rt, { size: 2, home: '/h', egressNetwork: 'bridge', steps });
+  await p.start();
+  await eventually('two warm', () => p.warm === 2);
+  const first = (await p.take('bridge', undefined))!;
+  assert.equal(first.step, undefined, 'no shape known yet');
+  p.learn({ image: 'one' } as ContainerSpec);
+  await eventually('a step container beside each waiting gateway', () => made.filter((m) => m.shape === 'one').length === 2);
+  const second = (await p.take('bridge', undefined))!;
+  assert.ok(second.step, 'a gateway waiting when the shape was learned got one');
+  assert.equal((second.step as unknown as { network: string }).network, second.way.network, "made on its own gateway's network");
+  p.learn({ image: 'two' } as ContainerSpec);
+  await eventually('the waiting one made again of the new shape', () => made.some((m) => m.shape === 'two'));
+  await eventually('the old shape\'s waiting container discarded', () => made.filter((m) => m.shape === 'one').some((m) => m.discarded));
+  await p.close();
+  // every container of the second shape was still waiting (none was taken)
+  assert.ok(made.filter((m) => m.shape === 'two').every((m) => m.discarded), 'the close discards the ones still waiting');
 });
