@@ -56,6 +56,21 @@ export interface ReconcileReport {
 export async function reconcile(deps: ReconcileDeps, home: RunnerHome): Promise<ReconcileReport> {
   const runs = await listRuns(home.runs);
   const report: ReconcileReport = { interrupted: [], cleanedUp: [], dirsRemoved: 0, containersRemoved: 0, runs };
+  // one listing of the home's containers (every command that touches runs starts here)
+  let containers: Array<{ labels: Record<string, string> }> | undefined;
+  if (deps.runtime) {
+    try {
+      containers = await deps.runtime.listByLabels({ [LABELS.home]: home.root });
+      // first, the warm gateways and warm step containers of a runner that died: a step that had claimed one carries
+      // no run's label, so a run's recovery below would not stop it, and it could still write to the worktree
+      // recovery commits. They are where the engine's gateways are: on a swarm, its manager, whose containers a
+      // swarm's listing (its services) does not show; asked there
+      const gateways = deps.gateways ?? deps.runtime;
+      report.containersRemoved += await removeDeadWarmGateways(gateways, home.root, undefined, gateways === deps.runtime ? containers : undefined);
+    } catch (err) {
+      deps.say(`could not look for leftover containers: ${errorMessage(err)}`);
+    }
+  }
   for (const [i, listed] of runs.entries()) {
     if (listed.status !== 'running' && !listed.cleanup) continue;
     // Holding the dead run's owner lock while recovering it: a live owner, or
@@ -77,16 +92,9 @@ export async function reconcile(deps: ReconcileDeps, home: RunnerHome): Promise<
     }
   }
   report.dirsRemoved = await removeRecordlessDirs(home.root, home.runs, deps.say);
-  if (deps.runtime) {
+  if (deps.runtime && containers) {
     try {
-      // one listing of the home's containers for both (every command that touches runs starts here)
-      const listed = await deps.runtime.listByLabels({ [LABELS.home]: home.root });
-      report.containersRemoved = await removeOrphanContainers(deps.runtime, home.root, listed);
-      // warm gateways of a runner that died (one a step had taken held its config): a run's recovery does not see them.
-      // They are containers where the engine's gateways are: on a swarm, its manager, whose containers a swarm's
-      // listing (its services) does not show; asked there
-      const gateways = deps.gateways ?? deps.runtime;
-      report.containersRemoved += await removeDeadWarmGateways(gateways, home.root, undefined, gateways === deps.runtime ? listed : undefined);
+      report.containersRemoved += await removeOrphanContainers(deps.runtime, home.root, containers);
     } catch (err) {
       deps.say(`could not look for leftover containers: ${errorMessage(err)}`);
     }

@@ -176,6 +176,13 @@ export async function runFlow(c: FlowContext): Promise<FlowEnd> {
         secrets: c.secrets,
         inputs: record.inputs ?? {},
         spending: c.spending,
+        // a warm container took the workspace's place (a new directory): recovery must know it as the runner's
+        workspaceMoved: async () => {
+          if (!(w instanceof GitWorkspace)) return;
+          if (w === ws) record.recovery = recoveryOf(w);
+          else if (entry.lane) entry.lane.recovery = recoveryOf(w);
+          await save();
+        },
         ...before,
         ...(ws.earlierWork !== undefined ? { earlierWork: ws.earlierWork } : {}),
       });

@@ -55,6 +55,8 @@ export interface StepContext {
   notes?: string[];
   /** the workspace holds what earlier runs left (a task's worktree after its first run): it may not write caches either */
   earlierWork?: string;
+  /** after the workspace's directory was replaced by the runner (a warm container took its place): the run's record says the new one */
+  workspaceMoved?: () => Promise<void>;
 }
 
 /** What a step's run ended with: its record entry, and its outputs as later steps see them (unmasked). */

@@ -245,9 +245,9 @@ export class GatewayPool implements WarmGateways {
 }
 
 /**
- * Removes the warm gateways (and their networks) of this home whose runner is gone (on this host, a pid not alive):
- * those held, and one a step had taken (it holds its step's config; it has no run's label, so a run's recovery
- * does not see it). Called by the next pool of the home, and by every runner's start (reconcile.ts), with or
+ * Removes the warm gateways (and their networks) and warm step containers of this home whose runner is gone (on this
+ * host, a pid not alive): those held, and those a step had taken (a gateway holds its step's config, a step container
+ * runs its command; neither has a run's label, so a run's recovery does not see them). Called by the next pool of the home, and by every runner's start (reconcile.ts), with or
  * without --warm. Returns how many containers went.
  */
 export async function removeDeadWarmGateways(
@@ -257,7 +257,8 @@ export async function removeDeadWarmGateways(
   /** the home's containers, when the caller has just listed them (one engine call at a runner's start, not two) */
   listed?: ReadonlyArray<{ labels: Record<string, string> }>,
 ): Promise<number> {
-  const list = (listed ?? (await runtime.listByLabels({ [LABELS.home]: home, [LABELS.role]: 'gateway' }))).filter((c) => c.labels[LABELS.role] === 'gateway');
+  // gateways and the step containers made beside them (run/warm/), claimed or not: both carry their pool's owner
+  const list = (listed ?? (await runtime.listByLabels({ [LABELS.home]: home }))).filter((c) => c.labels[WARM_OWNER_LABEL] !== undefined);
   const host = os.hostname();
   const stale = list.filter((c) => {
     const owner = c.labels[WARM_OWNER_LABEL];

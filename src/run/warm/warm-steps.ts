@@ -176,7 +176,13 @@ export class WarmSteps {
 export async function claimWarm(
   warm: WarmStep,
   spec: ContainerSpec,
-  step: { ws: { takePlace?: ((slot: string) => Promise<void>) | undefined }; ioDir: string; runtime: Pick<ContainerRuntime, 'imageConfig'> },
+  step: {
+    ws: { takePlace?: ((slot: string) => Promise<void>) | undefined };
+    ioDir: string;
+    runtime: Pick<ContainerRuntime, 'imageConfig'>;
+    /** the workspace is a new directory now: the run's record is written (its recovery checks the directory) */
+    moved?: (() => Promise<void>) | undefined;
+  },
 ): Promise<{ spec: ContainerSpec; why?: string }> {
   const why = await unusable(warm, spec, step);
   if (why) {
@@ -185,6 +191,7 @@ export async function claimWarm(
   }
   try {
     await step.ws.takePlace!(warm.slots.workspace);
+    await step.moved?.();
   } catch (err) {
     await warm.discard().catch(() => undefined);
     return { spec, why: `its workspace could not be moved into it (${errorMessage(err)})` };
