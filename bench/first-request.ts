@@ -3,6 +3,8 @@
  * the same model and flags, and the time from spawning a command to the CLI's first request to the scripted model.
  */
 import { spawn } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { ModelServer } from '../test/fixtures/model-server.js';
 import { serveFolder, type Fixture } from '../test/fixtures/project.js';
 
@@ -41,12 +43,13 @@ export async function toFirstRequest(server: ModelServer, cmd: string, args: str
 }
 
 /** Milliseconds from the API's trigger to the model's first request, then to the run's end. */
-export async function servedToFirstRequest(server: ModelServer, base: string): Promise<number> {
+export async function servedToFirstRequest(server: ModelServer, base: string, runIds?: string[]): Promise<number> {
   const before = server.agentRequests().length;
   const t0 = performance.now();
   const res = await fetch(`${base}/api/pipelines/bench/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
   if (res.status !== 202) throw new Error(`trigger: ${res.status} ${await res.text()}`);
   const { runId } = (await res.json()) as { runId: string };
+  runIds?.push(runId);
   let at: number | undefined;
   for (let n = 0; at === undefined; n++) {
     if (server.agentRequests().length > before) at = performance.now() - t0;
@@ -70,19 +73,26 @@ export async function servedToFirstRequest(server: ModelServer, base: string): P
  * `rounds` runs of the agent pipeline (with `extra` lines under its step) under one `runner serve` (with `args`, and
  * `--warm N` when `warm`), each from the API's trigger to the model's first request, after one run to warm up.
  */
-export async function served(server: ModelServer, f: Fixture, o: { warm: number; rounds: number; extra?: string; args?: string[] }): Promise<number[]> {
+export async function served(server: ModelServer, f: Fixture, o: { warm: number; rounds: number; extra?: string; args?: string[] }): Promise<number[] & { warmContainers: number }> {
   const warm = o.warm;
   // the served pipeline names its project by its full path (the folder is not the project's)
   const s = await serveFolder(f, { 'bench.yaml': agentPipeline(server.url, o.extra).replace('path: project,', `path: ${f.project},`) }, '127.0.0.1:0', { env: { ANTHROPIC_API_KEY: KEY }, args: [...(o.args ?? []), ...(warm ? ['--warm', String(warm)] : [])] });
   try {
     await servedToFirstRequest(server, s.base);
     const out: number[] = [];
+    const runIds: string[] = [];
     for (let i = 0; i < o.rounds; i++) {
-      // the pool has made the gateway behind the one the last run took
+      // the pool has made the gateway (and the step's container) behind the one the last run took
       await new Promise((r) => setTimeout(r, warm ? 1500 : 200));
-      out.push(await servedToFirstRequest(server, s.base));
+      out.push(await servedToFirstRequest(server, s.base, runIds));
     }
-    return out;
+    // how many of the measured runs' steps claimed a warm container (run/warm/: the step's log says so)
+    let warmContainers = 0;
+    for (const id of runIds) {
+      const logs = await readdir(path.join(f.home, 'runs', id, 'steps')).catch(() => [] as string[]);
+      for (const l of logs.filter((n) => n.endsWith('.log'))) if ((await readFile(path.join(f.home, 'runs', id, 'steps', l), 'utf8')).includes('container: a warm one')) warmContainers++;
+    }
+    return Object.assign(out, { warmContainers });
   } finally {
     s.child.kill('SIGTERM');
     await s.exited;
