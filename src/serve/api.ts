@@ -5,7 +5,7 @@
  *                                      step gateways kept warm (--warm)
  *   GET  /api/pipelines                pipelines with their next fire times, file errors, and today's spend against
  *                                      their day budget (today: {spentUsd, budgetPerDayUsd})
- *   GET  /api/warm                     step gateways kept warm now, and how many are kept: {gateways, size} (--warm)
+ *   GET  /api/warm                     step gateways kept warm now, those with the step's container made too, and how many are kept: {gateways, containers, size} (--warm)
  *   POST /api/pipelines/:name/runs     trigger a run: 202 with its run id (it waits for room under --max-concurrent);
  *                                      an optional JSON body {"inputs": {"name": "value"}} sets the pipeline's inputs
  *   GET  /api/runs[?pipeline=&status=&limit=] this server's queued and running runs, then the other records, newest first
@@ -91,7 +91,7 @@ export interface ServeState extends Door {
   pipelineDirs: string[];
   queueLength(): number;
   /** gateways kept warm now, and how many are kept (runner serve --warm N) */
-  warm?(): { gateways: number; size: number };
+  warm?(): { gateways: number; containers: number; size: number };
 }
 
 export interface ApiOptions {
@@ -124,7 +124,7 @@ export function createApi(state: ServeState, token: string | undefined, assets: 
   const routes: Array<[string, RegExp, Handler]> = [
     ['GET', /^\/healthz$/, async (_q, res) => json(res, 200, { ok: true })],
     ['GET', /^\/metrics$/, async (_q, res) => metrics(res, state)],
-    ['GET', /^\/api\/warm$/, async (_q, res) => json(res, 200, state.warm?.() ?? { gateways: 0, size: 0 })],
+    ['GET', /^\/api\/warm$/, async (_q, res) => json(res, 200, state.warm?.() ?? { gateways: 0, containers: 0, size: 0 })],
     [
       'GET',
       /^\/api\/pipelines$/,
@@ -476,6 +476,9 @@ async function metrics(res: http.ServerResponse, state: ServeState): Promise<voi
     '# HELP runner_warm_gateways Step gateways made ahead and waiting for a step (runner serve --warm).',
     '# TYPE runner_warm_gateways gauge',
     `runner_warm_gateways ${state.warm?.().gateways ?? 0}`,
+    '# HELP runner_warm_step_containers Warm gateways with the step\'s container made beside them, waiting too (runner serve --warm, local engine).',
+    '# TYPE runner_warm_step_containers gauge',
+    `runner_warm_step_containers ${state.warm?.().containers ?? 0}`,
   ];
   res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
   res.end(`${lines.join('\n')}\n`);

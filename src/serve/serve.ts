@@ -252,7 +252,7 @@ export async function serve(o: ServeOptions, deps: ServeDeps): Promise<void> {
         home: home.root,
         scope,
         queueLength: () => scheduler.queueLength(),
-        warm: () => ({ gateways: pool?.warm ?? 0, size: o.warm ?? 0 }),
+        warm: () => ({ gateways: pool?.warm ?? 0, containers: pool?.warmContainers ?? 0, size: o.warm ?? 0 }),
         // the API triggers only the folder's pipelines (an agent task's is /mcp's, for its one run)
         trigger: async (name, inputs, startedBy) => (dir.pipelines().some((p) => p.pipeline.name === name) ? trigger(name, inputs, startedBy) : undefined),
         cancel: cancelRun,

@@ -153,8 +153,11 @@ test('runner serve --warm 1: the second run\'s step claims a warm container made
     const first = await trigger();
     assert.equal(first.status, 'succeeded');
     assert.doesNotMatch(await logOf(f, first.runId, 'served'), /container: a warm one/, 'the first of its shape starts cold');
-    // the pool makes the next gateway's container to the shape it learned
+    // the pool makes the next gateway's container to the shape it learned, and every door says so
     await until('a warm step container', async () => (warmStepContainers(f).length === 1 ? true : undefined), 60_000);
+    assert.deepEqual(await (await fetch(`${s.base}/api/warm`)).json(), { gateways: 1, containers: 1, size: 1 });
+    assert.match(await (await fetch(`${s.base}/metrics`)).text(), /^runner_warm_step_containers 1$/m);
+    await until('runner runs ls to say it', async () => (/1 ready, 1 with the step's container made too\)$/m.test((await runCli(['runs', 'ls', '--home', f.home])).stdout) ? true : undefined), 30_000);
     const second = await trigger();
     assert.equal(second.status, 'succeeded');
     const log = await logOf(f, second.runId, 'served');

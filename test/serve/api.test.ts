@@ -124,13 +124,15 @@ test("a run's view has its plan, from its queued record's pipeline file while th
   }
 });
 
-test('GET /api/warm says how many step gateways the server keeps warm, and how many it keeps; none without --warm', async () => {
+test('GET /api/warm says how many step gateways the server keeps warm, how many have the step\'s container too, and how many it keeps; none without --warm', async () => {
   const none = await serve({});
-  const warm = await serve({ warm: () => ({ gateways: 1, size: 2 }) });
+  const warm = await serve({ warm: () => ({ gateways: 2, containers: 1, size: 2 }) });
   try {
-    assert.deepEqual(await (await fetch(`${none.base}/api/warm`)).json(), { gateways: 0, size: 0 });
-    assert.deepEqual(await (await fetch(`${warm.base}/api/warm`)).json(), { gateways: 1, size: 2 });
-    assert.match(await (await fetch(`${warm.base}/metrics`)).text(), /^runner_warm_gateways 1$/m);
+    assert.deepEqual(await (await fetch(`${none.base}/api/warm`)).json(), { gateways: 0, containers: 0, size: 0 });
+    assert.deepEqual(await (await fetch(`${warm.base}/api/warm`)).json(), { gateways: 2, containers: 1, size: 2 });
+    const metrics = await (await fetch(`${warm.base}/metrics`)).text();
+    assert.match(metrics, /^runner_warm_gateways 2$/m);
+    assert.match(metrics, /^runner_warm_step_containers 1$/m);
   } finally {
     await none.close();
     await warm.close();

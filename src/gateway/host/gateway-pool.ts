@@ -87,15 +87,20 @@ export class GatewayPool implements WarmGateways {
     return this.ready.filter((h) => !h.ended()).length;
   }
 
+  /** How many of those have the step's container made beside them (run/warm/), waiting too. */
+  get warmContainers(): number {
+    return this.ready.filter((h) => !h.ended() && h.step && !h.step.held.ended()).length;
+  }
+
   /** Writes the status file when what it says changed (after the close: removes it). */
   private report(): void {
     const dir = this.o.statusDir;
     if (!dir) return;
-    const now = this.closed ? 'closed' : `${this.warm}/${this.idle}`;
+    const now = this.closed ? 'closed' : `${this.warm}/${this.warmContainers}/${this.idle}`;
     if (now === this.said) return;
     this.said = now;
     const closed = this.closed;
-    const status = { host: os.hostname(), pid: process.pid, command: this.o.command ?? 'exec', warm: this.warm, size: this.o.size, idle: this.idle };
+    const status = { host: os.hostname(), pid: process.pid, command: this.o.command ?? 'exec', warm: this.warm, ...(this.o.steps ? { containers: this.warmContainers } : {}), size: this.o.size, idle: this.idle };
     this.writing = this.writing
       .then(() => (closed ? removeWarmStatus(dir, status.host, status.pid) : writeWarmStatus(dir, status)))
       .catch((err) => this.o.onProblem?.(`could not write how many gateways are warm to ${dir}: ${errorMessage(err)}`));
@@ -147,6 +152,7 @@ export class GatewayPool implements WarmGateways {
       // taken (or discarded) meanwhile: the container is not for it any more
       if (step && (held.step !== undefined || !this.ready.includes(held) || this.closed)) await step.discard().catch(() => undefined);
       else if (step) held.step = step;
+      this.report();
     })();
     this.inFlight.add(making);
     await making.finally(() => this.inFlight.delete(making));

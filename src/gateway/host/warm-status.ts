@@ -20,6 +20,8 @@ export interface WarmStatus {
   command: string;
   /** made and waiting for a step now */
   warm: number;
+  /** of those, how many have the step's container made beside them (a pool that keeps them: the local engine) */
+  containers?: number;
   /** how many it keeps (--warm N) */
   size: number;
   /** set when the pool gave its gateways back for want of steps (made again at the next step) */
@@ -88,7 +90,7 @@ function parseStatus(text: string): WarmStatus | undefined {
     const whole = (n: unknown): n is number => typeof n === 'number' && Number.isInteger(n) && n >= 0;
     if (typeof v.host !== 'string' || !whole(v.pid) || typeof v.command !== 'string' || !whole(v.warm) || !whole(v.size)) return undefined;
     const started = typeof v.started === 'string' && /^\d{1,20}$/.test(v.started) ? { started: v.started } : {};
-    return { host: v.host, pid: v.pid, command: v.command, warm: v.warm, size: v.size, idle: v.idle === true, ...started };
+    return { host: v.host, pid: v.pid, command: v.command, warm: v.warm, ...(whole(v.containers) ? { containers: v.containers } : {}), size: v.size, idle: v.idle === true, ...started };
   } catch {
     return undefined;
   }
@@ -100,7 +102,7 @@ export function describeWarm(statuses: readonly WarmStatus[], host = os.hostname
   const warm = statuses.reduce((n, s) => n + s.warm, 0);
   const size = statuses.reduce((n, s) => n + s.size, 0);
   const who = statuses
-    .map((s) => `runner ${s.command} --warm ${s.size}, pid ${s.pid}${s.host === host ? '' : ` on ${s.host}`}: ${s.idle ? 'given back while idle, made again at the next step' : `${s.warm} ready`}`)
+    .map((s) => `runner ${s.command} --warm ${s.size}, pid ${s.pid}${s.host === host ? '' : ` on ${s.host}`}: ${s.idle ? 'given back while idle, made again at the next step' : `${s.warm} ready${s.containers !== undefined ? `, ${s.containers} with the step's container made too` : ''}`}`)
     .join('; ');
   return `${warm} of ${size} step gateway${size === 1 ? '' : 's'} warm, each made ahead for one step alone (${who})`;
 }

@@ -16,6 +16,17 @@ test('describeWarm: nothing without a pool; the sum and who keeps them; an idle 
   const two = describeWarm([status({ warm: 1 }), status({ host: 'other', pid: 7, command: 'exec', warm: 0, size: 1, idle: true })], host)!;
   assert.match(two, /^1 of 3 step gateways warm/);
   assert.match(two, /runner exec --warm 1, pid 7 on other: given back while idle, made again at the next step/);
+  // a pool that keeps step containers too (the local engine) says how many are made
+  assert.equal(describeWarm([status({ containers: 1 })], host), `2 of 2 step gateways warm, each made ahead for one step alone (runner serve --warm 2, pid ${process.pid}: 2 ready, 1 with the step's container made too)`);
+});
+
+test('a status file with its count of step containers reads back with it; one without, without', async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'warm-status-'));
+  await writeWarmStatus(dir, status({ containers: 2 }));
+  assert.equal((await readWarmStatuses(dir))[0]!.containers, 2);
+  await writeWarmStatus(dir, status({}));
+  assert.equal((await readWarmStatuses(dir))[0]!.containers, undefined);
+  await rm(dir, { recursive: true });
 });
 
 test('readWarmStatuses: live pools read; a dead runner of this host not counted, its file pruned when asked; junk ignored', async () => {

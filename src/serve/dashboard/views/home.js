@@ -21,8 +21,9 @@ export function homeView() {
   return el('div', {}, el('h1', {}, 'Pipelines'), warm, pipelines.form, pipelines.table, el('div', { class: 'runs-head' }, el('h1', {}, 'Recent runs'), runs.picker), runs.table);
 }
 
-/** The server's warm gateways, when it keeps any (runner serve --warm N). @param {HTMLElement} p @param {{ gateways: number, size: number }} w */
+/** The server's warm gateways, when it keeps any (runner serve --warm N). @param {HTMLElement} p @param {{ gateways: number, containers?: number, size: number }} w */
 function showWarm(p, w) {
   p.hidden = !w.size;
-  p.textContent = `${w.gateways} of ${w.size} step gateway${w.size === 1 ? '' : 's'} warm (made ahead, each given to one step: runner serve --warm ${w.size})`;
+  const containers = w.containers ? `, ${w.containers} with the step's container made too` : '';
+  p.textContent = `${w.gateways} of ${w.size} step gateway${w.size === 1 ? '' : 's'} warm${containers} (made ahead, each given to one step: runner serve --warm ${w.size})`;
 }
