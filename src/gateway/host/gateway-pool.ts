@@ -50,12 +50,17 @@ export interface WarmGateways {
   take(egressNetwork: string, egressDns: string[] | undefined): Promise<HeldGateway | undefined>;
   /** a warm gateway to serve as a step's relay (a swarm step with network: none), whatever its egress: it is given no way out */
   takeForRelay(): Promise<HeldGateway | undefined>;
-  /** the spec of a step that took a warm gateway: the shape of the warm step containers made from now on (a pool that keeps them) */
-  learn?(spec: ContainerSpec): void;
+  /**
+   * The spec of a step behind a gateway, of run `runId`: the first of each run is the shape of the warm step containers
+   * made from then on (a pool that keeps them); the run's later steps teach nothing.
+   */
+  learn?(spec: ContainerSpec, runId: string): void;
 }
 
 export class GatewayPool implements WarmGateways {
   private readonly ready: HeldGateway[] = [];
+  /** the runs whose first step behind a gateway taught the pool its step containers' shape (the latest 64) */
+  private readonly taught: string[] = [];
   /** steps waiting for a gateway being made */
   private readonly waiters: Array<(held: HeldGateway | undefined) => void> = [];
   private making = 0;
@@ -133,9 +138,14 @@ export class GatewayPool implements WarmGateways {
     return this.making > this.waiters.length ? new Promise<HeldGateway | undefined>((r) => this.waiters.push(r)) : undefined;
   }
 
-  learn(spec: ContainerSpec): void {
+  learn(spec: ContainerSpec, runId: string): void {
     const steps = this.o.steps;
-    if (!steps || this.closed || !steps.learn(spec)) return;
+    // only a run's first: a pipeline of an agent then a verify of another image would otherwise remake every waiting
+    // container twice a run, each of the shape the next run's first step does not have
+    if (!steps || this.closed || this.taught.includes(runId)) return;
+    this.taught.push(runId);
+    if (this.taught.length > 64) this.taught.shift();
+    if (!steps.learn(spec)) return;
     // a new shape: the gateways waiting get containers of it (one of another shape would not be claimed)
     for (const held of this.ready) void this.giveStep(held);
   }

@@ -92,7 +92,7 @@ export function gatewayAddon(place: GatewayPlace): StepAddon {
         ...(way.up ? { holdUntil: way.up } : {}),
         // the step's container as it will be made: the shape of the pool's next warm ones, and this one's, made ahead, claimed if it fits
         reshape: async (spec) => {
-          c.spending.warm?.learn?.(spec);
+          c.spending.warm?.learn?.(spec, c.identity.runId);
           const warm = way.warmStep;
           if (!warm) return spec;
           const r = await claimWarm(warm, spec, { ws: c.ws, ioDir: step.ioDir, runtime: c.deps.runtime, moved: c.workspaceMoved });

@@ -10,8 +10,9 @@
  * command at once. Otherwise the step's container is made as always and the
  * warm one is removed.
  *
- * The shape is learned, not guessed: the last step that took a warm gateway
- * is the one the next warm containers are made to (one shape per pool). A
+ * The shape is learned, not guessed: the first step behind a gateway of the
+ * latest run is the one the next warm containers are made to (one shape per
+ * pool: a run's first agent step, most often). A
  * warm container is used once and removed with its step; it ran nothing
  * before its claim, held nothing of another run, and its config names
  * nothing of a step (no variable, command or run label: `docker inspect`

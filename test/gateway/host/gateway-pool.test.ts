@@ -233,7 +233,7 @@ function fakeSteps() {
   return { steps: steps as unknown as WarmSteps, made };
 }
 
-test('warm step containers: none before a shape is learned; then one beside each waiting gateway, on its network; a new shape replaces them; the close discards them', async () => {
+test('warm step containers: none before a shape is learned; then, of a run\'s first step, one beside each waiting gateway, on its network; the next run\'s new shape replaces them; the close discards them', async () => {
   const { steps, made } = fakeSteps();
   const rt = engine(() => new ScriptedGateway('10.99.0.2'));
   const p = new GatewayPool(rt, { size: 2, home: '/h', egressNetwork: 'bridge', steps });
@@ -241,12 +241,15 @@ test('warm step containers: none before a shape is learned; then one beside each
   await eventually('two warm', () => p.warm === 2);
   const first = (await p.take('bridge', undefined))!;
   assert.equal(first.step, undefined, 'no shape known yet');
-  p.learn({ image: 'one' } as ContainerSpec);
+  p.learn({ image: 'one' } as ContainerSpec, 'run-1');
+  // the same run's later steps teach nothing, whatever their shape
+  p.learn({ image: 'verify' } as ContainerSpec, 'run-1');
   await eventually('a step container beside each waiting gateway', () => made.filter((m) => m.shape === 'one').length === 2);
+  assert.ok(!made.some((m) => m.shape === 'verify'), "a run's later step taught nothing");
   const second = (await p.take('bridge', undefined))!;
   assert.ok(second.step, 'a gateway waiting when the shape was learned got one');
   assert.equal((second.step as unknown as { network: string }).network, second.way.network, "made on its own gateway's network");
-  p.learn({ image: 'two' } as ContainerSpec);
+  p.learn({ image: 'two' } as ContainerSpec, 'run-2');
   await eventually('the waiting one made again of the new shape', () => made.some((m) => m.shape === 'two'));
   await eventually('the old shape\'s waiting container discarded', () => made.filter((m) => m.shape === 'one').some((m) => m.discarded));
   await p.close();
