@@ -61,3 +61,7 @@ test('encodeWarmStart refuses what no process can be given', () => {
   assert.throws(() => encodeWarmStart({ A: 'a\0b' }, ['true']), /NUL/);
   assert.throws(() => encodeWarmStart({}, ['a\0b']), /NUL/);
 });
+
+test('plain values come as they are (no subshell to decode them), any other escaped', () => {
+  assert.equal(encodeWarmStart({ A: 'http://runner-gateway:3128', B: 'a b', C: '' }, ['sh', 'x\\y']), 'P A http://runner-gateway:3128\nE B \\0141\\0040\\0142\nP C \nB - sh\nA - \\0170\\0134\\0171\n');
+});
