@@ -23,6 +23,9 @@ import { readWarmStatuses, removeWarmStatus, writeWarmStatus } from './warm-stat
 /** on a warm gateway and its network: who keeps it (host:pid), so that the next pool can tell a dead runner's */
 export const WARM_OWNER_LABEL = 'dev.runner.warm-owner';
 
+/** after a take that leaves some ready, the pool makes the next this much later: not on the cores the step's start uses */
+export const REFILL_DELAY_MS = 1500;
+
 /** without a step taking one for this long, a pool gives its gateways back */
 export const DEFAULT_IDLE_MS = 10 * 60_000;
 
@@ -34,6 +37,8 @@ export interface PoolOptions {
   egressDns?: string[] | undefined;
   /** without a take for this long, the pool gives its gateways back */
   idleMs?: number;
+  /** after a take that leaves some ready, the next is made this much later (REFILL_DELAY_MS; 0: at once) */
+  refillDelayMs?: number;
   /** a warm gateway that could not be made, or removed */
   onProblem?(message: string): void;
   /** where the pool says how many are warm, for `runner runs` and other runners (warm-status.ts): the home's warm/ */
@@ -131,7 +136,10 @@ export class GatewayPool implements WarmGateways {
     if (this.idle) this.idle = false;
     let held: HeldGateway | undefined;
     while ((held = this.ready.shift()) && held.ended()) void held.discard();
-    this.fill();
+    // the one behind it is made once the step's own start is past (its CLI loads on the same cores), unless none is
+    // left for the next step
+    if (held && this.ready.length && (this.o.refillDelayMs ?? REFILL_DELAY_MS) > 0) this.fillLater();
+    else this.fill();
     this.report();
     if (held) return held;
     // none ready, one being made that no step waits for yet: it started no later than a cold one would
@@ -177,6 +185,7 @@ export class GatewayPool implements WarmGateways {
     this.closed = true;
     this.stopping.abort();
     clearInterval(this.timer);
+    clearTimeout(this.refillTimer);
     for (const w of this.waiters.splice(0)) w(undefined);
     // what is being removed or made now ends first (a gateway made after the close discards itself)
     await this.started?.catch(() => undefined);
@@ -185,6 +194,16 @@ export class GatewayPool implements WarmGateways {
     await Promise.all(all.map((h) => h.discard().catch(() => undefined)));
     this.report();
     await this.writing;
+  }
+
+  private refillTimer: NodeJS.Timeout | undefined;
+  private fillLater(): void {
+    if (this.refillTimer) return;
+    this.refillTimer = setTimeout(() => {
+      this.refillTimer = undefined;
+      this.fill();
+    }, this.o.refillDelayMs ?? REFILL_DELAY_MS);
+    this.refillTimer.unref();
   }
 
   private fill(): void {

@@ -256,3 +256,25 @@ test('warm step containers: none before a shape is learned; then, of a run\'s fi
   // every container of the second shape was still waiting (none was taken)
   assert.ok(made.filter((m) => m.shape === 'two').every((m) => m.discarded), 'the close discards the ones still waiting');
 });
+
+test('a take that leaves some ready: the one behind it is made a while later (not on the cores the step starts on); a take that leaves none: at once', async () => {
+  const made: ScriptedGateway[] = [];
+  const rt = engine(() => {
+    const g = new ScriptedGateway(`10.99.0.${made.length + 2}`);
+    made.push(g);
+    return g;
+  });
+  const p = new GatewayPool(rt, { size: 2, home: '/h', egressNetwork: 'bridge', refillDelayMs: 400 });
+  await p.start();
+  await eventually('two warm', () => p.warm === 2);
+  assert.ok(await p.take('bridge', undefined));
+  await new Promise((r) => setTimeout(r, 100));
+  assert.equal(made.length, 2, 'not yet: one is still ready');
+  await eventually('made after the delay', () => made.length === 3);
+  await eventually('two warm again', () => p.warm === 2);
+  assert.ok(await p.take('bridge', undefined));
+  assert.ok(await p.take('bridge', undefined));
+  await tick();
+  assert.ok(made.length >= 4, 'none left: the next is made at once');
+  await p.close();
+});
