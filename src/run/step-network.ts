@@ -167,7 +167,7 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
   const start = (name: string) => startGateway(o.place.runtime, { name, labels: o.labels, egressNetwork: s.egressNetwork, ...(s.egressDns ? { egressDns: s.egressDns } : {}), ...gift });
   // a warm gateway (made ahead where the steps' gateways are: this engine, or a swarm's manager on an overlay the
   // nodes share); one for a step on another node is given its relay to the runner's transfer with its config
-  const held = await s.warm?.take(s.egressNetwork, s.egressDns);
+  const held = await s.warm?.take(s.egressNetwork, s.egressDns, o.plan.image);
   let gw: OpenGateway;
   try {
     gw = held ? held.give(gift) : await tried(start, o.name, o.place);

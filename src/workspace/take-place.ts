@@ -11,11 +11,15 @@ import { randomBytes } from 'node:crypto';
 import { chmod, chown, lstat, readdir, rename, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 
-export async function takePlace(target: string, slot: string): Promise<{ dev: number; ino: number }> {
+export async function takePlace(target: string, slot: string, o: { slotHolds?: boolean } = {}): Promise<{ dev: number; ino: number }> {
   const st = await lstat(target);
   if (!st.isDirectory()) throw new Error(`${target} is not a directory: a warm container cannot take its place`);
   const slotSt = await lstat(slot);
-  if (!slotSt.isDirectory() || (await readdir(slot)).length) throw new Error(`${slot} is not an empty directory: a warm container's directory was changed`);
+  if (!slotSt.isDirectory()) throw new Error(`${slot} is not a directory: a warm container's directory was changed`);
+  // `slotHolds`: the slot holds what is its own (an overlay's work directory, the kernel's), and the target must be empty
+  if (o.slotHolds ? (await readdir(target)).length : (await readdir(slot)).length) {
+    throw new Error(o.slotHolds ? `${target} is not empty: an overlay's work directory is taken over only empty` : `${slot} is not an empty directory: a warm container's directory was changed`);
+  }
   // beside the target first: another filesystem (EXDEV) fails here, before anything of the target moved
   const staged = path.join(path.dirname(target), `.warm-${path.basename(target)}-${randomBytes(4).toString('hex')}`);
   await rename(slot, staged);

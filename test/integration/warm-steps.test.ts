@@ -170,3 +170,35 @@ test('runner serve --warm 1: the second run\'s step claims a warm container made
   }
   assert.deepEqual(warmLeft(f), { containers: [], networks: [] });
 });
+
+test('a step that reads a cache through a throw-away layer claims a warm container too: what it writes there is thrown away, what the cache holds it reads, and no volume is left', { timeout: 240_000 }, async () => {
+  const f = await fixture();
+  const cached = (id: string, run: string) => step(id, run).replace('    timeout: 2m\n', '    timeout: 2m\n    cache: { npm: ro }\n');
+  const file = await writePipeline(
+    f,
+    pipeline(
+      // the first teaches the pool the shape; the second, in a warm container, writes to the cache it only reads
+      cached('one', 'echo one > one.txt') +
+        cached('two', ['echo planted > "$npm_config_cache/planted"', 'cat "$npm_config_cache/planted"'].join('\n')) +
+        cached('three', 'test ! -e "$npm_config_cache/planted" && echo "not planted" > three.txt'),
+    ),
+  );
+  const volumesBefore = volumesOf(f);
+  const run = startExec(f, file, 2);
+  assert.equal(await run.done, 0, run.out());
+  const runId = run.runId()!;
+  const two = await logOf(f, runId, 'two');
+  assert.match(two, /runner: container: a warm one/, two);
+  assert.match(two, /^\[?planted/m, 'it wrote through the layer');
+  assert.equal(git(f.project, 'show', `run/${runId}:three.txt`), 'not planted', 'what it wrote to the cache was thrown away');
+  assert.deepEqual(warmLeft(f), { containers: [], networks: [] });
+  assert.deepEqual(volumesOf(f).filter((v) => !volumesBefore.includes(v)), [], 'no overlay volume of a warm container is left');
+});
+
+/** Docker volumes whose options name this fixture's home (an overlay mount is an anonymous volume with the layer's paths in its options). */
+function volumesOf(f: Fixture): string[] {
+  const ids = execFileSync('docker', ['volume', 'ls', '-q'], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  if (!ids.length) return [];
+  const lines = execFileSync('docker', ['volume', 'inspect', '-f', '{{.Name}} {{index .Options "o"}}', ...ids], { encoding: 'utf8' }).split('\n');
+  return lines.filter((l) => l.includes(f.home)).map((l) => l.split(' ')[0]!);
+}

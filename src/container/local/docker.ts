@@ -326,7 +326,8 @@ export class DockerRuntime implements ContainerRuntime {
     if (!image) throw new ContainerError('docker_failed', `image ${spec.image} is not on the engine: a warm container of it cannot be made`);
     const { secretEnv: _s, holdUntil: _h, stdin: _i, warm: _w, ...shape } = spec;
     const c = await this.createContainer({ ...shape, cmd: [], env: {} }, settings, undefined, 'warm');
-    const gone = () => c.remove({ force: true }).then(() => undefined, () => undefined);
+    // with its volumes: an overlay mount (a cache read through a throw-away layer) is an anonymous volume of its own
+    const gone = () => c.remove({ force: true, v: true }).then(() => undefined, () => undefined);
     let stream: NodeJS.ReadableStream;
     try {
       if (!(await hasShell(c))) throw new ContainerError('no_shell', `image ${spec.image} has no /bin/sh, which a warm container waits in: its steps start cold`);

@@ -52,7 +52,8 @@ export interface PoolOptions {
 /** What a step's way asks of the pool: a gateway for its egress, if one is warm. */
 export interface WarmGateways {
   /** a warm gateway, or one being made now (sooner than a cold one started after this); undefined: start cold */
-  take(egressNetwork: string, egressDns: string[] | undefined): Promise<HeldGateway | undefined>;
+  /** `image`: the step's; a gateway whose warm step container is of it is given first, then one without any */
+  take(egressNetwork: string, egressDns: string[] | undefined, image?: string): Promise<HeldGateway | undefined>;
   /** a warm gateway to serve as a step's relay (a swarm step with network: none), whatever its egress: it is given no way out */
   takeForRelay(): Promise<HeldGateway | undefined>;
   /**
@@ -125,17 +126,24 @@ export class GatewayPool implements WarmGateways {
     return this.started;
   }
 
-  take(egressNetwork: string, egressDns: string[] | undefined): Promise<HeldGateway | undefined> {
+  take(egressNetwork: string, egressDns: string[] | undefined, image?: string): Promise<HeldGateway | undefined> {
     if (egressNetwork !== this.o.egressNetwork || !sameList(egressDns, this.o.egressDns)) return Promise.resolve(undefined);
-    return this.takeForRelay();
+    return this.takeForRelay(image);
   }
 
-  async takeForRelay(): Promise<HeldGateway | undefined> {
+  async takeForRelay(image?: string): Promise<HeldGateway | undefined> {
     if (this.closed) return undefined;
     this.lastTake = Date.now();
     if (this.idle) this.idle = false;
-    let held: HeldGateway | undefined;
-    while ((held = this.ready.shift()) && held.ended()) void held.discard();
+    for (const dead of this.ready.filter((h) => h.ended())) {
+      this.ready.splice(this.ready.indexOf(dead), 1);
+      void dead.discard();
+    }
+    // a step of another image (a verify after an agent) takes one without a step container, if any, so that the
+    // container made for the next agent step is not thrown away
+    const fits = (h: HeldGateway) => h.step?.image === image;
+    const at = Math.max(0, image === undefined ? 0 : [this.ready.findIndex(fits), this.ready.findIndex((h) => !h.step)].find((i) => i >= 0) ?? 0);
+    const held: HeldGateway | undefined = this.ready.splice(at, 1)[0];
     // the one behind it is made once the step's own start is past (its CLI loads on the same cores), unless none is
     // left for the next step
     if (held && this.ready.length && (this.o.refillDelayMs ?? REFILL_DELAY_MS) > 0) this.fillLater();

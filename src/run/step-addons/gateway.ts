@@ -95,7 +95,7 @@ export function gatewayAddon(place: GatewayPlace): StepAddon {
           c.spending.warm?.learn?.(spec, c.identity.runId);
           const warm = way.warmStep;
           if (!warm) return spec;
-          const r = await claimWarm(warm, spec, { ws: c.ws, ioDir: step.ioDir, runtime: c.deps.runtime, moved: c.workspaceMoved });
+          const r = await claimWarm(warm, spec, { ws: c.ws, runtime: c.deps.runtime, moved: c.workspaceMoved });
           if (r.spec.warm) {
             claimed = true;
             step.say('runner: container: a warm one, made ahead beside its gateway and given to this step alone (--warm)');

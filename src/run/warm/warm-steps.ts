@@ -18,7 +18,8 @@
  * nothing of a step (no variable, command or run label: `docker inspect`
  * shows none).
  */
-import { mkdir, readdir, rm, rmdir } from 'node:fs/promises';
+import { lstatSync } from 'node:fs';
+import { chmod, chown, mkdir, readdir, rm, rmdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pidAlive } from '../../common/pid-alive.js';
@@ -29,6 +30,29 @@ import { takePlace } from '../../workspace/take-place.js';
 
 /** the mounts whose directories are the step's own (made for its run or its step): a warm container mounts empty ones of its own there */
 const OWN_TARGETS: readonly string[] = [CONTAINER_PATHS.workspace, CONTAINER_PATHS.io];
+
+/**
+ * A directory of the step's own, by where it is mounted: the workspace, the io directory, or a layer of a cache read
+ * through an overlay (its `upper` and `work`: made for the step, empty when it starts). Pure.
+ */
+export interface OwnDir {
+  target: string;
+  part: 'dir' | 'upper' | 'work';
+}
+
+/** The step's own directories in a spec, each with its path there. Pure. */
+export function ownDirs(spec: ContainerSpec): Array<OwnDir & { path: string }> {
+  return spec.mounts.flatMap((m): Array<OwnDir & { path: string }> =>
+    m.overlay
+      ? [
+          { target: m.target, part: 'upper', path: m.overlay.upper },
+          { target: m.target, part: 'work', path: m.overlay.work },
+        ]
+      : OWN_TARGETS.includes(m.target)
+        ? [{ target: m.target, part: 'dir', path: m.source }]
+        : [],
+  );
+}
 
 /** The way a warm container is made on: its gateway's network, name server and hosts. */
 export interface WarmWay {
@@ -42,9 +66,12 @@ export interface WarmStep {
   readonly held: HeldContainer;
   /** warmShape of the spec it was made to */
   readonly shape: string;
+  /** the image it was made of */
+  readonly image: string;
   /** the image's id when it was made: a step after a rebuild starts cold */
   readonly imageId: string | undefined;
-  readonly slots: { workspace: string; io: string };
+  /** its own directories, empty when made (an overlay's work holds the kernel's own), each to take the step's place */
+  readonly slots: ReadonlyArray<OwnDir & { path: string }>;
   discard(): Promise<void>;
   /** after the claim: its own directory, now empty, goes */
   claimed(): Promise<void>;
@@ -61,7 +88,8 @@ export function warmShape(spec: ContainerSpec): string | undefined {
   if (spec.stdin !== undefined || spec.scratch?.length || spec.placement?.length) return undefined;
   const own = spec.mounts.filter((m) => OWN_TARGETS.includes(m.target));
   if (own.length !== OWN_TARGETS.length || own.some((m) => m.overlay || m.readOnly)) return undefined;
-  const mounts = spec.mounts.map((m): Mount => (OWN_TARGETS.includes(m.target) ? { ...m, source: '' } : m));
+  // the step's own directories are not the shape: a cache's layer (its lower, the cache, is)
+  const mounts = spec.mounts.map((m): Mount => (m.overlay ? { ...m, overlay: { upper: '', work: '' } } : OWN_TARGETS.includes(m.target) ? { ...m, source: '' } : m));
   return JSON.stringify([
     spec.image,
     spec.workingDir,
@@ -92,6 +120,8 @@ export interface WarmStepsOptions {
 
 export class WarmSteps {
   private template: ContainerSpec | undefined;
+  /** the owner and mode of the template's own directories, as they were: a warm container's are made so before it starts (an overlay takes its upper's when mounted, and keeps them) */
+  private modes: Array<{ uid: number; gid: number; mode: number } | undefined> = [];
   private seq = 0;
   private readonly prefix = `${os.hostname()}-${process.pid}-`;
   private failedShape: string | undefined;
@@ -108,6 +138,14 @@ export class WarmSteps {
     const { secretEnv: _s, holdUntil: _h, warm: _w, ...rest } = spec;
     const changed = !this.template || warmShape(this.template) !== shape;
     this.template = { ...rest, cmd: [], env: {} };
+    this.modes = ownDirs(spec).map((d) => {
+      try {
+        const st = lstatSync(d.path);
+        return { uid: st.uid, gid: st.gid, mode: st.mode & 0o7777 };
+      } catch {
+        return undefined;
+      }
+    });
     return changed;
   }
 
@@ -118,14 +156,18 @@ export class WarmSteps {
   /** A warm container of the learned shape on `way`; undefined when no shape is known yet, or it could not be made (said once). */
   async make(way: WarmWay, name: string): Promise<WarmStep | undefined> {
     const t = this.template;
+    const modes = this.modes;
     if (!t) return undefined;
     const root = path.join(this.o.dir, `${this.prefix}${(this.seq++).toString(36)}`);
-    const slots = { workspace: path.join(root, 'workspace'), io: path.join(root, 'io') };
+    const slots = ownDirs(t).map((d, i) => ({ target: d.target, part: d.part, path: path.join(root, `${i}-${d.part}`) }));
+    const slotOf = (target: string, part: OwnDir['part']) => slots.find((d) => d.target === target && d.part === part)!.path;
     const spec: ContainerSpec = {
       ...t,
       name,
       labels: { ...this.o.labels, 'dev.runner.role': 'step' },
-      mounts: t.mounts.map((m) => (m.target === CONTAINER_PATHS.workspace ? { ...m, source: slots.workspace } : m.target === CONTAINER_PATHS.io ? { ...m, source: slots.io } : m)),
+      mounts: t.mounts.map((m) =>
+        m.overlay ? { ...m, overlay: { upper: slotOf(m.target, 'upper'), work: slotOf(m.target, 'work') } } : OWN_TARGETS.includes(m.target) ? { ...m, source: slotOf(m.target, 'dir') } : m,
+      ),
       network: way.network,
       ...(way.dns ? { dns: way.dns } : {}),
       ...(way.hosts ? { hosts: way.hosts } : {}),
@@ -133,13 +175,20 @@ export class WarmSteps {
     const shape = warmShape(spec)!;
     try {
       await mkdir(root, { recursive: true, mode: 0o700 });
-      await mkdir(slots.workspace, { mode: 0o700 });
-      await mkdir(slots.io, { mode: 0o700 });
+      for (const [i, d] of slots.entries()) {
+        await mkdir(d.path, { mode: 0o700 });
+        const m = modes[i];
+        if (m) {
+          await chown(d.path, m.uid, m.gid);
+          await chmod(d.path, m.mode);
+        }
+      }
       const [held, image] = await Promise.all([this.runtime.createHeld(spec), this.runtime.imageConfig?.(t.image)]);
       this.failedShape = undefined;
       return {
         held,
         shape,
+        image: t.image,
         imageId: image?.id,
         slots,
         discard: async () => {
@@ -171,15 +220,14 @@ export class WarmSteps {
 
 /**
  * The step's container from `warm` when it was made to this spec's shape, of the image the engine has now, and the
- * workspace can give its directory: the worktree and the io directory take the place of the warm container's, and
- * the spec says to claim it. Otherwise the warm container goes and the spec is as it was. `why`: said when it is not used.
+ * workspace can give its directory: the worktree, the io directory and a cache's layer take the place of the warm
+ * container's, and the spec says to claim it. Otherwise the warm container goes and the spec is as it was. `why`: said when it is not used.
  */
 export async function claimWarm(
   warm: WarmStep,
   spec: ContainerSpec,
   step: {
     ws: { takePlace?: ((slot: string) => Promise<void>) | undefined };
-    ioDir: string;
     runtime: Pick<ContainerRuntime, 'imageConfig'>;
     /** the workspace is a new directory now: the run's record is written (its recovery checks the directory) */
     moved?: (() => Promise<void>) | undefined;
@@ -190,19 +238,27 @@ export async function claimWarm(
     await warm.discard().catch(() => undefined);
     return { spec, why };
   }
+  // the step's own directories, each paired with the warm container's in its place
+  const pairs = ownDirs(spec).map((d) => ({ ...d, slot: warm.slots.find((x) => x.target === d.target && x.part === d.part)?.path }));
+  if (pairs.some((p) => !p.slot) || pairs.length !== warm.slots.length) {
+    await warm.discard().catch(() => undefined);
+    return { spec, why: 'its directories are not the step\'s (a bug in the runner)' };
+  }
   try {
-    await step.ws.takePlace!(warm.slots.workspace);
+    const ws = pairs.find((p) => p.target === CONTAINER_PATHS.workspace)!;
+    await step.ws.takePlace!(ws.slot!);
     await step.moved?.();
   } catch (err) {
     await warm.discard().catch(() => undefined);
     return { spec, why: `its workspace could not be moved into it (${errorMessage(err)})` };
   }
-  // the worktree is in the warm container's directory now: a failure from here leaves the io directory, where it was
+  // the worktree is in the warm container's directory now: a failure from here leaves the others where they were
   try {
-    await takePlace(step.ioDir, warm.slots.io);
+    // an overlay's work directory holds what the kernel made there when the warm container started
+    for (const p of pairs) if (p.target !== CONTAINER_PATHS.workspace) await takePlace(p.path, p.slot!, { slotHolds: p.part === 'work' });
   } catch (err) {
     await warm.discard().catch(() => undefined);
-    return { spec, why: `its io directory could not be moved into it (${errorMessage(err)})` };
+    return { spec, why: `a directory of the step's could not be moved into it (${errorMessage(err)})` };
   }
   await warm.claimed();
   return { spec: { ...spec, warm: warm.held } };

@@ -222,15 +222,17 @@ function fakeSteps() {
     get knows() {
       return shape !== undefined;
     },
+    failing: false,
     make: async (way: { network: string }) => {
       await tick();
+      if (steps.failing) return undefined;
       const m = { network: way.network, shape: shape!, discarded: false };
       made.push(m);
-      return { network: way.network, held: {}, shape: m.shape, imageId: 'x', slots: { workspace: '', io: '' }, discard: async () => void (m.discarded = true), claimed: async () => undefined } as unknown as WarmStep;
+      return { network: way.network, held: { ended: () => false }, shape: m.shape, image: m.shape, imageId: 'x', slots: { workspace: '', io: '' }, discard: async () => void (m.discarded = true), claimed: async () => undefined } as unknown as WarmStep;
     },
     removeStale: async () => undefined,
   };
-  return { steps: steps as unknown as WarmSteps, made };
+  return { steps: steps as unknown as WarmSteps, made, fail: (v: boolean) => void (steps.failing = v) };
 }
 
 test('warm step containers: none before a shape is learned; then, of a run\'s first step, one beside each waiting gateway, on its network; the next run\'s new shape replaces them; the close discards them', async () => {
@@ -276,5 +278,25 @@ test('a take that leaves some ready: the one behind it is made a while later (no
   assert.ok(await p.take('bridge', undefined));
   await tick();
   assert.ok(made.length >= 4, 'none left: the next is made at once');
+  await p.close();
+});
+
+test('a step takes the gateway whose step container is of its image; a step of another image one without, so that the container made for the next is kept', async () => {
+  const { steps, fail } = fakeSteps();
+  const rt = engine(() => new ScriptedGateway('10.99.0.2'));
+  const p = new GatewayPool(rt, { size: 2, home: '/h', egressNetwork: 'bridge', steps, refillDelayMs: 50 });
+  await p.start();
+  await eventually('two warm', () => p.warm === 2);
+  p.learn({ image: 'agent' } as ContainerSpec, 'run-1');
+  await eventually('both with a container', () => p.warmContainers === 2);
+  fail(true);
+  // no gateway without one yet: a verify takes one with (its container is not for it: discarded at its claim)
+  assert.equal((await p.take('bridge', undefined, 'verify'))?.step?.image, 'agent');
+  await eventually('refilled, without a container', () => p.warm === 2);
+  assert.equal(p.warmContainers, 1);
+  const verify = await p.take('bridge', undefined, 'verify');
+  assert.equal(verify?.step, undefined, 'the verify takes the one without');
+  const agent = await p.take('bridge', undefined, 'agent');
+  assert.equal(agent?.step?.image, 'agent', 'the agent step gets the container made for it');
   await p.close();
 });

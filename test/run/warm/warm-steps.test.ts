@@ -11,7 +11,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import type { ContainerHandle, ContainerSpec, HeldContainer } from '../../../src/container/runtime.js';
 import { CONTAINER_PATHS } from '../../../src/plan/render.js';
-import { claimWarm, warmShape, WarmSteps } from '../../../src/run/warm/warm-steps.js';
+import { claimWarm, warmShape, WarmSteps, type WarmStep } from '../../../src/run/warm/warm-steps.js';
 import { takePlace } from '../../../src/workspace/take-place.js';
 
 function spec(o: Partial<ContainerSpec> & { worktree?: string; io?: string } = {}): ContainerSpec {
@@ -107,6 +107,8 @@ function heldRuntime(imageId = 'sha256:one') {
   return { runtime, made, held };
 }
 
+const slotOf = (w: WarmStep, target: string, part: 'dir' | 'upper' | 'work' = 'dir') => w.slots.find((d) => d.target === target && d.part === part)!.path;
+
 const way = { network: 'runner-warm-a-net', dns: ['10.9.0.2'], hosts: { 'runner-gateway': '10.9.0.2' } };
 
 async function home() {
@@ -137,7 +139,7 @@ test('nothing is made before a shape is learned; then one of it, with none of th
   assert.equal(m.network, way.network);
   const ws = m.mounts.find((x) => x.target === CONTAINER_PATHS.workspace)!.source;
   const io = m.mounts.find((x) => x.target === CONTAINER_PATHS.io)!.source;
-  assert.deepEqual([ws, io], [w.slots.workspace, w.slots.io]);
+  assert.deepEqual([ws, io], [slotOf(w, CONTAINER_PATHS.workspace), slotOf(w, CONTAINER_PATHS.io)]);
   assert.ok(ws.startsWith(`${h.dir}/`) && io.startsWith(`${h.dir}/`));
   assert.deepEqual(await readdir(ws), []);
   assert.deepEqual(await readdir(io), []);
@@ -151,9 +153,9 @@ test('a step of its shape claims it: the worktree and io directory move into its
   const steps = new WarmSteps(runtime as never, { dir: h.dir, labels: {} });
   steps.learn(spec({ worktree: h.worktree, io: h.io }));
   const w = (await steps.make(way, 'w-step'))!;
-  const wsIno = (await import('node:fs')).statSync(w.slots.workspace).ino;
+  const wsIno = (await import('node:fs')).statSync(slotOf(w, CONTAINER_PATHS.workspace)).ino;
   const step = spec({ worktree: h.worktree, io: h.io, ...way });
-  const r = await claimWarm(w, step, { ws: { takePlace: (slot) => takePlace(h.worktree, slot).then(() => undefined) }, ioDir: h.io, runtime });
+  const r = await claimWarm(w, step, { ws: { takePlace: (slot) => takePlace(h.worktree, slot).then(() => undefined) }, runtime });
   assert.equal(r.why, undefined);
   assert.equal(r.spec.warm, held[0]);
   assert.equal((await import('node:fs')).statSync(h.worktree).ino, wsIno, 'the worktree is the directory the warm container mounted');
@@ -179,7 +181,6 @@ test('a step of another shape, after the image changed, or whose workspace canno
     const before = (await import('node:fs')).statSync(h.worktree).ino;
     const r = await claimWarm(w, spec({ worktree: h.worktree, io: h.io, ...way, ...(c.step ?? {}) }), {
       ws: { takePlace: c.noPlace ? undefined : (slot) => takePlace(h.worktree, slot).then(() => undefined) },
-      ioDir: h.io,
       runtime,
     });
     assert.match(r.why ?? '', c.why);
@@ -198,7 +199,7 @@ test('one that ended while it waited is not claimed', async () => {
   steps.learn(spec({ worktree: h.worktree, io: h.io }));
   const w = (await steps.make(way, 'w-step'))!;
   held[0]!.discarded = true;
-  const r = await claimWarm(w, spec({ worktree: h.worktree, io: h.io, ...way }), { ws: { takePlace: (slot) => takePlace(h.worktree, slot).then(() => undefined) }, ioDir: h.io, runtime });
+  const r = await claimWarm(w, spec({ worktree: h.worktree, io: h.io, ...way }), { ws: { takePlace: (slot) => takePlace(h.worktree, slot).then(() => undefined) }, runtime });
   assert.match(r.why ?? '', /ended while it waited/);
   await rm(h.root, { recursive: true });
 });
@@ -213,6 +214,36 @@ test('a warm container that cannot be made is said once per shape, and its direc
   assert.equal(await steps.make(way, 'b'), undefined);
   assert.equal(said.length, 1);
   assert.match(said[0]!, /could not be made .*cold.*no \/bin\/sh/);
+  assert.deepEqual(await readdir(h.dir), []);
+  await rm(h.root, { recursive: true });
+});
+
+test('a cache read through a layer: its lower is the shape, its upper and work the step\'s own; the warm container gets its own, and the step\'s take their place at the claim', async () => {
+  const h = await home();
+  const layer = path.join(h.root, 'caches', 'npm', 'scratch', 'use-1');
+  await mkdir(path.join(layer, 'upper'), { recursive: true });
+  await mkdir(path.join(layer, 'work'));
+  const cache = { source: path.join(h.root, 'caches', 'npm', 'data'), target: '/home/agent/.npm', readOnly: false };
+  const withCache = (o: { upper: string; work: string }) => [...spec({ worktree: h.worktree, io: h.io }).mounts, { ...cache, overlay: o }];
+  const a = spec({ worktree: h.worktree, io: h.io, mounts: withCache({ upper: path.join(layer, 'upper'), work: path.join(layer, 'work') }) });
+  const b = spec({ mounts: withCache({ upper: '/other/upper', work: '/other/work' }) });
+  assert.equal(warmShape(a), warmShape(b), 'another use of the cache: one shape');
+  assert.notEqual(warmShape(a), warmShape(spec({ mounts: [...spec().mounts, { ...cache, source: '/another/cache', overlay: { upper: '/u', work: '/w' } }] })), 'another cache: another shape');
+  const { runtime, made, held } = heldRuntime();
+  const steps = new WarmSteps(runtime as never, { dir: h.dir, labels: {} });
+  steps.learn(a);
+  const w = (await steps.make(way, 'w-step'))!;
+  const overlay = made[0]!.mounts.find((m) => m.overlay)!.overlay!;
+  assert.deepEqual(overlay, { upper: slotOf(w, cache.target, 'upper'), work: slotOf(w, cache.target, 'work') });
+  assert.equal(made[0]!.mounts.find((m) => m.overlay)!.source, cache.source, 'the cache itself, as the step has it');
+  // the kernel makes its own directory in an overlay's work when the container starts
+  await mkdir(path.join(overlay.work, 'work'));
+  const upperIno = (await import('node:fs')).statSync(overlay.upper).ino;
+  const r = await claimWarm(w, { ...a, ...way }, { ws: { takePlace: (slot) => takePlace(h.worktree, slot).then(() => undefined) }, runtime });
+  assert.equal(r.why, undefined);
+  assert.equal(r.spec.warm, held[0]);
+  assert.equal((await import('node:fs')).statSync(path.join(layer, 'upper')).ino, upperIno, "the step's upper is the warm container's");
+  assert.deepEqual(await readdir(path.join(layer, 'work')), ['work']);
   assert.deepEqual(await readdir(h.dir), []);
   await rm(h.root, { recursive: true });
 });
