@@ -85,6 +85,8 @@ export interface StepWay {
 }
 
 export interface WayOptions {
+  /** the step's image and project (run/warm/ warmKey): a warm gateway with a step container made for them is taken first */
+  warmKey?: string;
   /** where the gateway runs (the step's own engine, or a swarm's manager, so the key never reaches a worker), its name per try, and the runner's transfer server it relays to when the step is on another node */
   place: GatewayPlace;
   plan: StepPlan;
@@ -167,7 +169,7 @@ export async function openStepWay(o: WayOptions): Promise<StepWay> {
   const start = (name: string) => startGateway(o.place.runtime, { name, labels: o.labels, egressNetwork: s.egressNetwork, ...(s.egressDns ? { egressDns: s.egressDns } : {}), ...gift });
   // a warm gateway (made ahead where the steps' gateways are: this engine, or a swarm's manager on an overlay the
   // nodes share); one for a step on another node is given its relay to the runner's transfer with its config
-  const held = await s.warm?.take(s.egressNetwork, s.egressDns, o.plan.image);
+  const held = await s.warm?.take(s.egressNetwork, s.egressDns, o.warmKey);
   let gw: OpenGateway;
   try {
     gw = held ? held.give(gift) : await tried(start, o.name, o.place);

@@ -52,8 +52,8 @@ export interface PoolOptions {
 /** What a step's way asks of the pool: a gateway for its egress, if one is warm. */
 export interface WarmGateways {
   /** a warm gateway, or one being made now (sooner than a cold one started after this); undefined: start cold */
-  /** `image`: the step's; a gateway whose warm step container is of it is given first, then one without any */
-  take(egressNetwork: string, egressDns: string[] | undefined, image?: string): Promise<HeldGateway | undefined>;
+  /** `key`: the step's image and project (warmKey); a gateway whose warm step container is of them is given first, then one without any */
+  take(egressNetwork: string, egressDns: string[] | undefined, key?: string): Promise<HeldGateway | undefined>;
   /** a warm gateway to serve as a step's relay (a swarm step with network: none), whatever its egress: it is given no way out */
   takeForRelay(): Promise<HeldGateway | undefined>;
   /**
@@ -126,12 +126,12 @@ export class GatewayPool implements WarmGateways {
     return this.started;
   }
 
-  take(egressNetwork: string, egressDns: string[] | undefined, image?: string): Promise<HeldGateway | undefined> {
+  take(egressNetwork: string, egressDns: string[] | undefined, key?: string): Promise<HeldGateway | undefined> {
     if (egressNetwork !== this.o.egressNetwork || !sameList(egressDns, this.o.egressDns)) return Promise.resolve(undefined);
-    return this.takeForRelay(image);
+    return this.takeForRelay(key);
   }
 
-  async takeForRelay(image?: string): Promise<HeldGateway | undefined> {
+  async takeForRelay(key?: string): Promise<HeldGateway | undefined> {
     if (this.closed) return undefined;
     this.lastTake = Date.now();
     if (this.idle) this.idle = false;
@@ -139,10 +139,10 @@ export class GatewayPool implements WarmGateways {
       this.ready.splice(this.ready.indexOf(dead), 1);
       void dead.discard();
     }
-    // a step of another image (a verify after an agent) takes one without a step container, if any, so that the
-    // container made for the next agent step is not thrown away
-    const fits = (h: HeldGateway) => h.step?.image === image;
-    const at = Math.max(0, image === undefined ? 0 : [this.ready.findIndex(fits), this.ready.findIndex((h) => !h.step)].find((i) => i >= 0) ?? 0);
+    // a step takes the one whose container was made for its image and project; one of another (a verify after an
+    // agent, another pipeline's) takes one without a container, if any, so that those made for others are kept
+    const fits = (h: HeldGateway) => h.step?.key === key;
+    const at = Math.max(0, key === undefined ? 0 : [this.ready.findIndex(fits), this.ready.findIndex((h) => !h.step)].find((i) => i >= 0) ?? 0);
     const held: HeldGateway | undefined = this.ready.splice(at, 1)[0];
     // the one behind it is made once the step's own start is past (its CLI loads on the same cores), unless none is
     // left for the next step
@@ -162,8 +162,10 @@ export class GatewayPool implements WarmGateways {
     this.taught.push(runId);
     if (this.taught.length > 64) this.taught.shift();
     if (!steps.learn(spec)) return;
-    // a new shape: the gateways waiting get containers of it (one of another shape would not be claimed)
-    for (const held of this.ready) void this.giveStep(held);
+    // a new shape: the gateways waiting without a container, or with one of a shape no longer kept, get one (of the
+    // shape fewest have); one of another kept shape stays for its steps
+    const kept = steps.shapes;
+    for (const held of this.ready) if (!held.step || !kept.includes(held.step.learned)) void this.giveStep(held);
   }
 
   /** A warm step container of the shape last learned beside `held` (one of an older shape goes). */
@@ -184,8 +186,13 @@ export class GatewayPool implements WarmGateways {
     await making.finally(() => this.inFlight.delete(making));
   }
 
+  /** A warm step container beside `held`, of the kept shape the fewest waiting gateways have (the latest first). */
   private makeStep(held: HeldGateway): Promise<WarmStep | undefined> {
-    return this.o.steps?.make({ network: held.way.network, dns: held.way.dns, hosts: { [GATEWAY_HOST]: held.way.dns[0]! } }, `${held.way.network.replace(/-net$/, '')}-step`) ?? Promise.resolve(undefined);
+    const steps = this.o.steps;
+    if (!steps) return Promise.resolve(undefined);
+    const count = (shape: string) => this.ready.filter((h) => h !== held && h.step?.learned === shape).length;
+    const shape = steps.shapes.reduce<string | undefined>((best, s) => (best === undefined || count(s) < count(best) ? s : best), undefined);
+    return steps.make({ network: held.way.network, dns: held.way.dns, hosts: { [GATEWAY_HOST]: held.way.dns[0]! } }, `${held.way.network.replace(/-net$/, '')}-step`, shape);
   }
 
   /** Removes every warm gateway; the pool makes no more. */

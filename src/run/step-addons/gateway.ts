@@ -20,7 +20,7 @@ import { MIN_SECRET_BYTES } from '../../gateway/secret-scan.js';
 import { MODEL_UNREACHABLE } from '../../gateway/host/host-model-way.js';
 import { inspectsTls } from '../../plan/gateway-inspection.js';
 import { trustBundle, trustPart } from '../../plan/gateway-trust.js';
-import { claimWarm } from '../warm/warm-steps.js';
+import { claimWarm, warmKey } from '../warm/warm-steps.js';
 import { openStepWay, type StepWay, type StepWayReport } from '../step-network.js';
 import type { RunStore } from '../store.js';
 import { StepRefused, type AddonPart, type AddonReport, type AddonStep, type StepAddon } from './addon.js';
@@ -44,6 +44,7 @@ export function gatewayAddon(place: GatewayPlace): StepAddon {
           place,
           plan: c.plan,
           name: `${step.name}-gw`,
+          warmKey: warmKey(c.plan.image, c.ws.project),
           labels: step.labels,
           secrets: c.secrets,
           spending: c.spending,

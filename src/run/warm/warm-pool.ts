@@ -33,7 +33,7 @@ export function warmPool(engine: { runtime: ContainerRuntime; transport?: StepTr
   const owner = `${os.hostname()}:${process.pid}`;
   const steps =
     createHeld && runtime === engine.runtime && !engine.transport?.noHostMounts
-      ? new WarmSteps(Object.assign(runtime, { createHeld }), { dir: warmStepsDir(o.home), labels: { [LABELS.home]: o.home, [WARM_OWNER_LABEL]: owner }, onProblem: o.onProblem })
+      ? new WarmSteps(Object.assign(runtime, { createHeld }), { dir: warmStepsDir(o.home), keep: o.size, labels: { [LABELS.home]: o.home, [WARM_OWNER_LABEL]: owner }, onProblem: o.onProblem })
       : undefined;
   return new GatewayPool(runtime, {
     size: o.size,

@@ -66,8 +66,10 @@ export interface WarmStep {
   readonly held: HeldContainer;
   /** warmShape of the spec it was made to */
   readonly shape: string;
-  /** the image it was made of */
-  readonly image: string;
+  /** the shape learned it was made of (on another gateway's network than the step it was learned from) */
+  readonly learned: string;
+  /** what a step is told apart by before its spec is known (warmKey: its image and project) */
+  readonly key: string;
   /** the image's id when it was made: a step after a rebuild starts cold */
   readonly imageId: string | undefined;
   /** its own directories, empty when made (an overlay's work holds the kernel's own), each to take the step's place */
@@ -111,17 +113,34 @@ export function warmShape(spec: ContainerSpec): string | undefined {
   ]);
 }
 
+/** A step's image and project, which the pool knows when a step takes a gateway, before its container's spec is made. Pure. */
+export function warmKey(image: string, project: string | undefined): string {
+  return `${image}\n${project ?? ''}`;
+}
+
+function keyOf(spec: ContainerSpec): string {
+  return warmKey(spec.image, spec.mounts.find((m) => m.target === CONTAINER_PATHS.project)?.source);
+}
+
 export interface WarmStepsOptions {
   /** where warm containers' directories are made: on the filesystem of the runs' worktrees (the home) */
   dir: string;
+  /** how many shapes are kept, the latest first (the pool's size: a server of several pipelines keeps one of each) */
+  keep?: number;
   labels: Record<string, string>;
   onProblem?(message: string): void;
 }
 
-export class WarmSteps {
-  private template: ContainerSpec | undefined;
+interface Learned {
+  shape: string;
+  template: ContainerSpec;
   /** the owner and mode of the template's own directories, as they were: a warm container's are made so before it starts (an overlay takes its upper's when mounted, and keeps them) */
-  private modes: Array<{ uid: number; gid: number; mode: number } | undefined> = [];
+  modes: Array<{ uid: number; gid: number; mode: number } | undefined>;
+}
+
+export class WarmSteps {
+  /** the shapes learned, the latest first */
+  private learned: Learned[] = [];
   private seq = 0;
   private readonly prefix = `${os.hostname()}-${process.pid}-`;
   private failedShape: string | undefined;
@@ -131,14 +150,16 @@ export class WarmSteps {
     private readonly o: WarmStepsOptions,
   ) {}
 
-  /** The shape the next warm containers are made to: this step's, when a warm container could serve one like it. */
+  /**
+   * A shape warm containers are made to: this step's, when a warm container could serve one like it; the latest
+   * first, `keep` of them. Returns whether the shapes kept changed (one new, and the oldest dropped past `keep`).
+   */
   learn(spec: ContainerSpec): boolean {
     const shape = warmShape(spec);
     if (!shape) return false;
     const { secretEnv: _s, holdUntil: _h, warm: _w, ...rest } = spec;
-    const changed = !this.template || warmShape(this.template) !== shape;
-    this.template = { ...rest, cmd: [], env: {} };
-    this.modes = ownDirs(spec).map((d) => {
+    const known = this.learned.findIndex((l) => l.shape === shape);
+    const modes = ownDirs(spec).map((d) => {
       try {
         const st = lstatSync(d.path);
         return { uid: st.uid, gid: st.gid, mode: st.mode & 0o7777 };
@@ -146,18 +167,26 @@ export class WarmSteps {
         return undefined;
       }
     });
-    return changed;
+    if (known >= 0) this.learned.splice(known, 1);
+    this.learned.unshift({ shape, template: { ...rest, cmd: [], env: {} }, modes });
+    this.learned.length = Math.min(this.learned.length, Math.max(1, this.o.keep ?? 1));
+    return known < 0;
   }
 
   get knows(): boolean {
-    return this.template !== undefined;
+    return this.learned.length > 0;
   }
 
-  /** A warm container of the learned shape on `way`; undefined when no shape is known yet, or it could not be made (said once). */
-  async make(way: WarmWay, name: string): Promise<WarmStep | undefined> {
-    const t = this.template;
-    const modes = this.modes;
-    if (!t) return undefined;
+  /** the shapes kept, the latest first */
+  get shapes(): string[] {
+    return this.learned.map((l) => l.shape);
+  }
+
+  /** A warm container of `shape` (else the latest) on `way`; undefined when no shape is known yet, or it could not be made (said once). */
+  async make(way: WarmWay, name: string, shape?: string): Promise<WarmStep | undefined> {
+    const l = this.learned.find((x) => x.shape === shape) ?? this.learned[0];
+    if (!l) return undefined;
+    const { template: t, modes } = l;
     const root = path.join(this.o.dir, `${this.prefix}${(this.seq++).toString(36)}`);
     const slots = ownDirs(t).map((d, i) => ({ target: d.target, part: d.part, path: path.join(root, `${i}-${d.part}`) }));
     const slotOf = (target: string, part: OwnDir['part']) => slots.find((d) => d.target === target && d.part === part)!.path;
@@ -172,7 +201,7 @@ export class WarmSteps {
       ...(way.dns ? { dns: way.dns } : {}),
       ...(way.hosts ? { hosts: way.hosts } : {}),
     };
-    const shape = warmShape(spec)!;
+    const made = warmShape(spec)!;
     try {
       await mkdir(root, { recursive: true, mode: 0o700 });
       for (const [i, d] of slots.entries()) {
@@ -187,8 +216,9 @@ export class WarmSteps {
       this.failedShape = undefined;
       return {
         held,
-        shape,
-        image: t.image,
+        shape: made,
+        learned: l.shape,
+        key: keyOf(t),
         imageId: image?.id,
         slots,
         discard: async () => {
@@ -201,8 +231,8 @@ export class WarmSteps {
       };
     } catch (err) {
       await rm(root, { recursive: true, force: true }).catch(() => undefined);
-      if (this.failedShape !== shape) this.o.onProblem?.(`a warm step container of ${t.image} could not be made (its steps start theirs cold): ${errorMessage(err)}`);
-      this.failedShape = shape;
+      if (this.failedShape !== l.shape) this.o.onProblem?.(`a warm step container of ${t.image} could not be made (its steps start theirs cold): ${errorMessage(err)}`);
+      this.failedShape = l.shape;
       return undefined;
     }
   }

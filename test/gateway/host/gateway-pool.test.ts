@@ -11,7 +11,9 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { GatewayPool } from '../../../src/gateway/host/gateway-pool.js';
 import type { ContainerSpec } from '../../../src/container/runtime.js';
-import type { WarmStep, WarmSteps } from '../../../src/run/warm/warm-steps.js';
+import { warmKey, WarmSteps as RealWarmSteps, type WarmStep, type WarmSteps } from '../../../src/run/warm/warm-steps.js';
+import type { HeldContainer } from '../../../src/container/runtime.js';
+import { CONTAINER_PATHS } from '../../../src/plan/render.js';
 import { holdGateway } from '../../../src/gateway/host/step-gateway.js';
 import { readWarmStatuses } from '../../../src/gateway/host/warm-status.js';
 import { engine, ScriptedGateway } from '../../fixtures/scripted-gateway.js';
@@ -222,13 +224,16 @@ function fakeSteps() {
     get knows() {
       return shape !== undefined;
     },
+    get shapes() {
+      return shape === undefined ? [] : [shape];
+    },
     failing: false,
-    make: async (way: { network: string }) => {
+    make: async (way: { network: string }, _name: string, wanted?: string) => {
       await tick();
       if (steps.failing) return undefined;
-      const m = { network: way.network, shape: shape!, discarded: false };
+      const m = { network: way.network, shape: wanted ?? shape!, discarded: false };
       made.push(m);
-      return { network: way.network, held: { ended: () => false }, shape: m.shape, image: m.shape, imageId: 'x', slots: { workspace: '', io: '' }, discard: async () => void (m.discarded = true), claimed: async () => undefined } as unknown as WarmStep;
+      return { network: way.network, held: { ended: () => false }, shape: m.shape, learned: m.shape, key: m.shape, imageId: 'x', slots: { workspace: '', io: '' }, discard: async () => void (m.discarded = true), claimed: async () => undefined } as unknown as WarmStep;
     },
     removeStale: async () => undefined,
   };
@@ -291,12 +296,56 @@ test('a step takes the gateway whose step container is of its image; a step of a
   await eventually('both with a container', () => p.warmContainers === 2);
   fail(true);
   // no gateway without one yet: a verify takes one with (its container is not for it: discarded at its claim)
-  assert.equal((await p.take('bridge', undefined, 'verify'))?.step?.image, 'agent');
+  assert.equal((await p.take('bridge', undefined, 'verify'))?.step?.key, 'agent');
   await eventually('refilled, without a container', () => p.warm === 2);
   assert.equal(p.warmContainers, 1);
   const verify = await p.take('bridge', undefined, 'verify');
   assert.equal(verify?.step, undefined, 'the verify takes the one without');
   const agent = await p.take('bridge', undefined, 'agent');
-  assert.equal(agent?.step?.image, 'agent', 'the agent step gets the container made for it');
+  assert.equal(agent?.step?.key, 'agent', 'the agent step gets the container made for it');
   await p.close();
+});
+
+/** A step's spec of `project`, as the pool learns it (its own directories need not exist). */
+function stepOf(project: string): ContainerSpec {
+  return {
+    name: 'x', image: 'runner/claude-code:latest', cmd: [], env: {}, workingDir: CONTAINER_PATHS.workspace, user: '1000:1000',
+    mounts: [
+      { source: '/nowhere/wt', target: CONTAINER_PATHS.workspace, readOnly: false },
+      { source: '/nowhere/io', target: CONTAINER_PATHS.io, readOnly: false },
+      { source: project, target: CONTAINER_PATHS.project, readOnly: true },
+    ],
+    memoryBytes: 1, cpus: 1, pids: 1, openFiles: 1, fileSizeBytes: 1, readOnlyRoot: false, capAdd: [], network: 'n', labels: {},
+  };
+}
+
+test('a server of two pipelines keeps a shape of each (up to its size): the refill makes the one fewest have, and each step takes its own', async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'warm-shapes-'));
+  const made: string[] = [];
+  const held = async (spec: ContainerSpec): Promise<HeldContainer> => {
+    made.push(spec.mounts.find((m) => m.target === CONTAINER_PATHS.project)!.source);
+    let ended = false;
+    return { id: String(made.length), ended: () => ended, claim: () => ({}) as never, discard: async () => void (ended = true) };
+  };
+  const steps = new RealWarmSteps({ createHeld: held, imageConfig: async () => undefined } as never, { dir, keep: 2, labels: {} });
+  const rt = engine(() => new ScriptedGateway('10.99.0.2'));
+  const p = new GatewayPool(rt, { size: 2, home: '/h', egressNetwork: 'bridge', steps, refillDelayMs: 20 });
+  await p.start();
+  await eventually('two warm', () => p.warm === 2);
+  p.learn(stepOf('/p/a'), 'run-a1');
+  await eventually('both with a container of a', () => p.warmContainers === 2);
+  p.learn(stepOf('/p/b'), 'run-b1');
+  await tick();
+  assert.equal(made.filter((m) => m === '/p/b').length, 0, 'those of a are kept: a is still one of the two shapes');
+  // a's next run takes one; the one made behind it is of b, which none has
+  const a = await p.take('bridge', undefined, warmKey('runner/claude-code:latest', '/p/a'));
+  assert.equal(a?.step?.key, warmKey('runner/claude-code:latest', '/p/a'));
+  await eventually('a container of b made', () => made.includes('/p/b') && p.warmContainers === 2);
+  const b = await p.take('bridge', undefined, warmKey('runner/claude-code:latest', '/p/b'));
+  assert.equal(b?.step?.key, warmKey('runner/claude-code:latest', '/p/b'), "b's step takes the one made for it");
+  // a third shape drops the oldest (a): its waiting container is made again of c
+  p.learn(stepOf('/p/c'), 'run-c1');
+  assert.deepEqual(steps.shapes.length, 2);
+  await p.close();
+  await rm(dir, { recursive: true });
 });

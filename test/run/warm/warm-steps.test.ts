@@ -247,3 +247,22 @@ test('a cache read through a layer: its lower is the shape, its upper and work t
   assert.deepEqual(await readdir(h.dir), []);
   await rm(h.root, { recursive: true });
 });
+
+test('shapes kept: the latest first, `keep` of them; one seen again moves first and is no news', async () => {
+  const h = await home();
+  const { runtime, made } = heldRuntime();
+  const steps = new WarmSteps(runtime as never, { dir: h.dir, keep: 2, labels: {} });
+  const of = (project: string) => spec({ mounts: spec().mounts.map((m) => (m.target === CONTAINER_PATHS.project ? { ...m, source: project } : m)) });
+  assert.equal(steps.learn(of('/a')), true);
+  assert.equal(steps.learn(of('/b')), true);
+  assert.deepEqual(steps.shapes, [warmShape(of('/b')), warmShape(of('/a'))]);
+  assert.equal(steps.learn(of('/a')), false, 'a again: kept already');
+  assert.deepEqual(steps.shapes, [warmShape(of('/a')), warmShape(of('/b'))]);
+  assert.equal(steps.learn(of('/c')), true);
+  assert.deepEqual(steps.shapes, [warmShape(of('/c')), warmShape(of('/a'))], 'b, the oldest, dropped');
+  await steps.make(way, 'x', warmShape(of('/a')));
+  assert.equal(made[0]!.mounts.find((m) => m.target === CONTAINER_PATHS.project)!.source, '/a', 'made of the shape asked for');
+  await steps.make(way, 'y', warmShape(of('/b')));
+  assert.equal(made[1]!.mounts.find((m) => m.target === CONTAINER_PATHS.project)!.source, '/c', 'a shape no longer kept: the latest');
+  await rm(h.root, { recursive: true });
+});
