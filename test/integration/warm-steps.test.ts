@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { CLI, commitsOn, git, projectsForThisFile, runCli, serveFolder, until, writePipeline, type Fixture } from '../fixtures/project.js';
@@ -202,3 +202,46 @@ function volumesOf(f: Fixture): string[] {
   const lines = execFileSync('docker', ['volume', 'inspect', '-f', '{{.Name}} {{index .Options "o"}}', ...ids], { encoding: 'utf8' }).split('\n');
   return lines.filter((l) => l.includes(f.home)).map((l) => l.split(' ')[0]!);
 }
+
+test('runner serve --warm 2 of two pipelines on two projects: each keeps a warm container of its own shape, and each pipeline\'s next run claims its own', { timeout: 300_000 }, async () => {
+  const f = await fixture();
+  const other = path.join(f.root, 'other-project');
+  await mkdir(other);
+  execFileSync('git', ['init', '-q', '-b', 'main', other]);
+  await writeFile(path.join(other, 'README.md'), 'the other project\n');
+  execFileSync('git', ['-C', other, 'add', '.']);
+  execFileSync('git', ['-C', other, '-c', 'user.email=t@t', '-c', 'user.name=t', 'commit', '-qm', 'init']);
+  const s = await serveFolder(
+    f,
+    { 'a.yaml': pipeline(step('a', 'echo a > a.txt'), 'pipe-a', f.project), 'b.yaml': pipeline(step('b', 'echo b > b.txt'), 'pipe-b', other) },
+    '127.0.0.1:0',
+    { args: ['--warm', '2'], env: { WARM_TOKEN: SECRET } },
+  );
+  try {
+    const trigger = async (name: string) => {
+      const res = await fetch(`${s.base}/api/pipelines/${name}/runs`, { method: 'POST' });
+      assert.equal(res.status, 202);
+      const { runId } = (await res.json()) as { runId: string };
+      const status = await until('the run to end', async () => {
+        const r = (await (await fetch(`${s.base}/api/runs/${runId}`)).json()) as { status: string };
+        return ['queued', 'starting', 'running'].includes(r.status) ? undefined : r.status;
+      }, 120_000);
+      assert.equal(status, 'succeeded');
+      return runId;
+    };
+    const warmed = async (runId: string, id: string) => /container: a warm one/.test(await logOf(f, runId, id));
+    await trigger('pipe-a');
+    await trigger('pipe-b');
+    // the refill behind each run makes the shape fewest waiting gateways have: one of each
+    await until('a warm container of each pipeline', async () => (warmStepContainers(f).length === 2 ? true : undefined), 60_000);
+    for (const [name, id] of [['pipe-a', 'a'], ['pipe-b', 'b'], ['pipe-a', 'a']] as const) {
+      const runId = await trigger(name);
+      assert.ok(await warmed(runId, id), `${name}'s run claimed a warm container:\n${await logOf(f, runId, id)}`);
+      await until('the pool whole again', async () => (warmStepContainers(f).length === 2 ? true : undefined), 60_000);
+    }
+  } finally {
+    s.child.kill('SIGTERM');
+    await s.exited;
+  }
+  assert.deepEqual(warmLeft(f), { containers: [], networks: [] });
+});

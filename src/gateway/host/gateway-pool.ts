@@ -65,6 +65,8 @@ export interface WarmGateways {
 
 export class GatewayPool implements WarmGateways {
   private readonly ready: HeldGateway[] = [];
+  /** the shapes of the step containers being made now */
+  private readonly makingShapes: string[] = [];
   /** the runs whose first step behind a gateway taught the pool its step containers' shape (the latest 64) */
   private readonly taught: string[] = [];
   /** steps waiting for a gateway being made */
@@ -187,12 +189,19 @@ export class GatewayPool implements WarmGateways {
   }
 
   /** A warm step container beside `held`, of the kept shape the fewest waiting gateways have (the latest first). */
-  private makeStep(held: HeldGateway): Promise<WarmStep | undefined> {
+  private async makeStep(held: HeldGateway): Promise<WarmStep | undefined> {
     const steps = this.o.steps;
-    if (!steps) return Promise.resolve(undefined);
-    const count = (shape: string) => this.ready.filter((h) => h !== held && h.step?.learned === shape).length;
+    if (!steps) return undefined;
+    // those waiting and those being made: two made at once must not both take the shape none had
+    const count = (shape: string) => this.ready.filter((h) => h !== held && h.step?.learned === shape).length + this.makingShapes.filter((s) => s === shape).length;
     const shape = steps.shapes.reduce<string | undefined>((best, s) => (best === undefined || count(s) < count(best) ? s : best), undefined);
-    return steps.make({ network: held.way.network, dns: held.way.dns, hosts: { [GATEWAY_HOST]: held.way.dns[0]! } }, `${held.way.network.replace(/-net$/, '')}-step`, shape);
+    if (shape === undefined) return undefined;
+    this.makingShapes.push(shape);
+    try {
+      return await steps.make({ network: held.way.network, dns: held.way.dns, hosts: { [GATEWAY_HOST]: held.way.dns[0]! } }, `${held.way.network.replace(/-net$/, '')}-step`, shape);
+    } finally {
+      this.makingShapes.splice(this.makingShapes.indexOf(shape), 1);
+    }
   }
 
   /** Removes every warm gateway; the pool makes no more. */

@@ -122,6 +122,24 @@ function keyOf(spec: ContainerSpec): string {
   return warmKey(spec.image, spec.mounts.find((m) => m.target === CONTAINER_PATHS.project)?.source);
 }
 
+/** what each field of warmShape's array is, for a person */
+const SHAPE_FIELDS = ['image', 'working directory', 'user', 'mounts', 'memory', 'CPUs', 'process limit', 'open files limit', 'file size limit', 'read-only root', 'capabilities', 'network', 'network aliases', 'name servers', 'hosts', 'kernel settings', 'isolation'];
+
+/** Which part of two shapes differs first, for the step's log: "image", "mounts (/home/agent/.npm)"... Pure. */
+export function shapeDifference(a: string, b: string): string {
+  const x = JSON.parse(a) as unknown[];
+  const y = JSON.parse(b) as unknown[];
+  const i = x.findIndex((v, n) => JSON.stringify(v) !== JSON.stringify(y[n]));
+  if (i < 0) return 'shape';
+  if (SHAPE_FIELDS[i] === 'mounts') {
+    const ms = (v: unknown) => (v as Mount[]).map((m) => JSON.stringify(m));
+    const [mx, my] = [ms(x[i]), ms(y[i])];
+    const odd = [...mx.filter((m) => !my.includes(m)), ...my.filter((m) => !mx.includes(m))].map((m) => (JSON.parse(m) as Mount).target);
+    return `mounts (${[...new Set(odd)].join(', ')})`;
+  }
+  return SHAPE_FIELDS[i] ?? 'shape';
+}
+
 export interface WarmStepsOptions {
   /** where warm containers' directories are made: on the filesystem of the runs' worktrees (the home) */
   dir: string;
@@ -297,7 +315,8 @@ export async function claimWarm(
 async function unusable(warm: WarmStep, spec: ContainerSpec, step: { ws: { takePlace?: unknown }; runtime: Pick<ContainerRuntime, 'imageConfig'> }): Promise<string | undefined> {
   if (warm.held.ended()) return 'it ended while it waited';
   if (!step.ws.takePlace) return 'the workspace is not a worktree of the run alone';
-  if (warmShape(spec) !== warm.shape) return 'it was made for a step of another shape (image, user, limits or mounts)';
+  const shape = warmShape(spec);
+  if (shape !== warm.shape) return `it was made for a step of another ${shape ? shapeDifference(warm.shape, shape) : 'kind'}`;
   const now = await step.runtime.imageConfig?.(spec.image).catch(() => undefined);
   if (!now || now.id !== warm.imageId) return `the image ${spec.image} changed since it was made`;
   return undefined;

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import type { ContainerHandle, ContainerSpec, HeldContainer } from '../../../src/container/runtime.js';
 import { CONTAINER_PATHS } from '../../../src/plan/render.js';
-import { claimWarm, warmShape, WarmSteps, type WarmStep } from '../../../src/run/warm/warm-steps.js';
+import { claimWarm, shapeDifference, warmShape, WarmSteps, type WarmStep } from '../../../src/run/warm/warm-steps.js';
 import { takePlace } from '../../../src/workspace/take-place.js';
 
 function spec(o: Partial<ContainerSpec> & { worktree?: string; io?: string } = {}): ContainerSpec {
@@ -167,7 +167,7 @@ test('a step of its shape claims it: the worktree and io directory move into its
 
 test('a step of another shape, after the image changed, or whose workspace cannot give its place, makes its own: the warm one is discarded and nothing moved', async () => {
   const cases: Array<{ why: RegExp; step?: Partial<ContainerSpec>; imageId?: string; noPlace?: true }> = [
-    { why: /another shape/, step: { user: '0:0' } },
+    { why: /another user/, step: { user: '0:0' } },
     { why: /image .* changed/, imageId: 'sha256:two' },
     { why: /not a worktree of the run alone/, noPlace: true },
   ];
@@ -265,4 +265,10 @@ test('shapes kept: the latest first, `keep` of them; one seen again moves first 
   await steps.make(way, 'y', warmShape(of('/b')));
   assert.equal(made[1]!.mounts.find((m) => m.target === CONTAINER_PATHS.project)!.source, '/c', 'a shape no longer kept: the latest');
   await rm(h.root, { recursive: true });
+});
+
+test('shapeDifference names what differs first, and which mounts', () => {
+  assert.equal(shapeDifference(warmShape(spec())!, warmShape(spec({ image: 'x' }))!), 'image');
+  assert.equal(shapeDifference(warmShape(spec())!, warmShape(spec({ memoryBytes: 1 }))!), 'memory');
+  assert.equal(shapeDifference(warmShape(spec())!, warmShape(spec({ mounts: spec().mounts.map((m) => (m.target === CONTAINER_PATHS.project ? { ...m, source: '/p2' } : m)) }))!), `mounts (${CONTAINER_PATHS.project})`);
 });
