@@ -24,6 +24,7 @@ import { pidAlive } from '../../common/pid-alive.js';
 import { errorMessage } from '../../common/errors.js';
 import type { ContainerRuntime, ContainerSpec, HeldContainer, Mount } from '../../container/runtime.js';
 import { CONTAINER_PATHS } from '../../plan/render.js';
+import { encodeWarmStart } from '../../container/secret-env.js';
 import { takePlace } from '../../workspace/take-place.js';
 
 /** the mounts whose directories are the step's own (made for its run or its step): a warm container mounts empty ones of its own there */
@@ -159,12 +160,20 @@ export class WarmSteps {
 
   /** The directories of warm containers whose runner on this host is gone (their containers go with its warm gateways). */
   async removeStale(): Promise<void> {
-    const host = `${os.hostname()}-`;
-    for (const name of await readdir(this.o.dir).catch(() => [] as string[])) {
-      if (!name.startsWith(host) || name.startsWith(this.prefix)) continue;
-      const pid = Number(name.slice(host.length).split('-')[0]);
-      if (Number.isInteger(pid) && pid > 0 && !pidAlive(pid)) await rm(path.join(this.o.dir, name), { recursive: true, force: true }).catch(() => undefined);
-    }
+    await removeDeadWarmStepDirs(this.o.dir);
+  }
+}
+
+/**
+ * The directories of warm step containers (under `dir`) whose runner on this host is gone: by the next pool of the
+ * home, and by every runner's start (reconcile.ts) once the dead runner's containers went, with or without --warm.
+ */
+export async function removeDeadWarmStepDirs(dir: string): Promise<void> {
+  const host = `${os.hostname()}-`;
+  for (const name of await readdir(dir).catch(() => [] as string[])) {
+    if (!name.startsWith(host) || name.startsWith(`${host}${process.pid}-`)) continue;
+    const pid = Number(name.slice(host.length).split('-')[0]);
+    if (Number.isInteger(pid) && pid > 0 && !pidAlive(pid)) await rm(path.join(dir, name), { recursive: true, force: true }).catch(() => undefined);
   }
 }
 
@@ -211,6 +220,12 @@ async function unusable(warm: WarmStep, spec: ContainerSpec, step: { ws: { takeP
   if (warm.held.ended()) return 'it ended while it waited';
   if (!step.ws.takePlace) return 'the workspace is not a worktree of the run alone';
   if (warmShape(spec) !== warm.shape) return 'it was made for a step of another shape (image, user, limits or mounts)';
+  // what the claim writes to the warm prelude: a variable it cannot carry (one named as the prelude's own) starts the step cold, as it would without --warm
+  try {
+    encodeWarmStart({ ...spec.env, ...(spec.secretEnv ?? {}) }, ['-']);
+  } catch (err) {
+    return `its variables cannot pass through a warm container's start (${errorMessage(err)})`;
+  }
   const now = await step.runtime.imageConfig?.(spec.image).catch(() => undefined);
   if (!now || now.id !== warm.imageId) return `the image ${spec.image} changed since it was made`;
   return undefined;
