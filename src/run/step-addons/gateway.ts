@@ -19,7 +19,7 @@ import { untrustedLine } from '../../plan/untrusted-upstream.js';
 import { MIN_SECRET_BYTES } from '../../gateway/secret-scan.js';
 import { MODEL_UNREACHABLE } from '../../gateway/host/host-model-way.js';
 import { inspectsTls } from '../../plan/gateway-inspection.js';
-import { trustBundle, trustPart } from '../../plan/gateway-trust.js';
+import { GATEWAY_CA_FILE_PREFIX, trustBundle, trustPart } from '../../plan/gateway-trust.js';
 import { claimWarm } from '../warm/warm-steps.js';
 import { openStepWay, type StepWay, type StepWayReport } from '../step-network.js';
 import type { RunStore } from '../store.js';
@@ -135,7 +135,7 @@ async function gatewayTrust(step: AddonStep, way: StepWay): Promise<{ part: Addo
   const bundle = trustBundle(ca, roots);
   const dir = path.join(c.home, 'network');
   await mkdir(dir, { recursive: true });
-  const file = path.join(dir, `gateway-ca-${step.name}.pem`);
+  const file = path.join(dir, `${GATEWAY_CA_FILE_PREFIX}${step.name}.pem`);
   await writeFileAtomic(file, bundle);
   // every step's user reads it, whoever it runs as
   await chmod(file, 0o644);

@@ -24,6 +24,7 @@ import { pidAlive } from '../../common/pid-alive.js';
 import { errorMessage } from '../../common/errors.js';
 import type { ContainerRuntime, ContainerSpec, HeldContainer, Mount } from '../../container/runtime.js';
 import { CONTAINER_PATHS } from '../../plan/render.js';
+import { GATEWAY_CA_FILE_PREFIX } from '../../plan/gateway-trust.js';
 import { encodeWarmStart } from '../../container/secret-env.js';
 import { takePlace } from '../../workspace/take-place.js';
 
@@ -61,6 +62,9 @@ export function warmShape(spec: ContainerSpec): string | undefined {
   if (spec.stdin !== undefined || spec.scratch?.length || spec.placement?.length) return undefined;
   const own = spec.mounts.filter((m) => OWN_TARGETS.includes(m.target));
   if (own.length !== OWN_TARGETS.length || own.some((m) => m.overlay || m.readOnly)) return undefined;
+  // a step's own trust bundle (its gateway inspects TLS) is a file of that step alone: no container made ahead mounts it, and
+  // a shape learned from it would have the pool remake its waiting containers to one no step can claim
+  if (spec.mounts.some((m) => path.basename(m.source).startsWith(GATEWAY_CA_FILE_PREFIX))) return undefined;
   const mounts = spec.mounts.map((m): Mount => (OWN_TARGETS.includes(m.target) ? { ...m, source: '' } : m));
   return JSON.stringify([
     spec.image,
@@ -219,7 +223,9 @@ export async function claimWarm(
 async function unusable(warm: WarmStep, spec: ContainerSpec, step: { ws: { takePlace?: unknown }; runtime: Pick<ContainerRuntime, 'imageConfig'> }): Promise<string | undefined> {
   if (warm.held.ended()) return 'it ended while it waited';
   if (!step.ws.takePlace) return 'the workspace is not a worktree of the run alone';
-  if (warmShape(spec) !== warm.shape) return 'it was made for a step of another shape (image, user, limits or mounts)';
+  const shape = warmShape(spec);
+  if (!shape) return 'no container made ahead serves a step like it (its gateway inspects TLS, or it is given input)';
+  if (shape !== warm.shape) return 'it was made for a step of another shape (image, user, limits or mounts)';
   // what the claim writes to the warm prelude: a variable it cannot carry (one named as the prelude's own) starts the step cold, as it would without --warm
   try {
     encodeWarmStart({ ...spec.env, ...(spec.secretEnv ?? {}) }, ['-']);
