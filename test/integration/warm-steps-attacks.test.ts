@@ -218,3 +218,19 @@ test('a runner killed with -9 while a warm container waits: the container ends b
   const leftovers = execFileSync('docker', ['ps', '-aq', '--filter', `label=dev.runner.home=${f.home}`], { encoding: 'utf8' }).trim();
   assert.equal(leftovers, '', 'no container of the home is left');
 });
+
+test('a step whose gateway inspects TLS (its trust bundle a file of its own) starts cold as the docs say, and does not teach the pool a shape no step can claim: the plain step after it still claims', { timeout: 240_000 }, async () => {
+  const f = await fixture();
+  // it runs a while: time for the pool to remake its waiting container to its shape, were it learned
+  const inspected = (id: string) => step(id, `echo ${id}; sleep 4`).replace('    egress: [allowed.example]\n', '    egress: [{ host: allowed.example, methods: [GET] }]\n');
+  const file = await writePipeline(f, pipeline(step('one', 'echo one') + step('two', 'echo two') + inspected('three') + step('four', 'echo four')));
+  const run = startExec(f, file, 1);
+  assert.equal(await run.done, 0, run.out());
+  const runId = run.runId()!;
+  assert.match(await logOf(f, runId, 'two'), WARM, 'a plain step claims');
+  const three = await logOf(f, runId, 'three');
+  assert.doesNotMatch(three, WARM, three);
+  const four = await logOf(f, runId, 'four');
+  assert.match(four, WARM, `the step after the inspected one still finds a container of its shape\n${four}`);
+  assert.deepEqual(warmLeft(f), { containers: [], networks: [] });
+});
