@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -233,4 +233,24 @@ test('a step whose gateway inspects TLS (its trust bundle a file of its own) sta
   const four = await logOf(f, runId, 'four');
   assert.match(four, WARM, `the step after the inspected one still finds a container of its shape\n${four}`);
   assert.deepEqual(warmLeft(f), { containers: [], networks: [] });
+});
+
+test('a persistent_directory project never claims: the user\'s directory is neither renamed nor replaced (same inode), and holds both steps\' work', { timeout: 240_000 }, async () => {
+  const f = await fixture();
+  const dir = path.join(f.root, 'persistent');
+  execFileSync('sh', ['-c', `mkdir "${dir}" && echo mine > "${dir}/mine.txt" && chown -R 65532:65532 "${dir}"`]);
+  const inode = statSync(dir).ino;
+  const file = await writePipeline(
+    f,
+    pipeline(step('one', 'echo one > one.txt') + step('two', 'echo two > two.txt; ls')).replace('project: { path: project }', `project: { path: ${dir}, workspace: persistent_directory }`),
+  );
+  const run = startExec(f, file, 1);
+  assert.equal(await run.done, 0, run.out());
+  const two = await logOf(f, run.runId()!, 'two');
+  assert.doesNotMatch(two, WARM, two);
+  assert.match(two, /was not used: the workspace is not a worktree of the run alone/, two);
+  assert.equal(statSync(dir).ino, inode, 'the user\'s directory is the one it was');
+  assert.deepEqual((await readdir(dir)).sort(), ['mine.txt', 'one.txt', 'two.txt']);
+  assert.deepEqual(warmLeft(f), { containers: [], networks: [] });
+  assert.deepEqual(await readdir(path.join(f.home, 'warm-steps')), []);
 });
