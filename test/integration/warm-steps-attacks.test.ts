@@ -254,3 +254,58 @@ test('a persistent_directory project never claims: the user\'s directory is neit
   assert.deepEqual(warmLeft(f), { containers: [], networks: [] });
   assert.deepEqual(await readdir(path.join(f.home, 'warm-steps')), []);
 });
+
+test('a hostile step cannot reach the warm containers or gateways waiting for other steps: every address of theirs is unreachable from it', { timeout: 240_000 }, async () => {
+  const f = await fixture();
+  const probe = [
+    'echo probe-waiting; n=0; while [ ! -e targets.txt ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n+1)); done',
+    `python3 - <<'PY'`,
+    'import socket',
+    'for line in open("targets.txt"):',
+    '    kind, _, ip = line.strip().partition(" ")',
+    '    if not ip: continue',
+    '    for port in (1, 3128, 53):',
+    '        s = socket.socket(); s.settimeout(2)',
+    '        try:',
+    '            s.connect((ip, port)); print(kind, "REACHED", ip, port)',
+    '        except ConnectionRefusedError:',
+    '            print(kind, "REACHED (refused)", ip, port)',
+    '        except OSError as e:',
+    '            print(kind, "unreachable", ip, port, type(e).__name__)',
+    '        finally: s.close()',
+    'PY',
+    'rm -f targets.txt',
+  ].join('\n');
+  const file = await writePipeline(f, pipeline(step('one', 'echo one') + step('hostile', probe)));
+  const run = startExec(f, file, 2);
+  await until('the hostile step to wait for its targets', async () => (/\[hostile\] probe-waiting/.test(run.out()) ? true : undefined), 120_000);
+  const runId = run.runId()!;
+  const inspect = (ids: string[]) =>
+    JSON.parse(execFileSync('docker', ['inspect', ...ids], { encoding: 'utf8' })) as Array<{ Name: string; Mounts: Array<{ Destination: string; Source: string }>; NetworkSettings: { Networks: Record<string, { IPAddress: string }> } }>;
+  // the hostile step's container, its gateway, and (--warm 2) two gateways waiting with a warm container each
+  const running = await until('warm containers and gateways waiting for other steps', async () => {
+    const all = inspect(execFileSync('docker', ['ps', '-q', '--filter', `label=dev.runner.home=${f.home}`], { encoding: 'utf8' }).split('\n').filter(Boolean));
+    return all.length >= 6 ? all : undefined;
+  }, 60_000);
+  const hostileNets = new Set<string>();
+  // the step's networks: those of the container whose workspace is the run's worktree; the targets, every address of the others
+  const worktree = path.join(f.home, 'worktrees', runId);
+  // (a claimed warm container's config still names the directory it mounted, gone since the worktree took its place)
+  const stepC = running.find((c) => c.Mounts.some((m) => m.Destination === '/home/agent/run-workspace' && (m.Source === worktree || !existsSync(m.Source))));
+  assert.ok(stepC, `the hostile step's container among ${running.map((c) => c.Name).join(', ')}`);
+  for (const n of Object.keys(stepC.NetworkSettings.Networks)) hostileNets.add(n);
+  const targets = running.filter((c) => !Object.keys(c.NetworkSettings.Networks).some((n) => hostileNets.has(n))).flatMap((c) => Object.values(c.NetworkSettings.Networks).map((n) => n.IPAddress)).filter(Boolean);
+  assert.ok(targets.length >= 2, `the pool's other containers have addresses: ${JSON.stringify(running.map((c) => [c.Name, c.NetworkSettings.Networks]))}`);
+  const { writeFile } = await import('node:fs/promises');
+  // a control: its own gateway, on its own network, which the probe must reach (else it proves nothing)
+  const own = running.find((c) => c !== stepC && Object.keys(c.NetworkSettings.Networks).some((n) => hostileNets.has(n)));
+  const ownIp = own && Object.entries(own.NetworkSettings.Networks).find(([n]) => hostileNets.has(n))?.[1].IPAddress;
+  assert.ok(ownIp, 'its own gateway has an address on its network');
+  await writeFile(path.join(worktree, 'targets.txt'), [`own ${ownIp}`, ...targets.map((t) => `other ${t}`)].join('\n') + '\n');
+  assert.equal(await run.done, 0, run.out());
+  const log = await logOf(f, runId, 'hostile');
+  assert.match(log, /own REACHED \S+ 3128/, `the probe reaches its own gateway's proxy\n${log}`);
+  assert.match(log, /other unreachable/, log);
+  assert.doesNotMatch(log, /other REACHED/, `a waiting warm container or another step's gateway was reachable from a hostile step\n${log}`);
+  assert.deepEqual(warmLeft(f), { containers: [], networks: [] });
+});
