@@ -309,3 +309,22 @@ test('a hostile step cannot reach the warm containers or gateways waiting for ot
   assert.doesNotMatch(log, /other REACHED/, `a waiting warm container or another step's gateway was reachable from a hostile step\n${log}`);
   assert.deepEqual(warmLeft(f), { containers: [], networks: [] });
 });
+
+test('a step in a warm container that outlives its timeout is stopped as a cold one is (it ignores TERM), and nothing of it is left', { timeout: 240_000 }, async () => {
+  const f = await fixture();
+  const file = await writePipeline(
+    f,
+    pipeline(step('one', 'echo one') + step('stuck', "trap '' TERM; echo stuck-running; sleep 120 & wait; sleep 120").replace('    timeout: 2m\n    run: |\n      trap', '    timeout: 5s\n    run: |\n      trap')),
+  );
+  const started = Date.now();
+  const run = startExec(f, file, 1);
+  const code = await run.done;
+  assert.notEqual(code, 0, run.out());
+  assert.ok(Date.now() - started < 90_000, `stopped in time: ${Date.now() - started} ms`);
+  const log = await logOf(f, run.runId()!, 'stuck');
+  assert.match(log, WARM, log);
+  assert.match(log, /stuck-running/);
+  assert.match(run.out(), /stuck.*(timed out|timeout)/i, run.out());
+  assert.deepEqual(warmLeft(f), { containers: [], networks: [] });
+  assert.equal(execFileSync('docker', ['ps', '-aq', '--filter', `label=dev.runner.home=${f.home}`], { encoding: 'utf8' }).trim(), '', 'no container of the home is left');
+});
