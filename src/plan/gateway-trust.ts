@@ -15,6 +15,9 @@ export function trustBundle(gatewayCa: string, roots: string | undefined): strin
 }
 
 /** What the step's container gets: the bundle mounted (a local engine) or handed in (swarm) at both paths, and the variables under the step's own env. */
+/** the name a step's trust bundle (its gateway's CA) starts with, in the home's network directory: a file per step (run/step-addons/gateway.ts) */
+export const GATEWAY_CA_FILE_PREFIX = 'gateway-ca-';
+
 export function trustPart(bundle: string, hostPath: string): {
   mounts: Array<{ source: string; target: string; readOnly: boolean }>;
   files: Array<{ target: string; data: string; secret: boolean }>;

@@ -19,6 +19,8 @@ import { visibleBytes } from '../common/visible.js';
 import { errorMessage } from '../common/errors.js';
 import { LABELS, type ContainerRuntime } from '../container/runtime.js';
 import { removeDeadWarmGateways } from '../gateway/host/gateway-pool.js';
+import { removeDeadWarmStepDirs } from './warm/warm-steps.js';
+import { warmStepsDir } from './warm/warm-pool.js';
 import type { Git, GitIdentity } from '../git/git.js';
 import { tryLock } from '../common/kernel-lock.js';
 import { commitAll, diffToFile, headOf, removeWorktree, repositoryFilters, savePatch, type GitWorktree } from '../workspace/git-worktree.js';
@@ -67,6 +69,8 @@ export async function reconcile(deps: ReconcileDeps, home: RunnerHome): Promise<
       // swarm's listing (its services) does not show; asked there
       const gateways = deps.gateways ?? deps.runtime;
       report.containersRemoved += await removeDeadWarmGateways(gateways, home.root, undefined, gateways === deps.runtime ? containers : undefined);
+      // and then the directories their step containers mounted (empty, or a claimed one's, whose worktree took its place)
+      await removeDeadWarmStepDirs(warmStepsDir(home.root));
     } catch (err) {
       deps.say(`could not look for leftover containers: ${errorMessage(err)}`);
     }

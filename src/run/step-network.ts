@@ -85,7 +85,7 @@ export interface StepWay {
 }
 
 export interface WayOptions {
-  /** the step's image and project (run/warm/ warmKey): a warm gateway with a step container made for them is taken first */
+  /** the step's image, project, user and limits (run/warm/ warmKey): a warm gateway with a step container made for them is taken first */
   warmKey?: string;
   /** where the gateway runs (the step's own engine, or a swarm's manager, so the key never reaches a worker), its name per try, and the runner's transfer server it relays to when the step is on another node */
   place: GatewayPlace;

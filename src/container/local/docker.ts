@@ -277,7 +277,15 @@ export class DockerRuntime implements ContainerRuntime {
 
   async create(spec: ContainerSpec): Promise<ContainerHandle> {
     if (spec.warm) {
-      if (!spec.warm.ended()) return spec.warm.claim(spec);
+      if (!spec.warm.ended()) {
+        try {
+          return spec.warm.claim(spec);
+        } catch (err) {
+          // claimed and never begun: it goes now, not with the runner (its network could not be removed while it waits)
+          await spec.warm.discard().catch(() => undefined);
+          throw err;
+        }
+      }
       // it ended while it waited: the step's container is made as it would have been
       await spec.warm.discard().catch(() => undefined);
       const { warm: _gone, ...cold } = spec;

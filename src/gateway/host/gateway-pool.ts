@@ -52,23 +52,21 @@ export interface PoolOptions {
 /** What a step's way asks of the pool: a gateway for its egress, if one is warm. */
 export interface WarmGateways {
   /** a warm gateway, or one being made now (sooner than a cold one started after this); undefined: start cold */
-  /** `key`: the step's image and project (warmKey); a gateway whose warm step container is of them is given first, then one without any */
+  /** `key`: the step's image, project, user and limits (warmKey); a gateway whose warm step container is of them is given first, then one without any */
   take(egressNetwork: string, egressDns: string[] | undefined, key?: string): Promise<HeldGateway | undefined>;
   /** a warm gateway to serve as a step's relay (a swarm step with network: none), whatever its egress: it is given no way out */
   takeForRelay(): Promise<HeldGateway | undefined>;
   /**
-   * The spec of a step behind a gateway, of run `runId`: the first of each run is the shape of the warm step containers
-   * made from then on (a pool that keeps them); the run's later steps teach nothing.
+   * The spec of a step behind a gateway: a shape of the warm step containers made from then on (a pool that keeps
+   * them; warm-steps.ts keeps the latest few).
    */
-  learn?(spec: ContainerSpec, runId: string): void;
+  learn?(spec: ContainerSpec): void;
 }
 
 export class GatewayPool implements WarmGateways {
   private readonly ready: HeldGateway[] = [];
   /** the shapes of the step containers being made now */
   private readonly makingShapes: string[] = [];
-  /** the runs whose first step behind a gateway taught the pool its step containers' shape (the latest 64) */
-  private readonly taught: string[] = [];
   /** steps waiting for a gateway being made */
   private readonly waiters: Array<(held: HeldGateway | undefined) => void> = [];
   private making = 0;
@@ -141,8 +139,8 @@ export class GatewayPool implements WarmGateways {
       this.ready.splice(this.ready.indexOf(dead), 1);
       void dead.discard();
     }
-    // a step takes the one whose container was made for its image and project; one of another (a verify after an
-    // agent, another pipeline's) takes one without a container, if any, so that those made for others are kept
+    // a step takes the one whose container was made for it (its image, project, user and limits); one that none fits
+    // takes one without a container, if any, so that those made for others are kept
     const fits = (h: HeldGateway) => h.step?.key === key;
     const at = Math.max(0, key === undefined ? 0 : [this.ready.findIndex(fits), this.ready.findIndex((h) => !h.step)].find((i) => i >= 0) ?? 0);
     const held: HeldGateway | undefined = this.ready.splice(at, 1)[0];
@@ -156,14 +154,10 @@ export class GatewayPool implements WarmGateways {
     return this.making > this.waiters.length ? new Promise<HeldGateway | undefined>((r) => this.waiters.push(r)) : undefined;
   }
 
-  learn(spec: ContainerSpec, runId: string): void {
+  learn(spec: ContainerSpec): void {
     const steps = this.o.steps;
-    // only a run's first: a pipeline of an agent then a verify of another image would otherwise remake every waiting
-    // container twice a run, each of the shape the next run's first step does not have
-    if (!steps || this.closed || this.taught.includes(runId)) return;
-    this.taught.push(runId);
-    if (this.taught.length > 64) this.taught.shift();
-    if (!steps.learn(spec)) return;
+    // a shape already kept changes nothing: an agent then a verify of another image, run after run, remake nothing
+    if (!steps || this.closed || !steps.learn(spec)) return;
     // a new shape: the gateways waiting without a container, or with one of a shape no longer kept, get one (of the
     // shape fewest have); one of another kept shape stays for its steps
     const kept = steps.shapes;

@@ -19,7 +19,7 @@ import { untrustedLine } from '../../plan/untrusted-upstream.js';
 import { MIN_SECRET_BYTES } from '../../gateway/secret-scan.js';
 import { MODEL_UNREACHABLE } from '../../gateway/host/host-model-way.js';
 import { inspectsTls } from '../../plan/gateway-inspection.js';
-import { trustBundle, trustPart } from '../../plan/gateway-trust.js';
+import { GATEWAY_CA_FILE_PREFIX, trustBundle, trustPart } from '../../plan/gateway-trust.js';
 import { claimWarm, warmKey } from '../warm/warm-steps.js';
 import { openStepWay, type StepWay, type StepWayReport } from '../step-network.js';
 import type { RunStore } from '../store.js';
@@ -44,7 +44,7 @@ export function gatewayAddon(place: GatewayPlace): StepAddon {
           place,
           plan: c.plan,
           name: `${step.name}-gw`,
-          warmKey: warmKey(c.plan.image, c.ws.project),
+          warmKey: warmKey({ image: c.plan.image, project: c.ws.project, user: `${step.user.uid}:${step.user.gid}`, memoryBytes: c.plan.memoryBytes, cpus: c.plan.cpus, pids: c.plan.pids }),
           labels: step.labels,
           secrets: c.secrets,
           spending: c.spending,
@@ -93,7 +93,7 @@ export function gatewayAddon(place: GatewayPlace): StepAddon {
         ...(way.up ? { holdUntil: way.up } : {}),
         // the step's container as it will be made: the shape of the pool's next warm ones, and this one's, made ahead, claimed if it fits
         reshape: async (spec) => {
-          c.spending.warm?.learn?.(spec, c.identity.runId);
+          c.spending.warm?.learn?.(spec);
           const warm = way.warmStep;
           if (!warm) return spec;
           const r = await claimWarm(warm, spec, { ws: c.ws, runtime: c.deps.runtime, moved: c.workspaceMoved });
@@ -136,7 +136,7 @@ async function gatewayTrust(step: AddonStep, way: StepWay): Promise<{ part: Addo
   const bundle = trustBundle(ca, roots);
   const dir = path.join(c.home, 'network');
   await mkdir(dir, { recursive: true });
-  const file = path.join(dir, `gateway-ca-${step.name}.pem`);
+  const file = path.join(dir, `${GATEWAY_CA_FILE_PREFIX}${step.name}.pem`);
   await writeFileAtomic(file, bundle);
   // every step's user reads it, whoever it runs as
   await chmod(file, 0o644);

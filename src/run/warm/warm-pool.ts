@@ -22,6 +22,14 @@ export interface WarmPoolOptions {
 }
 
 /** the warm step containers' directories, in the home: on the filesystem of the runs' worktrees, which take their place */
+/**
+ * how many shapes of step a pool keeps, the latest first: the containers it makes (as many as its gateways) are of
+ * those the fewest waiting have, and a step takes the one made for its image and project. More shapes than gateways
+ * cost nothing but a template each; fewer would have an agent and a verify of another image, or two pipelines,
+ * remake the waiting containers at each step.
+ */
+export const KEEP_SHAPES = 8;
+
 export function warmStepsDir(home: string): string {
   return path.join(home, 'warm-steps');
 }
@@ -33,7 +41,7 @@ export function warmPool(engine: { runtime: ContainerRuntime; transport?: StepTr
   const owner = `${os.hostname()}:${process.pid}`;
   const steps =
     createHeld && runtime === engine.runtime && !engine.transport?.noHostMounts
-      ? new WarmSteps(Object.assign(runtime, { createHeld }), { dir: warmStepsDir(o.home), keep: o.size, labels: { [LABELS.home]: o.home, [WARM_OWNER_LABEL]: owner }, onProblem: o.onProblem })
+      ? new WarmSteps(Object.assign(runtime, { createHeld }), { dir: warmStepsDir(o.home), keep: KEEP_SHAPES, labels: { [LABELS.home]: o.home, [WARM_OWNER_LABEL]: owner }, onProblem: o.onProblem })
       : undefined;
   return new GatewayPool(runtime, {
     size: o.size,

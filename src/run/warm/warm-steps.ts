@@ -10,9 +10,10 @@
  * command at once. Otherwise the step's container is made as always and the
  * warm one is removed.
  *
- * The shape is learned, not guessed: the first step behind a gateway of the
- * latest run is the one the next warm containers are made to (one shape per
- * pool: a run's first agent step, most often). A
+ * The shape is learned, not guessed: the steps behind a gateway that ran
+ * lately are those the next warm containers are made to (the latest few
+ * shapes; each container of the one the fewest waiting have), and a step
+ * takes the gateway whose container was made for its image and project. A
  * warm container is used once and removed with its step; it ran nothing
  * before its claim, held nothing of another run, and its config names
  * nothing of a step (no variable, command or run label: `docker inspect`
@@ -26,6 +27,8 @@ import { pidAlive } from '../../common/pid-alive.js';
 import { errorMessage } from '../../common/errors.js';
 import type { ContainerRuntime, ContainerSpec, HeldContainer, Mount } from '../../container/runtime.js';
 import { CONTAINER_PATHS } from '../../plan/render.js';
+import { GATEWAY_CA_FILE_PREFIX } from '../../plan/gateway-trust.js';
+import { encodeWarmStart } from '../../container/secret-env.js';
 import { takePlace } from '../../workspace/take-place.js';
 
 /** the mounts whose directories are the step's own (made for its run or its step): a warm container mounts empty ones of its own there */
@@ -68,7 +71,7 @@ export interface WarmStep {
   readonly shape: string;
   /** the shape learned it was made of (on another gateway's network than the step it was learned from) */
   readonly learned: string;
-  /** what a step is told apart by before its spec is known (warmKey: its image and project) */
+  /** what a step is told apart by before its spec is known (warmKey: its image, project, user and limits) */
   readonly key: string;
   /** the image's id when it was made: a step after a rebuild starts cold */
   readonly imageId: string | undefined;
@@ -90,6 +93,9 @@ export function warmShape(spec: ContainerSpec): string | undefined {
   if (spec.stdin !== undefined || spec.scratch?.length || spec.placement?.length) return undefined;
   const own = spec.mounts.filter((m) => OWN_TARGETS.includes(m.target));
   if (own.length !== OWN_TARGETS.length || own.some((m) => m.overlay || m.readOnly)) return undefined;
+  // a step's own trust bundle (its gateway inspects TLS) is a file of that step alone: no container made ahead mounts it, and
+  // a shape learned from it would have the pool remake its waiting containers to one no step can claim
+  if (spec.mounts.some((m) => path.basename(m.source).startsWith(GATEWAY_CA_FILE_PREFIX))) return undefined;
   // the step's own directories are not the shape: a cache's layer (its lower, the cache, is)
   const mounts = spec.mounts.map((m): Mount => (m.overlay ? { ...m, overlay: { upper: '', work: '' } } : OWN_TARGETS.includes(m.target) ? { ...m, source: '' } : m));
   return JSON.stringify([
@@ -113,13 +119,24 @@ export function warmShape(spec: ContainerSpec): string | undefined {
   ]);
 }
 
-/** A step's image and project, which the pool knows when a step takes a gateway, before its container's spec is made. Pure. */
-export function warmKey(image: string, project: string | undefined): string {
-  return `${image}\n${project ?? ''}`;
+/** What the pool knows of a step when it takes a gateway, before its container's spec is made. */
+export interface WarmKeyParts {
+  image: string;
+  project: string | undefined;
+  /** `uid:gid` */
+  user: string;
+  memoryBytes: number;
+  cpus: number;
+  pids: number;
+}
+
+/** A step's image, project, user and limits: most of what tells its shape from another's. Pure. */
+export function warmKey(k: WarmKeyParts): string {
+  return JSON.stringify([k.image, k.project ?? '', k.user, k.memoryBytes, k.cpus, k.pids]);
 }
 
 function keyOf(spec: ContainerSpec): string {
-  return warmKey(spec.image, spec.mounts.find((m) => m.target === CONTAINER_PATHS.project)?.source);
+  return warmKey({ ...spec, project: spec.mounts.find((m) => m.target === CONTAINER_PATHS.project)?.source });
 }
 
 /** what each field of warmShape's array is, for a person */
@@ -143,7 +160,7 @@ export function shapeDifference(a: string, b: string): string {
 export interface WarmStepsOptions {
   /** where warm containers' directories are made: on the filesystem of the runs' worktrees (the home) */
   dir: string;
-  /** how many shapes are kept, the latest first (the pool's size: a server of several pipelines keeps one of each) */
+  /** how many shapes are kept, the latest first (warm-pool.ts KEEP_SHAPES) */
   keep?: number;
   labels: Record<string, string>;
   onProblem?(message: string): void;
@@ -257,12 +274,20 @@ export class WarmSteps {
 
   /** The directories of warm containers whose runner on this host is gone (their containers go with its warm gateways). */
   async removeStale(): Promise<void> {
-    const host = `${os.hostname()}-`;
-    for (const name of await readdir(this.o.dir).catch(() => [] as string[])) {
-      if (!name.startsWith(host) || name.startsWith(this.prefix)) continue;
-      const pid = Number(name.slice(host.length).split('-')[0]);
-      if (Number.isInteger(pid) && pid > 0 && !pidAlive(pid)) await rm(path.join(this.o.dir, name), { recursive: true, force: true }).catch(() => undefined);
-    }
+    await removeDeadWarmStepDirs(this.o.dir);
+  }
+}
+
+/**
+ * The directories of warm step containers (under `dir`) whose runner on this host is gone: by the next pool of the
+ * home, and by every runner's start (reconcile.ts) once the dead runner's containers went, with or without --warm.
+ */
+export async function removeDeadWarmStepDirs(dir: string): Promise<void> {
+  const host = `${os.hostname()}-`;
+  for (const name of await readdir(dir).catch(() => [] as string[])) {
+    if (!name.startsWith(host) || name.startsWith(`${host}${process.pid}-`)) continue;
+    const pid = Number(name.slice(host.length).split('-')[0]);
+    if (Number.isInteger(pid) && pid > 0 && !pidAlive(pid)) await rm(path.join(dir, name), { recursive: true, force: true }).catch(() => undefined);
   }
 }
 
@@ -316,7 +341,14 @@ async function unusable(warm: WarmStep, spec: ContainerSpec, step: { ws: { takeP
   if (warm.held.ended()) return 'it ended while it waited';
   if (!step.ws.takePlace) return 'the workspace is not a worktree of the run alone';
   const shape = warmShape(spec);
-  if (shape !== warm.shape) return `it was made for a step of another ${shape ? shapeDifference(warm.shape, shape) : 'kind'}`;
+  if (!shape) return 'no container made ahead serves a step like it (its gateway inspects TLS, or it is given input)';
+  if (shape !== warm.shape) return `it was made for a step of another ${shapeDifference(warm.shape, shape)}`;
+  // what the claim writes to the warm prelude: a variable it cannot carry (one named as the prelude's own) starts the step cold, as it would without --warm
+  try {
+    encodeWarmStart({ ...spec.env, ...(spec.secretEnv ?? {}) }, ['-']);
+  } catch (err) {
+    return `its variables cannot pass through a warm container's start (${errorMessage(err)})`;
+  }
   const now = await step.runtime.imageConfig?.(spec.image).catch(() => undefined);
   if (!now || now.id !== warm.imageId) return `the image ${spec.image} changed since it was made`;
   return undefined;

@@ -240,7 +240,7 @@ function fakeSteps() {
   return { steps: steps as unknown as WarmSteps, made, fail: (v: boolean) => void (steps.failing = v) };
 }
 
-test('warm step containers: none before a shape is learned; then, of a run\'s first step, one beside each waiting gateway, on its network; the next run\'s new shape replaces them; the close discards them', async () => {
+test('warm step containers: none before a shape is learned; then one beside each waiting gateway, on its network; a new shape replaces those of one no longer kept; the close discards them', async () => {
   const { steps, made } = fakeSteps();
   const rt = engine(() => new ScriptedGateway('10.99.0.2'));
   const p = new GatewayPool(rt, { size: 2, home: '/h', egressNetwork: 'bridge', steps });
@@ -248,15 +248,12 @@ test('warm step containers: none before a shape is learned; then, of a run\'s fi
   await eventually('two warm', () => p.warm === 2);
   const first = (await p.take('bridge', undefined))!;
   assert.equal(first.step, undefined, 'no shape known yet');
-  p.learn({ image: 'one' } as ContainerSpec, 'run-1');
-  // the same run's later steps teach nothing, whatever their shape
-  p.learn({ image: 'verify' } as ContainerSpec, 'run-1');
+  p.learn({ image: 'one' } as ContainerSpec);
   await eventually('a step container beside each waiting gateway', () => made.filter((m) => m.shape === 'one').length === 2);
-  assert.ok(!made.some((m) => m.shape === 'verify'), "a run's later step taught nothing");
   const second = (await p.take('bridge', undefined))!;
   assert.ok(second.step, 'a gateway waiting when the shape was learned got one');
   assert.equal((second.step as unknown as { network: string }).network, second.way.network, "made on its own gateway's network");
-  p.learn({ image: 'two' } as ContainerSpec, 'run-2');
+  p.learn({ image: 'two' } as ContainerSpec);
   await eventually('the waiting one made again of the new shape', () => made.some((m) => m.shape === 'two'));
   await eventually('the old shape\'s waiting container discarded', () => made.filter((m) => m.shape === 'one').some((m) => m.discarded));
   await p.close();
@@ -292,7 +289,7 @@ test('a step takes the gateway whose step container is of its image; a step of a
   const p = new GatewayPool(rt, { size: 2, home: '/h', egressNetwork: 'bridge', steps, refillDelayMs: 50 });
   await p.start();
   await eventually('two warm', () => p.warm === 2);
-  p.learn({ image: 'agent' } as ContainerSpec, 'run-1');
+  p.learn({ image: 'agent' } as ContainerSpec);
   await eventually('both with a container', () => p.warmContainers === 2);
   fail(true);
   // no gateway without one yet: a verify takes one with (its container is not for it: discarded at its claim)
@@ -332,19 +329,19 @@ test('a server of two pipelines keeps a shape of each (up to its size): the refi
   const p = new GatewayPool(rt, { size: 2, home: '/h', egressNetwork: 'bridge', steps, refillDelayMs: 20 });
   await p.start();
   await eventually('two warm', () => p.warm === 2);
-  p.learn(stepOf('/p/a'), 'run-a1');
+  p.learn(stepOf('/p/a'));
   await eventually('both with a container of a', () => p.warmContainers === 2);
-  p.learn(stepOf('/p/b'), 'run-b1');
+  p.learn(stepOf('/p/b'));
   await tick();
   assert.equal(made.filter((m) => m === '/p/b').length, 0, 'those of a are kept: a is still one of the two shapes');
   // a's next run takes one; the one made behind it is of b, which none has
-  const a = await p.take('bridge', undefined, warmKey('runner/claude-code:latest', '/p/a'));
-  assert.equal(a?.step?.key, warmKey('runner/claude-code:latest', '/p/a'));
+  const a = await p.take('bridge', undefined, warmKey({ ...stepOf('/p/a'), project: '/p/a' }));
+  assert.equal(a?.step?.key, warmKey({ ...stepOf('/p/a'), project: '/p/a' }));
   await eventually('a container of b made', () => made.includes('/p/b') && p.warmContainers === 2);
-  const b = await p.take('bridge', undefined, warmKey('runner/claude-code:latest', '/p/b'));
-  assert.equal(b?.step?.key, warmKey('runner/claude-code:latest', '/p/b'), "b's step takes the one made for it");
+  const b = await p.take('bridge', undefined, warmKey({ ...stepOf('/p/b'), project: '/p/b' }));
+  assert.equal(b?.step?.key, warmKey({ ...stepOf('/p/b'), project: '/p/b' }), "b's step takes the one made for it");
   // a third shape drops the oldest (a): its waiting container is made again of c
-  p.learn(stepOf('/p/c'), 'run-c1');
+  p.learn(stepOf('/p/c'));
   assert.deepEqual(steps.shapes.length, 2);
   await p.close();
   await rm(dir, { recursive: true });
