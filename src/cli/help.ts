@@ -31,8 +31,9 @@ Usage:
         --no-wait-at-gate  at an approval gate, leave the run waiting (it holds
                            nothing) and exit 0, rather than wait for a decision
         --warm N           make N step gateways ahead, from the start, for the
-                           run's steps behind one (agents): each is given to one
-                           step alone (docs/gateway.md#warm-gateways)
+                           run's steps behind one (agents), and on the local
+                           engine the step's container beside each: each is
+                           given to one step alone (docs/gateway.md#warm-gateways)
         --egress-network NET  the docker network steps' gateways reach out on
                            (default: $RUNNER_EGRESS_NETWORK, else bridge);
                            see docs/gateway.md
@@ -149,8 +150,9 @@ Usage:
       streamed at once: at most --max-log-streams in all (503 past it) and
       --max-log-streams-per-client to one address (429); a follower that
       has not taken what waits for it within --log-stall is cut. --warm N
-      keeps N step gateways made ahead (given back after 10 minutes without a
-      run; GET /metrics says how many are warm).
+      keeps N step gateways made ahead, and on the local engine the step's
+      container beside each (given back after 10 minutes without a run;
+      GET /metrics says how many are warm).
   runner mcp [--home DIR] [--pipelines DIR]... [--project DIR]... [--secrets-file F]
              [--agent-base-url URL] [--egress-network NET] [--egress-private CIDR[,CIDR]]
              [--egress-proxy URL] [--ca-file F] [--npm-registry URL] [--pip-index URL]
