@@ -2,11 +2,13 @@
 import Docker from 'dockerode';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { ContainerError, errorMessage } from '../../common/errors.js';
 import { packageRoot } from '../../common/package-root.js';
 import { DockerGvisor } from './docker-gvisor.js';
+import { networkGatewaysOf, type NetworkFacts } from './network-gateways.js';
 import { gvisorPidLimits } from '../gvisor.js';
 import { hostPathProblem, ownContainerId, type OwnMount } from '../host-paths.js';
 import { isOwnImage, ownImageMissing } from '../own-images.js';
@@ -534,7 +536,7 @@ export class DockerRuntime implements ContainerRuntime {
   async networkGateways(network?: string): Promise<string[]> {
     try {
       const list = (await this.docker.listNetworks()).filter((n) => network === undefined || n.Name === network || n.Id === network);
-      return list.flatMap((n) => ((n.IPAM?.Config ?? []) as Array<{ Gateway?: string }>).flatMap((c) => (c.Gateway ? [c.Gateway.replace(/\/\d+$/, '')] : [])));
+      return networkGatewaysOf(list as NetworkFacts[], os.networkInterfaces());
     } catch (err) {
       throw engineError('listing networks', err);
     }

@@ -4,16 +4,17 @@
  * not begun: it waits in the warm prelude (secret-env.ts) for a step's
  * variables and command. A step that takes the gateway claims the container
  * when its spec has the shape the container was made to (warmShape: image,
- * user, limits, mounts, network), and its directories (the run's worktree and
- * its io) take the place of the two empty ones the container mounted
- * (take-place.ts): nothing is copied, and the container begins the step's
- * command at once. Otherwise the step's container is made as always and the
- * warm one is removed.
+ * user, limits, mounts, network), and its own directories (the run's
+ * worktree, its io, its caches' throw-away layers) take the place of the
+ * empty ones the container mounted (take-place.ts): nothing is copied, and
+ * the container begins the step's command at once. Otherwise the step's
+ * container is made as always and the warm one is removed.
  *
  * The shape is learned, not guessed: the steps behind a gateway that ran
  * lately are those the next warm containers are made to (the latest few
  * shapes; each container of the one the fewest waiting have), and a step
- * takes the gateway whose container was made for its image and project. A
+ * takes the gateway whose container was made for its image, project, user
+ * and limits (warmKey). A
  * warm container is used once and removed with its step; it ran nothing
  * before its claim, held nothing of another run, and its config names
  * nothing of a step (no variable, command or run label: `docker inspect`
