@@ -13,9 +13,11 @@ async function record(home: string, runId: string): Promise<any> {
 }
 
 test('a fork bomb hits the pids limit, is reported as such, and is killed at its timeout', async () => {
-  // The step's own shell must outlive the bomb until the timeout: its last command is exec'd (no fork) and a fork it
-  // is refused does not end it (set +e). Before, its sleep was a fork too: when the bomb had taken every pid
-  // first, the shell ended at once and the run with it, before the limit was read (a clean-clone CI run, 1.7 s).
+  // The step's own shell must outlive the bomb until the timeout, whatever the machine's load: it lights the bomb in a
+  // subshell (its one fork, made before the bomb takes any pid) and then execs its sleep (no fork). Before, the shell
+  // ran the bomb itself, and dash ends at a fork it is refused: on a loaded machine the bomb took the last pid
+  // before the shell's own next fork, the step ended at 1.7 s, between two of the runner's readings of the
+  // cgroup, and the limit was not reported (clean-clone CI runs, twice).
   const f = await fixture();
   const file = await writePipeline(
     f,
@@ -26,7 +28,7 @@ test('a fork bomb hits the pids limit, is reported as such, and is killed at its
       set +e
       echo lit > fuse.txt
       bomb() { bomb | bomb & }
-      bomb
+      (bomb) &
       exec sleep 300
 `),
   );
